@@ -1,0 +1,64 @@
+// Package meter rewrites a WebAssembly module so that it counts the work it
+// does against a deterministic fuel budget.
+//
+// wazero has no fuel of its own, so Instrument inserts the accounting into
+// the bytecode before compilation. The instrumented module exports a mutable
+// i64 global, GlobalExport, that holds the fuel left. The host sets it before
+// a run and reads it after:
+//
+//   - Instantiate without start functions, set GlobalExport to the limit
+//     (> 0), call StartExport if it is exported (it is the module's former
+//     start function), then call the entry point (e.g. _start).
+//   - fuel used = limit - global, when the global is >= 0.
+//   - When a charge would take the counter below zero, the instrumented code
+//     stores -1 into the global and executes unreachable: a run that ends in
+//     a trap with the global < 0 ran out of fuel.
+//
+// # Where the counter lives
+//
+// Each function keeps the counter in a local of its own for speed (see
+// DESIGN.md, "Sandbox limits and outcomes"). The local is loaded from the
+// global at function entry, and written back before every call and
+// call_indirect (the callee, or a host function that charges for I/O by
+// rewriting the global, sees the current value), reloaded after each call
+// returns, and written back before return, before the function's final end,
+// before a branch to the function's outermost label, and before an original
+// unreachable. A trap other than unreachable (division by zero, an
+// out-of-bounds access) leaves the global at its value at the last sync
+// point, which is still a deterministic function of program and input.
+//
+// # Cost model
+//
+// Every instruction costs 1, except the structural block, loop, end, else
+// and nop, which are free. if, br, br_if, br_table, return, call and
+// call_indirect cost 1 like any other instruction.
+//
+// On top of that, bulk operations pay for their size at run time, before the
+// instruction runs: memory.fill, memory.copy, memory.init, table.fill,
+// table.copy and table.init cost BulkCost per byte or element (their top i32
+// operand). memory.grow costs PageCost per page actually granted and
+// table.grow BulkCost per element actually granted (nothing when they return
+// -1), charged right after the instruction.
+//
+// Static costs are charged per metered segment: a straight run of code that
+// control can enter only at its start. A segment starts at function entry,
+// at each loop header (inside the loop, so every iteration pays), at the
+// start of an if's then-arm and else-arm, after the end of an if, after the
+// end of a block that some branch targets, and after br_if (its
+// fallthrough). After br, br_table, return and unreachable the code is dead
+// until the next end or else; it gets a segment of its own that is never
+// entered. A segment's whole static cost is charged once at its start, so a
+// trap in the middle of a segment has already paid for the rest of it.
+//
+// Every loop iteration executes at least one branch, which costs 1 and is
+// charged in that iteration, and every call costs 1, so neither a loop nor
+// recursion can run unpaid.
+//
+// # Output
+//
+// The pass keeps every section, in order, with custom sections copied as
+// they are (DWARF offsets in them go stale). It appends one global and one
+// or two exports, removes the start section, and appends locals to each
+// function body after its own; no existing index of any kind moves. The
+// output for a given input depends only on the input and Version.
+package meter

@@ -1,0 +1,119 @@
+package meter
+
+import (
+	"fmt"
+	"math"
+)
+
+// Version identifies the pass's output. It is bumped whenever the bytes
+// Instrument emits for some input change, because it keys caches of
+// instrumented and compiled modules.
+const Version = 1
+
+// GlobalExport is the export name of the fuel counter: a mutable i64 global
+// holding the fuel left.
+const GlobalExport = "assay_fuel"
+
+// StartExport is the export name under which the module's start function is
+// exported when it had one. The start section itself is removed, so the host
+// can set the fuel before the start function runs.
+const StartExport = "assay_start"
+
+// Exhausted is the value the instrumented code stores into the global just
+// before it traps for lack of fuel.
+const Exhausted = -1
+
+// Cost constants. Every instruction costs 1 except block, loop, end, else
+// and nop, which are free; see the package documentation.
+const (
+	// PageCost is the fuel per 64 KiB page granted by memory.grow.
+	PageCost = 1024
+	// BulkCost is the fuel per byte or element processed by memory.fill,
+	// memory.copy, memory.init, table.fill, table.copy and table.init, and
+	// per element granted by table.grow.
+	BulkCost = 1
+)
+
+// DecodeError reports input that Instrument cannot decode: malformed
+// binary, or an instruction or section outside the WebAssembly 2.0 feature
+// set that wazero enables by default.
+type DecodeError struct {
+	// Offset is the byte offset in the input module.
+	Offset int
+	// Reason says what is wrong there.
+	Reason string
+}
+
+func (e *DecodeError) Error() string {
+	return fmt.Sprintf("meter: offset %#x: %s", e.Offset, e.Reason)
+}
+
+func errAt(off int, format string, args ...any) *DecodeError {
+	return &DecodeError{Offset: off, Reason: fmt.Sprintf(format, args...)}
+}
+
+// readU32 reads an unsigned LEB128 u32 whose value is interpreted. It is
+// strict: at most 5 bytes, no bits beyond 32.
+func readU32(b []byte, p int) (uint32, int, error) {
+	var v uint32
+	for i := 0; i < 5; i++ {
+		if p+i >= len(b) {
+			return 0, 0, errAt(p, "unexpected end of input in LEB128")
+		}
+		c := b[p+i]
+		if i == 4 && c&0xf0 != 0 {
+			return 0, 0, errAt(p, "LEB128 u32 out of range")
+		}
+		v |= uint32(c&0x7f) << (7 * i)
+		if c&0x80 == 0 {
+			return v, i + 1, nil
+		}
+	}
+	return 0, 0, errAt(p, "LEB128 u32 out of range")
+}
+
+// skipLEB returns the length of a LEB128 number of at most max bytes whose
+// value is not interpreted, only copied.
+func skipLEB(b []byte, p, max int) (int, error) {
+	for i := 0; i < max; i++ {
+		if p+i >= len(b) {
+			return 0, errAt(p, "unexpected end of input in LEB128")
+		}
+		if b[p+i]&0x80 == 0 {
+			return i + 1, nil
+		}
+	}
+	return 0, errAt(p, "LEB128 too long")
+}
+
+func appendU32(b []byte, v uint32) []byte {
+	for v >= 0x80 {
+		b = append(b, byte(v)|0x80)
+		v >>= 7
+	}
+	return append(b, byte(v))
+}
+
+func appendS64(b []byte, v int64) []byte {
+	for {
+		c := byte(v & 0x7f)
+		v >>= 7
+		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
+			return append(b, c)
+		}
+		b = append(b, c|0x80)
+	}
+}
+
+// appendName appends a WebAssembly name (length-prefixed bytes).
+func appendName(b []byte, s string) []byte {
+	return append(appendU32(b, uint32(len(s))), s...)
+}
+
+// addU32 adds two u32 counts, failing on overflow.
+func addU32(a, b uint32, off int) (uint32, error) {
+	if uint64(a)+uint64(b) > math.MaxUint32 {
+		return 0, errAt(off, "count overflows u32")
+	}
+	return a + b, nil
+}

@@ -1,0 +1,444 @@
+package meter
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"github.com/tetratelabs/wazero/sys"
+)
+
+// engines are the two wazero engines every differential test runs on.
+var engines = []struct {
+	name string
+	cfg  func() wazero.RuntimeConfig
+}{
+	{"compiler", wazero.NewRuntimeConfigCompiler},
+	{"interpreter", wazero.NewRuntimeConfigInterpreter},
+}
+
+func readWasm(tb testing.TB, name string) []byte {
+	tb.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name+".wasm"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+func mustInstrument(tb testing.TB, b []byte) []byte {
+	tb.Helper()
+	out, err := Instrument(b)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return out
+}
+
+// host is the environment the test modules import: env.charge, which
+// charges fuel the way the sandbox's I/O functions do, and g.base.
+type host struct {
+	seen []int64 // the counter as env.charge found it
+}
+
+func (h *host) instantiate(tb testing.TB, ctx context.Context, r wazero.Runtime) {
+	tb.Helper()
+	_, err := r.NewHostModuleBuilder("env").NewFunctionBuilder().
+		WithFunc(func(ctx context.Context, mod api.Module, n uint32) {
+			g, ok := mod.ExportedGlobal(GlobalExport).(api.MutableGlobal)
+			if !ok {
+				return // an uninstrumented module
+			}
+			v := int64(g.Get())
+			h.seen = append(h.seen, v)
+			v -= int64(n)
+			if v < 0 {
+				g.Set(api.EncodeI64(Exhausted))
+				panic("out of fuel")
+			}
+			g.Set(uint64(v))
+		}).Export("charge").Instantiate(ctx)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := r.InstantiateWithConfig(ctx, readWasm(tb, "globalenv"), wazero.NewModuleConfig().WithName("g")); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// run is one call of an exported function.
+type run struct {
+	results []uint64
+	err     error
+	left    int64 // the counter after the call (metered runs)
+}
+
+// instance is a module instantiated for the host contract: no start
+// functions, fuel set, StartExport called.
+type instance struct {
+	r   wazero.Runtime
+	mod api.Module
+	h   *host
+}
+
+func newInstance(tb testing.TB, cfg wazero.RuntimeConfig, wasm []byte, metered bool, fuel int64) (*instance, error) {
+	tb.Helper()
+	ctx := context.Background()
+	r := wazero.NewRuntimeWithConfig(ctx, cfg)
+	tb.Cleanup(func() { r.Close(ctx) })
+	h := &host{}
+	h.instantiate(tb, ctx, r)
+	compiled, err := r.CompileModule(ctx, wasm)
+	if err != nil {
+		tb.Fatalf("compile: %v", err)
+	}
+	mod, err := r.InstantiateModule(ctx, compiled, wazero.NewModuleConfig().WithStartFunctions())
+	if err != nil {
+		tb.Fatalf("instantiate: %v", err)
+	}
+	in := &instance{r: r, mod: mod, h: h}
+	if metered {
+		in.global().Set(uint64(fuel))
+		if start := mod.ExportedFunction(StartExport); start != nil {
+			if _, err := start.Call(ctx); err != nil {
+				return in, err
+			}
+		}
+	}
+	return in, nil
+}
+
+func (in *instance) global() api.MutableGlobal {
+	return in.mod.ExportedGlobal(GlobalExport).(api.MutableGlobal)
+}
+
+func (in *instance) left() int64 { return int64(in.global().Get()) }
+
+func (in *instance) call(tb testing.TB, fn string, args ...uint64) run {
+	tb.Helper()
+	f := in.mod.ExportedFunction(fn)
+	if f == nil {
+		tb.Fatalf("no export %q", fn)
+	}
+	res, err := f.Call(context.Background(), args...)
+	out := run{results: res, err: err}
+	if in.mod.ExportedGlobal(GlobalExport) != nil {
+		out.left = in.left()
+	}
+	return out
+}
+
+// calls are the exported functions the differential tests run.
+var calls = []struct {
+	file, fn string
+	args     []uint64
+}{
+	{"loop", "sum", []uint64{1000}},
+	{"loop", "sum", []uint64{0}},
+	{"exact", "add", []uint64{2, 3}},
+	{"exact", "pick", []uint64{0}},
+	{"exact", "pick", []uint64{1}},
+	{"exact", "three", nil},
+	{"blocks", "classify", []uint64{0}},
+	{"blocks", "classify", []uint64{1}},
+	{"blocks", "classify", []uint64{2}},
+	{"blocks", "classify", []uint64{3}},
+	{"blocks", "classify", []uint64{99}},
+	{"blocks", "sign", []uint64{api.EncodeI32(-4)}},
+	{"blocks", "sign", []uint64{0}},
+	{"blocks", "sign", []uint64{9}},
+	{"blocks", "clamp", []uint64{api.EncodeI32(-4)}},
+	{"blocks", "clamp", []uint64{5}},
+	{"blocks", "clamp", []uint64{50}},
+	{"blocks", "mix", []uint64{500}},
+	{"recursion", "fib", []uint64{15}},
+	{"indirect", "apply", []uint64{0, 21}},
+	{"indirect", "apply", []uint64{1, 9}},
+	{"indirect", "apply", []uint64{2, 6}},
+	{"indirect", "apply", []uint64{7, 6}}, // traps: undefined element
+	{"multivalue", "divmod", []uint64{17, 5}},
+	{"multivalue", "divmod", []uint64{17, 0}}, // traps: division by zero
+	{"multivalue", "tri", []uint64{100}},
+	{"multivalue", "order", []uint64{9, 4}},
+	{"multivalue", "order", []uint64{4, 9}},
+	{"bulk", "fillcopy", []uint64{300, 7}},
+	{"bulk", "init", []uint64{16}},
+	{"bulk", "init", []uint64{17}}, // traps: out of bounds
+	{"bulk", "grow", []uint64{2}},
+	{"bulk", "grow", []uint64{9}}, // fails: above the maximum
+	{"bulk", "size", nil},
+	{"bulk", "tables", nil},
+	{"simd", "simd", []uint64{12345}},
+	{"start", "get", nil},
+	{"import", "work", nil},
+	{"import", "loop", []uint64{5}},
+}
+
+const bigFuel = 1 << 40
+
+// TestInstrument_SameResults runs every call unmetered and metered on both
+// engines: results and traps must match, and fuel used must be the same on
+// both engines and on a repeated run.
+func TestInstrument_SameResults(t *testing.T) {
+	for _, c := range calls {
+		t.Run(c.file+"/"+c.fn, func(t *testing.T) {
+			orig := readWasm(t, c.file)
+			metered := mustInstrument(t, orig)
+			var used []int64
+			trapped := false
+			for _, e := range engines {
+				o, err := newInstance(t, e.cfg(), orig, false, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := o.call(t, c.fn, c.args...)
+				trapped = want.err != nil
+				for rep := 0; rep < 2; rep++ {
+					m, err := newInstance(t, e.cfg(), metered, true, bigFuel)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got := m.call(t, c.fn, c.args...)
+					if (want.err == nil) != (got.err == nil) {
+						t.Fatalf("%s: error %v, want %v", e.name, got.err, want.err)
+					}
+					if !equalResults(got.results, want.results) {
+						t.Fatalf("%s: results %v, want %v", e.name, got.results, want.results)
+					}
+					if got.left < 0 {
+						t.Fatalf("%s: counter %d below zero", e.name, got.left)
+					}
+					used = append(used, bigFuel-got.left)
+				}
+			}
+			for _, u := range used[1:] {
+				if u != used[0] {
+					t.Fatalf("fuel used differs between runs or engines: %v", used)
+				}
+			}
+			// A trap other than unreachable leaves the global at its last
+			// sync point, here the entry of the called function.
+			if used[0] <= 0 && !trapped {
+				t.Fatalf("fuel used %d, want > 0", used[0])
+			}
+		})
+	}
+}
+
+func equalResults(a, b []uint64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// fuelUsed runs one call on both engines and returns the fuel it used,
+// failing unless both agree.
+func fuelUsed(t *testing.T, file, fn string, args ...uint64) int64 {
+	t.Helper()
+	metered := mustInstrument(t, readWasm(t, file))
+	used := int64(-1)
+	for _, e := range engines {
+		m, err := newInstance(t, e.cfg(), metered, true, bigFuel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m.call(t, fn, args...); got.err != nil {
+			t.Fatalf("%s: %v", e.name, got.err)
+		}
+		u := bigFuel - m.left()
+		if used >= 0 && u != used {
+			t.Fatalf("%s used %d, the other engine %d", e.name, u, used)
+		}
+		used = u
+	}
+	return used
+}
+
+// TestInstrument_ExactFuel checks hand-counted costs (see the comments in
+// testdata/exact.wat and friends).
+func TestInstrument_ExactFuel(t *testing.T) {
+	tests := []struct {
+		file, fn string
+		args     []uint64
+		want     int64
+	}{
+		{"exact", "add", []uint64{1, 2}, 3},
+		{"exact", "pick", []uint64{0}, 4},
+		{"exact", "pick", []uint64{1}, 4},
+		{"exact", "three", nil, 24},
+		{"start", "get", nil, 120 + 1}, // the start function, then get
+		{"import", "work", nil, 9 + 100},
+		{"import", "loop", []uint64{5}, 5 * (8 + 1)},
+		// fillcopy: 2 bulk ops of n bytes plus 14 static.
+		{"bulk", "fillcopy", []uint64{100, 1}, 14 + 200},
+		{"bulk", "fillcopy", []uint64{1000, 1}, 14 + 2000},
+		// grow: local.get, memory.grow = 2, plus PageCost per page granted.
+		{"bulk", "grow", []uint64{0}, 2},
+		{"bulk", "grow", []uint64{3}, 2 + 3*PageCost},
+		{"bulk", "grow", []uint64{4}, 2}, // refused: 1+4 pages > max 4
+	}
+	for _, tt := range tests {
+		t.Run(tt.file+"/"+tt.fn, func(t *testing.T) {
+			if got := fuelUsed(t, tt.file, tt.fn, tt.args...); got != tt.want {
+				t.Fatalf("fuel used %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestInstrument_Exhausted runs code that never ends on its own: it must
+// trap with the counter below zero.
+func TestInstrument_Exhausted(t *testing.T) {
+	tests := []struct {
+		file, fn string
+		args     []uint64
+		fuel     int64
+	}{
+		{"loop", "forever", nil, 1_000_000},
+		{"recursion", "down", []uint64{0}, 4_000}, // within the interpreter's depth limit
+		{"bulk", "fillforever", nil, 100_000_000},
+		{"loop", "sum", []uint64{1000}, 1000}, // needs more than 1000
+		{"recursion", "fib", []uint64{20}, 1000},
+		{"import", "loop", []uint64{1000}, 1000}, // the host runs it out
+	}
+	for _, tt := range tests {
+		t.Run(tt.file+"/"+tt.fn, func(t *testing.T) {
+			metered := mustInstrument(t, readWasm(t, tt.file))
+			for _, e := range engines {
+				m, err := newInstance(t, e.cfg(), metered, true, tt.fuel)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := m.call(t, tt.fn, tt.args...)
+				if got.err == nil {
+					t.Fatalf("%s: no trap, counter %d", e.name, got.left)
+				}
+				if got.left != Exhausted {
+					t.Fatalf("%s: counter %d after %v, want %d", e.name, got.left, got.err, Exhausted)
+				}
+			}
+		})
+	}
+}
+
+// TestInstrument_Start checks that the start function does not run at
+// instantiation, runs under StartExport, and is metered.
+func TestInstrument_Start(t *testing.T) {
+	metered := mustInstrument(t, readWasm(t, "start"))
+	for _, e := range engines {
+		m, err := newInstance(t, e.cfg(), metered, false, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.global().Set(5001)
+		if got := m.call(t, "get"); got.err != nil || got.results[0] != 0 {
+			t.Fatalf("%s: start ran at instantiation: %v %v", e.name, got.results, got.err)
+		}
+		if _, err := m.mod.ExportedFunction(StartExport).Call(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		// Ten iterations of a 12-instruction loop body.
+		if used := 5000 - m.left(); used != 120 {
+			t.Fatalf("%s: start used %d, want 120", e.name, used)
+		}
+		if got := m.call(t, "get"); got.results[0] != 45 {
+			t.Fatalf("%s: get = %d, want 45", e.name, got.results[0])
+		}
+	}
+}
+
+// TestInstrument_HostSync checks that the counter is in the global when a
+// host function runs, and that the host's charge is seen after it returns.
+func TestInstrument_HostSync(t *testing.T) {
+	metered := mustInstrument(t, readWasm(t, "import"))
+	for _, e := range engines {
+		m, err := newInstance(t, e.cfg(), metered, true, 10_000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.call(t, "loop", 3)
+		// Each iteration charges its 8 instructions, then the host takes 1.
+		want := []int64{10_000 - 8, 10_000 - 17, 10_000 - 26}
+		if !equalInts(m.h.seen, want) {
+			t.Fatalf("%s: host saw %v, want %v", e.name, m.h.seen, want)
+		}
+		if left := m.left(); left != 10_000-27 {
+			t.Fatalf("%s: counter %d, want %d", e.name, left, 10_000-27)
+		}
+	}
+}
+
+func equalInts(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestInstrument_GoHello instruments a Go wasip1 program and runs it to the
+// same output and exit code as the original.
+func TestInstrument_GoHello(t *testing.T) {
+	orig := readWasm(t, "gohello")
+	metered := mustInstrument(t, orig)
+	runGo := func(cfg wazero.RuntimeConfig, wasm []byte, fuel int64) (string, uint32, int64) {
+		ctx := context.Background()
+		r := wazero.NewRuntimeWithConfig(ctx, cfg)
+		defer r.Close(ctx)
+		wasi_snapshot_preview1.MustInstantiate(ctx, r)
+		var stdout bytes.Buffer
+		mc := wazero.NewModuleConfig().WithStdout(&stdout).WithStdin(strings.NewReader("world")).
+			WithStartFunctions()
+		mod, err := r.InstantiateWithConfig(ctx, wasm, mc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, _ := mod.ExportedGlobal(GlobalExport).(api.MutableGlobal)
+		if g != nil {
+			g.Set(uint64(fuel))
+		}
+		_, err = mod.ExportedFunction("_start").Call(ctx)
+		var exit *sys.ExitError
+		if !errors.As(err, &exit) {
+			t.Fatalf("_start: %v", err)
+		}
+		left := int64(0)
+		if g != nil {
+			left = int64(g.Get())
+		}
+		return stdout.String(), exit.ExitCode(), left
+	}
+	wantOut, wantCode, _ := runGo(wazero.NewRuntimeConfigInterpreter(), orig, 0)
+	if !strings.HasPrefix(wantOut, "hello world ") || wantCode != 3 {
+		t.Fatalf("original: %q, exit %d", wantOut, wantCode)
+	}
+	var used []int64
+	for _, e := range engines {
+		out, code, left := runGo(e.cfg(), metered, bigFuel)
+		if out != wantOut || code != wantCode {
+			t.Fatalf("%s: %q exit %d, want %q exit %d", e.name, out, code, wantOut, wantCode)
+		}
+		used = append(used, bigFuel-left)
+	}
+	if used[0] != used[1] || used[0] <= 0 {
+		t.Fatalf("fuel used %v", used)
+	}
+	t.Logf("gohello: %d bytes -> %d bytes, fuel used %d", len(orig), len(metered), used[0])
+}
