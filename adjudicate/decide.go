@@ -1,0 +1,371 @@
+package adjudicate
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/assayhq/assay/wasm"
+)
+
+// Verdicts.
+const (
+	// VerdictRelease: every criterion held; the seller is paid.
+	VerdictRelease = "release"
+	// VerdictRefund: a criterion failed; the buyer is refunded.
+	VerdictRefund = "refund"
+	// VerdictEscalated: nothing failed, but something could not be decided
+	// here: a semantic criterion with no juror answer, or a checker that
+	// could not be run or gave an outcome that decides nothing (timeout,
+	// invalid_checker). Funds stay held for a person to look.
+	VerdictEscalated = "escalated"
+)
+
+// Tiers: which stage decided.
+const (
+	TierZero = "tier0"      // schema, assertions, checkers
+	TierJury = "tier1-jury" // the jury, on semantic criteria
+)
+
+// MaxDeliverableBytes bounds a deliverable's JSON.
+const MaxDeliverableBytes = 64 << 20
+
+// Deliverable is a parsed deliverable, ready to be decided against any
+// number of plans. It is immutable and safe for concurrent use.
+type Deliverable struct {
+	value    any
+	env      map[string]any
+	artifact []byte
+}
+
+// ParseDeliverable parses a deliverable: one JSON value of any type.
+//
+// # Errors
+//
+// An *Error with EInvalidDeliverable when b is not one JSON value, is over
+// MaxDeliverableBytes or holds a number out of float64 range.
+func ParseDeliverable(b []byte) (*Deliverable, error) {
+	if len(b) > MaxDeliverableBytes {
+		return nil, errorf(EInvalidDeliverable, fmt.Sprintf("deliverable: larger than %d bytes", MaxDeliverableBytes), nil)
+	}
+	v, err := decodeJSON(b)
+	if err != nil {
+		return nil, errorf(EInvalidDeliverable, "deliverable: "+err.Error(), err)
+	}
+	d := &Deliverable{value: v}
+	if s, ok := v.(string); ok {
+		d.artifact = []byte(s)
+	} else {
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, b); err != nil {
+			return nil, errorf(EInvalidDeliverable, "deliverable: "+err.Error(), err)
+		}
+		d.artifact = buf.Bytes()
+	}
+	// An expression sees the deliverable's top-level fields as variables
+	// and the whole deliverable as `deliverable` (unless a field has that
+	// name).
+	if m, ok := v.(map[string]any); ok {
+		d.env = make(map[string]any, len(m)+1)
+		d.env["deliverable"] = v
+		for k, e := range m {
+			d.env[k] = e
+		}
+	} else {
+		d.env = map[string]any{"deliverable": v}
+	}
+	return d, nil
+}
+
+// Artifact returns what a checker receives as its artifact: the
+// deliverable's compact JSON, or a string deliverable's own bytes.
+func (d *Deliverable) Artifact() []byte { return d.artifact }
+
+// Record is everything outside the plan and the deliverable that a verdict
+// depends on: the checker outcomes and the juror answers, as they were
+// recorded. Decide reads it; it never runs a checker or asks a model.
+type Record struct {
+	// Checkers holds one entry per criteria checker, in order; a missing
+	// or zero entry is a checker that did not run.
+	Checkers []CheckerRun `json:"checkers,omitempty"`
+	// Answers holds one entry per semantic criterion, in the order they
+	// appear among the assertions; a missing or zero entry is no answer.
+	Answers []Answer `json:"answers,omitempty"`
+}
+
+// CheckerRun is one checker's recorded run: its outcome, or the error
+// that kept it from running.
+type CheckerRun struct {
+	Outcome *wasm.Outcome `json:"outcome,omitempty"`
+	Error   string        `json:"error,omitempty"`
+}
+
+// Answer is one juror's recorded answer to a semantic question, or the
+// error that kept it from answering.
+type Answer struct {
+	Vote  *Vote  `json:"vote,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+// Vote is a juror's decision on one semantic criterion.
+type Vote struct {
+	Pass   bool   `json:"pass"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Result is a verdict and every check behind it. The same plan,
+// deliverable and record give the same Result, and the same JSON, byte
+// for byte.
+type Result struct {
+	Verdict        string  `json:"verdict"`
+	Tier           string  `json:"tier"`
+	CriteriaSHA256 string  `json:"criteria_sha256"`
+	Checks         []Check `json:"checks"`
+}
+
+// Check is one criterion's result. Spec is the criterion as written, in
+// canonical JSON; it is shared with the Plan and must not be modified.
+type Check struct {
+	Kind   string          `json:"kind"`
+	Spec   json.RawMessage `json:"spec"`
+	Passed bool            `json:"passed"`
+	// Skipped: the check did not run because the case was decided before
+	// it (or, for a checker or semantic criterion, was never recorded).
+	Skipped bool   `json:"skipped,omitempty"`
+	Detail  string `json:"detail"`
+	// Outcome is a checker's sandbox outcome, for kind "checker".
+	Outcome *CheckerOutcome `json:"outcome,omitempty"`
+}
+
+// CheckerOutcome is the deterministic part of a wasm.Outcome: wall time
+// and the output text are left out (the text is in Detail, cut short).
+type CheckerOutcome struct {
+	Kind          wasm.Kind `json:"kind"`
+	ExitCode      int       `json:"exit_code"`
+	FuelUsed      uint64    `json:"fuel_used"`
+	FuelLimit     uint64    `json:"fuel_limit"`
+	MemoryPages   uint32    `json:"memory_pages"`
+	StdoutSHA256  string    `json:"stdout_sha256"`
+	StderrSHA256  string    `json:"stderr_sha256"`
+	CheckerSHA256 string    `json:"checker_sha256"`
+	InputSHA256   string    `json:"input_sha256"`
+}
+
+// JSON returns r as JSON: no HTML escaping, no trailing newline.
+func (r *Result) JSON() []byte {
+	b, err := marshalNoEscape(r)
+	if err != nil {
+		panic("adjudicate: result does not marshal: " + err.Error()) // impossible: plain types
+	}
+	return b
+}
+
+// Decide decides d against the plan, given the recorded checker outcomes
+// and juror answers. It is pure: it runs nothing and reads no clock.
+//
+// The verdict is refund when any deterministic check failed (schema,
+// assertion, or a checker whose outcome decides); otherwise escalated when
+// a checker did not run or its outcome decides nothing; otherwise release
+// when there is no semantic criterion; otherwise the jury's: refund on any
+// failing vote, escalated when an answer is missing, release when all pass.
+func (p *Plan) Decide(d *Deliverable, rec Record) *Result {
+	r := &Result{CriteriaSHA256: p.hash, Checks: make([]Check, len(p.checks))}
+	failed, undecided := p.tier0(d, r.Checks)
+
+	for i := range p.checks {
+		pc := &p.checks[i]
+		if pc.kind != KindChecker {
+			continue
+		}
+		c := &r.Checks[i]
+		var run CheckerRun
+		if pc.ci < len(rec.Checkers) {
+			run = rec.Checkers[pc.ci]
+		}
+		switch res := p.checkerCheck(pc, run, c, failed); res {
+		case checkFailed:
+			failed = true
+		case checkUndecided:
+			undecided = true
+		}
+	}
+
+	if failed {
+		r.Verdict, r.Tier = VerdictRefund, TierZero
+	} else if undecided {
+		r.Verdict, r.Tier = VerdictEscalated, TierZero
+	} else if p.semantic == 0 {
+		r.Verdict, r.Tier = VerdictRelease, TierZero
+	} else {
+		r.Verdict, r.Tier = VerdictRelease, TierJury
+	}
+	deterministicOK := !failed && !undecided
+
+	// The jury: a failing vote decides refund, so answers after it were
+	// never asked for.
+	juryFailed := false
+	for _, a := range rec.Answers {
+		if a.Vote != nil && !a.Vote.Pass {
+			juryFailed = true
+		}
+	}
+	juryMissing := false
+	for i := range p.checks {
+		pc := &p.checks[i]
+		if pc.kind != KindSemantic {
+			continue
+		}
+		c := &r.Checks[i]
+		c.Kind, c.Spec = pc.kind, pc.spec
+		if !deterministicOK {
+			c.Skipped = true
+			c.Detail = "not asked: the jury sits only when every deterministic check passed"
+			continue
+		}
+		var a Answer
+		if pc.sm.index < len(rec.Answers) {
+			a = rec.Answers[pc.sm.index]
+		}
+		switch {
+		case a.Vote != nil:
+			c.Passed = a.Vote.Pass
+			c.Detail = "juror -> " + passFail(a.Vote.Pass)
+			if a.Vote.Reason != "" {
+				c.Detail += ": " + a.Vote.Reason
+			}
+		case juryFailed:
+			c.Skipped = true
+			c.Detail = "not asked: another semantic criterion already failed"
+		case a.Error != "":
+			c.Detail = "no juror answer: " + a.Error + " (escalated)"
+			juryMissing = true
+		default:
+			c.Skipped = true
+			c.Detail = "no juror answer (escalated)"
+			juryMissing = true
+		}
+	}
+	if deterministicOK && p.semantic > 0 {
+		switch {
+		case juryFailed:
+			r.Verdict = VerdictRefund
+		case juryMissing:
+			r.Verdict = VerdictEscalated
+		}
+	}
+	return r
+}
+
+// tier0 evaluates the schema and the path/op and expr assertions into
+// checks, all of them (they cost microseconds), and reports whether any
+// failed. It never reports undecided.
+func (p *Plan) tier0(d *Deliverable, checks []Check) (failed, undecided bool) {
+	for i := range p.checks {
+		pc := &p.checks[i]
+		c := &checks[i]
+		c.Kind, c.Spec = pc.kind, pc.spec
+		switch {
+		case pc.kind == KindSchema:
+			var vs violations
+			p.schema.validate(d.value, nil, &vs)
+			if vs.n == 0 {
+				c.Passed, c.Detail = true, "schema -> true"
+			} else {
+				c.Detail = "schema -> false: " + vs.String()
+			}
+		case pc.po != nil:
+			c.Passed, c.Detail = pc.po.eval(d.value)
+		case pc.ex != nil:
+			c.Passed, c.Detail = pc.ex.eval(d.env)
+		default:
+			continue
+		}
+		if !c.Passed {
+			failed = true
+		}
+	}
+	return failed, false
+}
+
+type checkResult int
+
+const (
+	checkPassed checkResult = iota
+	checkFailed
+	checkUndecided
+	checkSkipped
+)
+
+func (p *Plan) checkerCheck(pc *planCheck, run CheckerRun, c *Check, decided bool) checkResult {
+	c.Kind, c.Spec = pc.kind, pc.spec
+	ref := p.checkers[pc.ci]
+	name := "checker " + short(ref.SHA256)
+	switch {
+	case run.Outcome != nil:
+		o := run.Outcome
+		c.Outcome = &CheckerOutcome{
+			Kind: o.Kind, ExitCode: o.ExitCode, FuelUsed: o.FuelUsed, FuelLimit: o.FuelLimit,
+			MemoryPages: o.MemoryPages, StdoutSHA256: o.StdoutSHA256, StderrSHA256: o.StderrSHA256,
+			CheckerSHA256: o.CheckerSHA256, InputSHA256: o.InputSHA256,
+		}
+		c.Detail = name + " -> " + string(o.Kind)
+		if o.Detail != "" {
+			c.Detail += ": " + o.Detail
+		}
+		if out := outputExcerpt(o); out != "" {
+			c.Detail += "; " + out
+		}
+		if !o.Kind.Decides() {
+			c.Detail += " (this outcome decides nothing: escalated)"
+			return checkUndecided
+		}
+		if o.Kind == wasm.KindPass {
+			c.Passed = true
+			return checkPassed
+		}
+		return checkFailed
+	case run.Error != "":
+		c.Detail = name + " could not run: " + run.Error + " (escalated)"
+		return checkUndecided
+	case decided:
+		c.Skipped = true
+		c.Detail = name + " not run: an earlier check already failed"
+		return checkSkipped
+	default:
+		c.Skipped = true
+		c.Detail = name + " not run (escalated)"
+		return checkUndecided
+	}
+}
+
+func outputExcerpt(o *wasm.Outcome) string {
+	cut := func(s string) string { return truncate(s, 240) }
+	var parts []string
+	if o.Stdout != "" {
+		parts = append(parts, "stdout: "+cut(o.Stdout))
+	}
+	if o.Stderr != "" {
+		parts = append(parts, "stderr: "+cut(o.Stderr))
+	}
+	switch len(parts) {
+	case 0:
+		return ""
+	case 1:
+		return parts[0]
+	}
+	return parts[0] + "; " + parts[1]
+}
+
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+func passFail(b bool) string {
+	if b {
+		return "pass"
+	}
+	return "fail"
+}

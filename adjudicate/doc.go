@@ -1,0 +1,22 @@
+// Package adjudicate turns acceptance criteria and a deliverable into a
+// verdict: release, refund or escalated, with every check behind it.
+//
+// Criteria (DESIGN.md, "Acceptance criteria") compile once into a Plan:
+// the schema is checked against a bounded JSON-Schema subset (not full JSON
+// Schema: a keyword outside it is rejected, never ignored), every path/op
+// assertion compiles into a direct evaluator, every expr assertion into an
+// expr-lang program (boolean result, node bound, memory budget, no clock).
+// A Cache keeps plans by the SHA-256 of the criteria's RFC 8785 form.
+//
+// Order: schema and assertions (tier 0), then checkers, then the jury for
+// semantic criteria. A deterministic failure decides refund before any
+// checker runs or juror is asked. Judge runs that order through a Runner
+// and a Juror and returns the Record of what they answered; Decide is the
+// pure part: the same plan, deliverable and record give the same Result,
+// byte for byte. A checker that could not run, or whose outcome decides
+// nothing (timeout, invalid_checker), never releases funds: with nothing
+// else failing, the case is escalated.
+//
+// Paths are dotted (items.0.id); a key that itself holds a dot cannot be
+// named. regex and pattern use Go's RE2 syntax, which runs in linear time.
+package adjudicate

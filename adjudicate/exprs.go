@@ -1,0 +1,308 @@
+package adjudicate
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/parser"
+	"github.com/expr-lang/expr/vm"
+	"github.com/expr-lang/expr/vm/runtime"
+)
+
+// Bounds on expr assertions.
+const (
+	MaxExprBytes = 4096 // source length
+	MaxExprNodes = 1000 // AST nodes, checked by expr at compile time
+	// ExprMemoryBudget is the VM's allocation budget per run, in expr's own
+	// units (elements of ranges, arrays, maps and predicate scopes). Since
+	// every predicate charges its input's length, it also bounds iteration.
+	ExprMemoryBudget = 1 << 20
+	// MaxExprValueBytes bounds one string or array built inside an
+	// expression (by +, repeat, join or concat), which expr's budget does
+	// not count.
+	MaxExprValueBytes = 1 << 20
+)
+
+// exprOptions are the options of every expr program: a boolean result, a
+// node bound, no clock, map functions in key order, and guarded builders.
+var exprOptions = []expr.Option{
+	expr.Env(map[string]any{}),
+	expr.AllowUndefinedVariables(),
+	expr.AsBool(),
+	expr.MaxNodes(MaxExprNodes),
+	// Time: now() reads the clock, date() and timezone() read the host's
+	// zone database; duration() is harmless but belongs with them.
+	expr.DisableBuiltin("now"),
+	expr.DisableBuiltin("date"),
+	expr.DisableBuiltin("timezone"),
+	expr.DisableBuiltin("duration"),
+	// Map iteration order is random in Go: these return key order instead.
+	expr.DisableBuiltin("keys"),
+	expr.DisableBuiltin("values"),
+	expr.DisableBuiltin("toPairs"),
+	expr.Function("keys", fnKeys),
+	expr.Function("values", fnValues),
+	expr.Function("toPairs", fnToPairs),
+	// Builders that could allocate without limit before expr's budget sees it.
+	expr.DisableBuiltin("repeat"),
+	expr.DisableBuiltin("join"),
+	expr.DisableBuiltin("concat"),
+	expr.Function("repeat", fnRepeat),
+	expr.Function("join", fnJoin),
+	expr.Function("concat", fnConcat),
+	expr.Function(addFunc, fnAdd),
+	expr.Patch(addPatcher{}),
+}
+
+// addFunc replaces the + operator, so that string concatenation is bounded
+// (reduce(1..64, #acc + #acc, "x") would otherwise ask for 2^64 bytes).
+const addFunc = "__assay_add"
+
+type addPatcher struct{}
+
+func (addPatcher) Visit(node *ast.Node) {
+	if b, ok := (*node).(*ast.BinaryNode); ok && b.Operator == "+" {
+		ast.Patch(node, &ast.CallNode{
+			Callee:    &ast.IdentifierNode{Value: addFunc},
+			Arguments: []ast.Node{b.Left, b.Right},
+		})
+	}
+}
+
+func fnAdd(args ...any) (any, error) {
+	if len(args) != 2 {
+		return nil, fmt.Errorf("+ takes two operands")
+	}
+	if x, ok := args[0].(string); ok {
+		if y, ok := args[1].(string); ok && len(x)+len(y) > MaxExprValueBytes {
+			return nil, fmt.Errorf("string longer than %d bytes", MaxExprValueBytes)
+		}
+	}
+	return runtime.Add(args[0], args[1]), nil
+}
+
+func sortedKeys(args []any, name string) (map[string]any, []string, error) {
+	if len(args) != 1 {
+		return nil, nil, fmt.Errorf("%s takes one map", name)
+	}
+	m, ok := args[0].(map[string]any)
+	if !ok {
+		return nil, nil, fmt.Errorf("%s takes a map, got %T", name, args[0])
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return m, keys, nil
+}
+
+func fnKeys(args ...any) (any, error) {
+	_, keys, err := sortedKeys(args, "keys")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]any, len(keys))
+	for i, k := range keys {
+		out[i] = k
+	}
+	return out, nil
+}
+
+func fnValues(args ...any) (any, error) {
+	m, keys, err := sortedKeys(args, "values")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]any, len(keys))
+	for i, k := range keys {
+		out[i] = m[k]
+	}
+	return out, nil
+}
+
+func fnToPairs(args ...any) (any, error) {
+	m, keys, err := sortedKeys(args, "toPairs")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]any, len(keys))
+	for i, k := range keys {
+		out[i] = []any{k, m[k]}
+	}
+	return out, nil
+}
+
+func fnRepeat(args ...any) (any, error) {
+	if len(args) != 2 {
+		return nil, fmt.Errorf("repeat takes a string and a count")
+	}
+	s, ok := args[0].(string)
+	if !ok {
+		return nil, fmt.Errorf("repeat takes a string, got %T", args[0])
+	}
+	n, ok := args[1].(int)
+	if !ok || n < 0 {
+		return nil, fmt.Errorf("repeat takes a non-negative integer count")
+	}
+	if n > 0 && len(s) > MaxExprValueBytes/n {
+		return nil, fmt.Errorf("string longer than %d bytes", MaxExprValueBytes)
+	}
+	return strings.Repeat(s, n), nil
+}
+
+func fnJoin(args ...any) (any, error) {
+	if len(args) < 1 || len(args) > 2 {
+		return nil, fmt.Errorf("join takes an array and an optional separator")
+	}
+	arr, ok := args[0].([]any)
+	if !ok {
+		return nil, fmt.Errorf("join takes an array, got %T", args[0])
+	}
+	sep := ""
+	if len(args) == 2 {
+		if sep, ok = args[1].(string); !ok {
+			return nil, fmt.Errorf("join takes a string separator, got %T", args[1])
+		}
+	}
+	parts := make([]string, len(arr))
+	size := 0
+	for i, e := range arr {
+		s, ok := e.(string)
+		if !ok {
+			return nil, fmt.Errorf("join takes an array of strings, got %T", e)
+		}
+		parts[i] = s
+		size += len(s) + len(sep)
+		if size > MaxExprValueBytes {
+			return nil, fmt.Errorf("string longer than %d bytes", MaxExprValueBytes)
+		}
+	}
+	return strings.Join(parts, sep), nil
+}
+
+func fnConcat(args ...any) (any, error) {
+	n := 0
+	for _, a := range args {
+		arr, ok := a.([]any)
+		if !ok {
+			return nil, fmt.Errorf("concat takes arrays, got %T", a)
+		}
+		n += len(arr)
+		if n > MaxExprValueBytes {
+			return nil, fmt.Errorf("array longer than %d items", MaxExprValueBytes)
+		}
+	}
+	out := make([]any, 0, n)
+	for _, a := range args {
+		out = append(out, a.([]any)...)
+	}
+	return out, nil
+}
+
+// exprCheck is a compiled expr assertion.
+type exprCheck struct {
+	src     string
+	program *vm.Program
+	okMsg   string
+	failMsg string
+}
+
+func compileExpr(src, at string) (*exprCheck, error) {
+	if strings.TrimSpace(src) == "" {
+		return nil, errorf(EInvalidAssertion, at+": empty expression", nil)
+	}
+	if len(src) > MaxExprBytes {
+		return nil, errorf(EInvalidAssertion, fmt.Sprintf("%s: longer than %d bytes", at, MaxExprBytes), nil)
+	}
+	if err := checkCalls(src); err != nil {
+		return nil, errorf(EInvalidAssertion, at+": "+err.Error(), err)
+	}
+	p, err := compileProgram(src)
+	if err != nil {
+		return nil, errorf(EInvalidAssertion, at+": does not compile: "+err.Error(), err)
+	}
+	label := "expr " + brief(src)
+	return &exprCheck{src: src, program: p, okMsg: label + " -> true", failMsg: label + " -> false"}, nil
+}
+
+// disabledFuncs are the builtins an assertion may not call.
+var disabledFuncs = map[string]bool{"now": true, "date": true, "timezone": true, "duration": true}
+
+// ownFuncs are the functions that replace builtins.
+var ownFuncs = map[string]bool{
+	"keys": true, "values": true, "toPairs": true, "repeat": true, "join": true, "concat": true, addFunc: true,
+}
+
+// checkCalls rejects calls of the clock builtins and of functions that do
+// not exist: undefined variables are allowed (a deliverable's fields vary),
+// so expr itself would accept now() and fail only when it runs.
+func checkCalls(src string) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("does not compile: parser panic: %v", r)
+		}
+	}()
+	tree, err := parser.Parse(src)
+	if err != nil {
+		return fmt.Errorf("does not compile: %w", err)
+	}
+	v := &callChecker{}
+	ast.Walk(&tree.Node, v)
+	return v.err
+}
+
+type callChecker struct{ err error }
+
+func (c *callChecker) Visit(node *ast.Node) {
+	if c.err != nil {
+		return
+	}
+	switch n := (*node).(type) {
+	case *ast.BuiltinNode:
+		if disabledFuncs[n.Name] {
+			c.err = fmt.Errorf("does not compile: %s() is not allowed (no clock or time zone in a verdict)", n.Name)
+		}
+	case *ast.CallNode:
+		if id, ok := n.Callee.(*ast.IdentifierNode); ok && !ownFuncs[id.Value] {
+			c.err = fmt.Errorf("does not compile: unknown function %s()", id.Value)
+		}
+	}
+}
+
+// compileProgram compiles src, turning a panic in expr's compiler into an
+// error: criteria are untrusted input.
+func compileProgram(src string) (p *vm.Program, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			p, err = nil, fmt.Errorf("compiler panic: %v", r)
+		}
+	}()
+	return expr.Compile(src, exprOptions...)
+}
+
+var vmPool = sync.Pool{New: func() any { return &vm.VM{MemoryBudget: ExprMemoryBudget} }}
+
+func (e *exprCheck) eval(env map[string]any) (bool, string) {
+	m := vmPool.Get().(*vm.VM)
+	out, err := m.Run(e.program, env)
+	vmPool.Put(m)
+	if err != nil {
+		return false, e.failMsg + ": " + firstLine(err.Error())
+	}
+	if b, ok := out.(bool); ok && b {
+		return true, e.okMsg
+	}
+	return false, e.failMsg
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

@@ -1,0 +1,157 @@
+package adjudicate
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/assayhq/assay/checkers"
+	"github.com/assayhq/assay/wasm"
+)
+
+// Runner runs one checker in the sandbox. checkers.Runner implements it.
+type Runner interface {
+	// Run runs the checker ref names on in.
+	//
+	// # Notes
+	//
+	// The outcome must be a pure function of the checker, its limits and
+	// in (apart from wall time): Judge records it and Decide replays it.
+	//
+	// # Errors
+	//
+	// An error when the checker could not be run at all (not found, the
+	// sandbox failed). Judge records it and the case is escalated; a
+	// cancelled context is returned instead.
+	Run(ctx context.Context, ref checkers.Ref, in wasm.Input) (wasm.Outcome, error)
+}
+
+// Juror answers semantic questions: the LLM jury of adjudicate/jury, or a
+// person.
+type Juror interface {
+	// Vote decides one semantic criterion.
+	//
+	// # Notes
+	//
+	// A juror is nondeterministic: Judge records its answer in the Record,
+	// and Decide reads only the record, never the juror.
+	//
+	// # Errors
+	//
+	// An error when no answer could be had; Judge records it and the case
+	// is escalated.
+	Vote(ctx context.Context, q SemanticQuestion) (Vote, error)
+}
+
+// SemanticQuestion is what a juror is asked about one semantic criterion.
+type SemanticQuestion struct {
+	// Index is the criterion's position among the semantic criteria, the
+	// index of its answer in Record.Answers.
+	Index int `json:"index"`
+	// Assertion is its position in criteria.assertions.
+	Assertion int `json:"assertion"`
+	// Spec is the criterion as written, in canonical JSON.
+	Spec json.RawMessage `json:"spec"`
+	// Description is the criterion in plain words.
+	Description string `json:"description,omitempty"`
+	// Path is the criterion's path into the deliverable, "" for all of it.
+	Path string `json:"path,omitempty"`
+	// Found reports whether Path resolved; Excerpt is the JSON found there.
+	Found   bool            `json:"found"`
+	Excerpt json.RawMessage `json:"excerpt,omitempty"`
+}
+
+// Questions returns the semantic questions of the plan about d, in order.
+func (p *Plan) Questions(d *Deliverable) []SemanticQuestion {
+	var qs []SemanticQuestion
+	for i := range p.checks {
+		pc := &p.checks[i]
+		if pc.kind != KindSemantic {
+			continue
+		}
+		q := SemanticQuestion{
+			Index: pc.sm.index, Assertion: pc.sm.assertion, Spec: pc.spec,
+			Description: pc.sm.description, Path: pc.sm.path.text,
+		}
+		if v, missing := pc.sm.path.resolve(d.value); missing == "" {
+			if b, err := marshalNoEscape(v); err == nil {
+				q.Found, q.Excerpt = true, b
+			}
+		}
+		qs = append(qs, q)
+	}
+	return qs
+}
+
+// Judge decides d against p, running what the plan needs in order and
+// stopping as soon as the case is decided: tier-0 checks first; checkers
+// only when those passed, one at a time, stopping at the first that fails;
+// the juror only when every deterministic check passed and semantic
+// criteria remain, stopping at the first failing vote. runner and juror
+// may be nil: checkers then do not run and semantic criteria get no
+// answer, and the case is escalated.
+//
+// It returns the result and the record it was decided from:
+// p.Decide(d, rec) gives the same result again, byte for byte.
+//
+// # Errors
+//
+// Only the context's error when ctx ends during a run; a checker or juror
+// failure is recorded, not returned.
+func Judge(ctx context.Context, p *Plan, d *Deliverable, runner Runner, juror Juror) (*Result, Record, error) {
+	var rec Record
+	if r := p.Decide(d, rec); r.Verdict == VerdictRefund {
+		return r, rec, nil
+	}
+	if len(p.checkers) > 0 && runner != nil {
+		rec.Checkers = make([]CheckerRun, len(p.checkers))
+		in := wasm.Input{Artifact: d.artifact, Criteria: p.canonical}
+		for i, ref := range p.checkers {
+			o, err := runner.Run(ctx, ref, in)
+			if err != nil {
+				if ctxErr := ctx.Err(); ctxErr != nil {
+					return nil, rec, ctxErr
+				}
+				rec.Checkers[i] = CheckerRun{Error: err.Error()}
+				continue
+			}
+			o.WallNS = 0 // not reproducible; not part of the record
+			rec.Checkers[i] = CheckerRun{Outcome: &o}
+			if o.Kind.Decides() && o.Kind != wasm.KindPass {
+				rec.Checkers = rec.Checkers[:i+1]
+				break
+			}
+		}
+	}
+	r := p.Decide(d, rec)
+	if p.semantic == 0 || juror == nil || r.Verdict == VerdictRefund || anyUndecided(r) {
+		return r, rec, nil
+	}
+	qs := p.Questions(d)
+	rec.Answers = make([]Answer, len(qs))
+	for i, q := range qs {
+		v, err := juror.Vote(ctx, q)
+		if err != nil {
+			if ctxErr := ctx.Err(); ctxErr != nil {
+				return nil, rec, ctxErr
+			}
+			rec.Answers[i] = Answer{Error: err.Error()}
+			continue
+		}
+		rec.Answers[i] = Answer{Vote: &v}
+		if !v.Pass {
+			rec.Answers = rec.Answers[:i+1]
+			break
+		}
+	}
+	return p.Decide(d, rec), rec, nil
+}
+
+// anyUndecided reports whether a deterministic check could not decide.
+func anyUndecided(r *Result) bool {
+	for _, c := range r.Checks {
+		if c.Kind != KindSemantic && !c.Passed {
+			return true
+		}
+	}
+	return false
+}
