@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/assayhq/assay/wasm"
+)
+
+func init() {
+	register("check", "run a checker against an artifact, as the court would", cmdCheck)
+}
+
+// Exit statuses of assay check beyond exitOK, exitNo and exitUsage.
+const (
+	exitInvalidChecker = 3
+	exitTimeout        = 4
+)
+
+func cmdCheck(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: assay check --checker PATH --artifact PATH [--evidence PATH] [--fuel N] [--memory-mib N] [--timeout DURATION] [--json]")
+		fmt.Fprintln(stderr, "\nRuns a checker in the sandbox exactly as the court does and prints the outcome.")
+		fmt.Fprintln(stderr, "Exit status: 0 pass, 1 any other deciding outcome, 2 usage or unreadable file, 3 invalid checker, 4 timeout.")
+		fmt.Fprintln(stderr)
+		fs.PrintDefaults()
+	}
+	var (
+		checker   = fs.String("checker", "", "the checker module (`PATH` to a .wasm file)")
+		artifact  = fs.String("artifact", "", "the artifact (`PATH`), given on stdin and as /in/artifact")
+		evidence  = fs.String("evidence", "", "a challenger's counterexample (`PATH`), given as /in/evidence")
+		fuel      = fs.Uint64("fuel", wasm.DefaultFuel, "fuel budget; 0 runs unmetered, for measurement only")
+		memoryMiB = fs.Uint("memory-mib", uint(wasm.DefaultMemoryMiB), "memory limit in MiB")
+		timeout   = fs.Duration("timeout", wasm.DefaultTimeout, "wall-clock backstop; a timeout decides nothing")
+		asJSON    = fs.Bool("json", false, "print the outcome as one JSON object")
+		cacheDir  = fs.String("cache", defaultCacheDir(), "directory for compiled checkers (`DIR`); empty for none")
+	)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	switch {
+	case fs.NArg() > 0:
+		fmt.Fprintf(stderr, "assay check: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	case *checker == "" || *artifact == "":
+		fmt.Fprintln(stderr, "assay check: --checker and --artifact are required")
+		return exitUsage
+	case *memoryMiB == 0 || *memoryMiB > uint(wasm.MaxMemoryMiB):
+		fmt.Fprintf(stderr, "assay check: --memory-mib must be between 1 and %d\n", wasm.MaxMemoryMiB)
+		return exitUsage
+	case *timeout <= 0:
+		fmt.Fprintln(stderr, "assay check: --timeout must be positive")
+		return exitUsage
+	}
+
+	module, err := os.ReadFile(*checker)
+	if err != nil {
+		fmt.Fprintf(stderr, "assay check: cannot read checker %s: %v\n", *checker, err)
+		return exitUsage
+	}
+	in := wasm.Input{}
+	if in.Artifact, err = os.ReadFile(*artifact); err != nil {
+		fmt.Fprintf(stderr, "assay check: cannot read artifact %s: %v\n", *artifact, err)
+		return exitUsage
+	}
+	if *evidence != "" {
+		if in.Evidence, err = os.ReadFile(*evidence); err != nil {
+			fmt.Fprintf(stderr, "assay check: cannot read evidence %s: %v\n", *evidence, err)
+			return exitUsage
+		}
+	}
+
+	ctx := context.Background()
+	sb, err := wasm.NewSandbox(ctx, wasm.Config{CacheDir: *cacheDir})
+	if err != nil {
+		fmt.Fprintf(stderr, "assay check: %v\n", err)
+		return exitUsage
+	}
+	out := sb.Run(ctx, module, in, wasm.Limits{
+		Fuel:      *fuel,
+		MemoryMiB: uint32(*memoryMiB),
+		Timeout:   *timeout,
+	})
+	// A guest left running by a timeout is ended by the process's exit.
+	closeCtx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	_ = sb.Close(closeCtx)
+
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(out); err != nil {
+			fmt.Fprintf(stderr, "assay check: %v\n", err)
+			return exitUsage
+		}
+	} else {
+		printOutcome(stdout, out)
+	}
+	switch out.Kind {
+	case wasm.KindPass:
+		return exitOK
+	case wasm.KindInvalidChecker:
+		return exitInvalidChecker
+	case wasm.KindTimeout:
+		return exitTimeout
+	default:
+		return exitNo
+	}
+}
+
+// printOutcome writes the short human summary of an outcome.
+func printOutcome(w io.Writer, o wasm.Outcome) {
+	fmt.Fprintf(w, "%s: %s\n", o.Kind, o.Detail)
+	if o.FuelLimit > 0 {
+		fmt.Fprintf(w, "fuel:    %d of %d\n", o.FuelUsed, o.FuelLimit)
+	} else {
+		fmt.Fprintln(w, "fuel:    unmetered")
+	}
+	fmt.Fprintf(w, "memory:  %d pages (%d KiB)\n", o.MemoryPages, uint64(o.MemoryPages)*64)
+	fmt.Fprintf(w, "wall:    %s\n", time.Duration(o.WallNS).Round(time.Microsecond))
+	fmt.Fprintf(w, "checker: %s\n", o.CheckerSHA256)
+	fmt.Fprintf(w, "input:   %s\n", o.InputSHA256)
+	for _, s := range []struct{ name, text, sum string }{{"stdout", o.Stdout, o.StdoutSHA256}, {"stderr", o.Stderr, o.StderrSHA256}} {
+		if s.text == "" {
+			continue
+		}
+		fmt.Fprintf(w, "--- %s (sha256 %s)\n%s", s.name, s.sum, s.text)
+		if s.text[len(s.text)-1] != '\n' {
+			fmt.Fprintln(w)
+		}
+	}
+}
+
+// defaultCacheDir is where assay check keeps compiled checkers between
+// runs: the user's cache directory, or none when there is no such thing.
+func defaultCacheDir() string {
+	if dir := os.Getenv("ASSAY_CACHE"); dir != "" {
+		return dir
+	}
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "assay")
+}

@@ -1,0 +1,38 @@
+package wasm
+
+import "github.com/tetratelabs/wazero/sys"
+
+// fakeEpochNanos is midnight UTC on 2022-01-01, the epoch of wazero's fake
+// walltime, kept so that a guest sees the same dates under Assay as under
+// wazero's defaults.
+const fakeEpochNanos = 1_640_995_200_000_000_000
+
+// fakeClock is a run's deterministic clock. Like wazero's fake clocks it
+// starts at a fixed instant and advances 1 ms at every reading, so that a
+// guest polling the time makes progress; unlike them, a sleep advances it by
+// the time slept and returns at once, so a guest that sleeps for an hour
+// neither waits nor spins through an hour of 1 ms readings. One counter
+// drives both clocks, so walltime and nanotime agree.
+type fakeClock struct{ elapsed int64 }
+
+const clockStep = 1_000_000 // 1 ms
+
+func (c *fakeClock) nanotime() int64 {
+	t := c.elapsed
+	c.elapsed += clockStep
+	return t
+}
+
+func (c *fakeClock) walltime() (sec int64, nsec int32) {
+	t := fakeEpochNanos + c.nanotime()
+	return t / 1e9, int32(t % 1e9)
+}
+
+func (c *fakeClock) sleep(ns int64) {
+	if ns > 0 {
+		c.elapsed += ns
+	}
+}
+
+// resolution is what clock_res_get reports: the 1 ms step.
+const resolution = sys.ClockResolution(clockStep)

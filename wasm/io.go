@@ -1,0 +1,189 @@
+package wasm
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"hash"
+	"io"
+	"io/fs"
+	"time"
+
+	"github.com/tetratelabs/wazero/api"
+)
+
+// Errors a host-side I/O function panics with to end the guest at once.
+// wazero recovers a host function's panic and returns it, wrapped, from the
+// guest call, where run classifies it with errors.Is.
+var (
+	errOutputExceeded = errors.New("wasm: output cap exceeded")
+	errFuelExhausted  = errors.New("wasm: fuel exhausted")
+)
+
+// fuelMeter charges host work (bytes moved by fd_read and fd_write) to the
+// guest's fuel counter. The instrumented guest writes its counter to the
+// global before every call and reloads it after, so a charge made here is
+// seen by the guest as soon as the host call returns.
+type fuelMeter struct {
+	global api.MutableGlobal // nil for unmetered runs, and until instantiation
+}
+
+func (m *fuelMeter) charge(n int) {
+	if m.global == nil || n <= 0 {
+		return
+	}
+	left := int64(m.global.Get()) - int64(n)
+	m.global.Set(uint64(left))
+	if left < 0 {
+		panic(errFuelExhausted)
+	}
+}
+
+// capWriter keeps the first cap bytes of a stream and the SHA-256 of all of
+// it. A write that crosses the cap ends the run as output_exceeded: nothing
+// past the cap is buffered.
+type capWriter struct {
+	cap      int
+	kept     []byte
+	total    int64
+	sum      hash.Hash
+	meter    *fuelMeter
+	exceeded bool
+}
+
+func newCapWriter(limit int, meter *fuelMeter) *capWriter {
+	return &capWriter{cap: limit, sum: sha256.New(), meter: meter}
+}
+
+func (w *capWriter) Write(p []byte) (int, error) {
+	w.meter.charge(len(p))
+	w.total += int64(len(p))
+	w.sum.Write(p)
+	if room := w.cap - len(w.kept); room > 0 {
+		w.kept = append(w.kept, p[:min(room, len(p))]...)
+	}
+	if w.total > int64(w.cap) {
+		w.exceeded = true
+		panic(errOutputExceeded)
+	}
+	return len(p), nil
+}
+
+func (w *capWriter) hex() string { return hex.EncodeToString(w.sum.Sum(nil)) }
+
+// meteredReader charges every byte the guest reads.
+type meteredReader struct {
+	r     io.Reader
+	meter *fuelMeter
+}
+
+func (r *meteredReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	r.meter.charge(n)
+	return n, err
+}
+
+// inputFS is the read-only directory mounted at /in: artifact, and where the
+// case has them, evidence and criteria.json. It is held in memory; reads are
+// charged to the guest's fuel.
+type inputFS struct {
+	files map[string][]byte
+	meter *fuelMeter
+}
+
+func newInputFS(in Input, meter *fuelMeter) *inputFS {
+	files := map[string][]byte{"artifact": in.Artifact}
+	if in.Evidence != nil {
+		files["evidence"] = in.Evidence
+	}
+	if in.Criteria != nil {
+		files["criteria.json"] = in.Criteria
+	}
+	return &inputFS{files: files, meter: meter}
+}
+
+// Open implements fs.FS.
+func (f *inputFS) Open(name string) (fs.File, error) {
+	if name == "." {
+		return &inputDir{fs: f}, nil
+	}
+	data, ok := f.files[name]
+	if !ok || !fs.ValidPath(name) {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+	}
+	return &inputFile{info: fileInfo{name: name, size: int64(len(data))}, r: bytes.NewReader(data), meter: f.meter}, nil
+}
+
+type inputFile struct {
+	info  fileInfo
+	r     *bytes.Reader
+	meter *fuelMeter
+}
+
+func (f *inputFile) Stat() (fs.FileInfo, error) { return f.info, nil }
+func (f *inputFile) Close() error               { return nil }
+func (f *inputFile) Read(p []byte) (int, error) {
+	n, err := f.r.Read(p)
+	f.meter.charge(n)
+	return n, err
+}
+
+// ReadAt and Seek let wazero serve pread and lseek.
+func (f *inputFile) ReadAt(p []byte, off int64) (int, error) {
+	n, err := f.r.ReadAt(p, off)
+	f.meter.charge(n)
+	return n, err
+}
+func (f *inputFile) Seek(off int64, whence int) (int64, error) { return f.r.Seek(off, whence) }
+
+type inputDir struct {
+	fs   *inputFS
+	read bool
+}
+
+func (d *inputDir) Stat() (fs.FileInfo, error) { return fileInfo{name: ".", dir: true}, nil }
+func (d *inputDir) Close() error               { return nil }
+func (d *inputDir) Read([]byte) (int, error) {
+	return 0, &fs.PathError{Op: "read", Path: ".", Err: errors.New("is a directory")}
+}
+
+// ReadDir implements fs.ReadDirFile, listing entries in name order.
+func (d *inputDir) ReadDir(n int) ([]fs.DirEntry, error) {
+	if d.read {
+		if n > 0 {
+			return nil, io.EOF
+		}
+		return nil, nil
+	}
+	d.read = true
+	var entries []fs.DirEntry
+	for _, name := range []string{"artifact", "criteria.json", "evidence"} {
+		if data, ok := d.fs.files[name]; ok {
+			entries = append(entries, fs.FileInfoToDirEntry(fileInfo{name: name, size: int64(len(data))}))
+		}
+	}
+	return entries, nil
+}
+
+// fileInfo describes an /in entry. Times are the Unix epoch: the guest sees
+// no host time, not even in a file's mtime.
+type fileInfo struct {
+	name string
+	size int64
+	dir  bool
+}
+
+func (i fileInfo) Name() string { return i.name }
+func (i fileInfo) Size() int64  { return i.size }
+func (i fileInfo) Mode() fs.FileMode {
+	if i.dir {
+		return fs.ModeDir | 0o555
+	}
+	return 0o444
+}
+func (i fileInfo) ModTime() time.Time { return time.Unix(0, 0).UTC() }
+func (i fileInfo) IsDir() bool        { return i.dir }
+func (i fileInfo) Sys() any           { return nil }
+
+func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }

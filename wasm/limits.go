@@ -1,0 +1,64 @@
+package wasm
+
+import "time"
+
+// Defaults for Limits. DefaultFuel is chosen so that a runaway loop ends in a
+// few seconds on a 2-core machine of 2026 (see README, "Performance").
+const (
+	DefaultFuel        uint64 = 10_000_000_000
+	DefaultMemoryMiB   uint32 = 64
+	DefaultOutputBytes        = 64 << 10
+	DefaultTimeout            = 10 * time.Second
+
+	// MaxMemoryMiB is the most memory any run may be given: all of wasm32's
+	// address space.
+	MaxMemoryMiB uint32 = 4096
+
+	pageSize    = 64 << 10
+	pagesPerMiB = (1 << 20) / pageSize
+)
+
+// Limits bound one run.
+type Limits struct {
+	// Fuel is the deterministic instruction budget. 0 runs the module
+	// unmetered, for measurement only: then only Timeout bounds the run and
+	// the outcome's fuel fields are 0.
+	Fuel uint64
+	// MemoryMiB caps linear memory. 0 means DefaultMemoryMiB.
+	MemoryMiB uint32
+	// StdoutBytes and StderrBytes cap what is kept of each stream; writing
+	// past a cap ends the run as output_exceeded. 0 means DefaultOutputBytes.
+	StdoutBytes int
+	StderrBytes int
+	// Timeout is the wall-clock backstop. It protects the host only: an
+	// outcome of kind timeout never decides a case. 0 means DefaultTimeout.
+	Timeout time.Duration
+}
+
+// DefaultLimits returns the limits a checker gets when nobody says otherwise.
+func DefaultLimits() Limits {
+	return Limits{Fuel: DefaultFuel}.withDefaults()
+}
+
+// withDefaults fills every zero field but Fuel with its default.
+func (l Limits) withDefaults() Limits {
+	if l.MemoryMiB == 0 {
+		l.MemoryMiB = DefaultMemoryMiB
+	}
+	if l.MemoryMiB > MaxMemoryMiB {
+		l.MemoryMiB = MaxMemoryMiB
+	}
+	if l.StdoutBytes <= 0 {
+		l.StdoutBytes = DefaultOutputBytes
+	}
+	if l.StderrBytes <= 0 {
+		l.StderrBytes = DefaultOutputBytes
+	}
+	if l.Timeout <= 0 {
+		l.Timeout = DefaultTimeout
+	}
+	return l
+}
+
+// memoryPages returns the memory limit in 64 KiB pages.
+func (l Limits) memoryPages() uint32 { return l.MemoryMiB * pagesPerMiB }

@@ -1,0 +1,51 @@
+package wasm
+
+import "github.com/tetratelabs/wazero/experimental"
+
+// limitedMemory backs one run's linear memory. It refuses to grow past its
+// limit, which is how a per-run memory limit is enforced on a runtime shared
+// by runs with different limits, and it remembers whether it refused so that
+// a run that then fails is reported as memory_exceeded.
+type limitedMemory struct {
+	limit   uint64 // bytes
+	buf     []byte
+	refused bool
+}
+
+// Allocate implements experimental.MemoryAllocator. wazero calls it once per
+// instantiated memory.
+func (m *limitedMemory) Allocate(_, _ uint64) experimental.LinearMemory { return m }
+
+// Reallocate implements experimental.LinearMemory. Memory beyond len(buf) is
+// zero: a fresh backing array is zeroed, and the guest can only write below
+// len, so re-slicing within the capacity hands out zeroed pages.
+func (m *limitedMemory) Reallocate(size uint64) []byte {
+	if size > m.limit {
+		m.refused = true
+		return nil
+	}
+	if size <= uint64(cap(m.buf)) {
+		m.buf = m.buf[:size]
+		return m.buf
+	}
+	// Grow geometrically, as append does, but never past the limit.
+	newCap := max(size, 2*uint64(cap(m.buf)))
+	newCap = min(newCap, m.limit)
+	buf := make([]byte, size, newCap)
+	copy(buf, m.buf)
+	m.buf = buf
+	return buf
+}
+
+// Free implements experimental.LinearMemory.
+func (m *limitedMemory) Free() { m.buf = nil }
+
+// pages returns the size of memory in 64 KiB pages. Memory never shrinks, so
+// this is also its peak.
+func (m *limitedMemory) pages() uint32 { return uint32(len(m.buf) / pageSize) }
+
+// reachedLimit reports whether the guest asked for more than the limit, or
+// grew to exactly the limit.
+func (m *limitedMemory) reachedLimit() bool {
+	return m.refused || uint64(len(m.buf)) >= m.limit
+}

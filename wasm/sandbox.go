@@ -1,0 +1,272 @@
+package wasm
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
+	"github.com/assayhq/assay/wasm/internal/meter"
+)
+
+// Config configures a Sandbox.
+type Config struct {
+	// CacheDir keeps compiled code and metered modules across processes, so
+	// that a checker is instrumented and compiled once per machine. Empty
+	// means an in-memory cache only.
+	CacheDir string
+	// Interpreter runs guests on wazero's interpreter instead of its
+	// compiler. Outcomes are the same either way (tests check it); the
+	// compiler is much faster.
+	Interpreter bool
+}
+
+// Sandbox runs checker modules, each in a fresh, isolated instance. It is
+// safe for concurrent use.
+//
+// A Sandbox keeps two wazero runtimes over one compilation cache: metered
+// runs (fuel > 0) on one compiled without context-done checks, since fuel
+// bounds them; unmetered runs on one with WithCloseOnContextDone, since only
+// the wall clock bounds them there.
+type Sandbox struct {
+	cfg   Config
+	cache wazero.CompilationCache
+
+	metered   *engine
+	unmetered *engine
+
+	// inflight counts guests still running, including those whose caller
+	// got a timeout outcome: Close waits for them before freeing code.
+	inflight sync.WaitGroup
+}
+
+// engine is one wazero runtime with WASI instantiated and its modules.
+type engine struct {
+	rt       wazero.Runtime
+	metered  bool
+	wasiFns  map[string]api.FunctionDefinition
+	cacheDir string
+
+	mu      sync.Mutex
+	modules map[[32]byte]*compiled
+}
+
+// compiled is one checker compiled for one engine. once guards compilation
+// so that concurrent first runs of a checker compile it once.
+type compiled struct {
+	once     sync.Once
+	mod      wazero.CompiledModule
+	minPages uint32
+	hasStart bool // a start section, exported by the meter as meter.StartExport
+	err      error
+}
+
+// NewSandbox returns a Sandbox ready to run checkers.
+func NewSandbox(ctx context.Context, cfg Config) (*Sandbox, error) {
+	var (
+		cache wazero.CompilationCache
+		err   error
+	)
+	if cfg.CacheDir != "" {
+		if cache, err = wazero.NewCompilationCacheWithDir(filepath.Join(cfg.CacheDir, "compiled")); err != nil {
+			return nil, fmt.Errorf("wasm: compilation cache: %w", err)
+		}
+	} else {
+		cache = wazero.NewCompilationCache()
+	}
+	s := &Sandbox{cfg: cfg, cache: cache}
+	if s.metered, err = s.newEngine(ctx, true); err != nil {
+		return nil, err
+	}
+	if s.unmetered, err = s.newEngine(ctx, false); err != nil {
+		s.metered.rt.Close(ctx)
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Sandbox) newEngine(ctx context.Context, metered bool) (*engine, error) {
+	var rc wazero.RuntimeConfig
+	if s.cfg.Interpreter {
+		rc = wazero.NewRuntimeConfigInterpreter()
+	} else {
+		rc = wazero.NewRuntimeConfigCompiler()
+	}
+	rc = rc.WithCompilationCache(s.cache).
+		WithMemoryLimitPages(MaxMemoryMiB * pagesPerMiB).
+		WithCloseOnContextDone(!metered).
+		WithCustomSections(false)
+	rt := wazero.NewRuntimeWithConfig(ctx, rc)
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+		rt.Close(ctx)
+		return nil, fmt.Errorf("wasm: instantiate wasi: %w", err)
+	}
+	wasi := rt.Module(wasi_snapshot_preview1.ModuleName).ExportedFunctionDefinitions()
+	e := &engine{rt: rt, metered: metered, wasiFns: wasi, modules: map[[32]byte]*compiled{}}
+	if s.cfg.CacheDir != "" && metered {
+		e.cacheDir = filepath.Join(s.cfg.CacheDir, fmt.Sprintf("metered-v%d", meter.Version))
+	}
+	return e, nil
+}
+
+// Close waits for running guests, bounded by ctx, then frees every compiled
+// module. After Close the Sandbox must not be used.
+func (s *Sandbox) Close(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { s.inflight.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		// A guest is still running on compiled code; freeing it now would
+		// pull the code from under it. Leave it to the process's exit.
+		return fmt.Errorf("wasm: close: guests still running: %w", ctx.Err())
+	}
+	err := errors.Join(s.metered.rt.Close(ctx), s.unmetered.rt.Close(ctx))
+	return errors.Join(err, s.cache.Close(ctx))
+}
+
+// compile returns the module compiled for this engine, instrumenting it
+// first when the engine is metered. Results, errors included, are cached by
+// the module's SHA-256: a checker is instrumented and compiled once.
+func (e *engine) compile(ctx context.Context, sum [32]byte, module []byte) *compiled {
+	e.mu.Lock()
+	c, ok := e.modules[sum]
+	if !ok {
+		c = &compiled{}
+		e.modules[sum] = c
+	}
+	e.mu.Unlock()
+	c.once.Do(func() { c.err = e.doCompile(ctx, c, sum, module) })
+	return c
+}
+
+func (e *engine) doCompile(ctx context.Context, c *compiled, sum [32]byte, module []byte) error {
+	bin := module
+	if e.metered {
+		var err error
+		if bin, err = e.instrument(sum, module); err != nil {
+			return err
+		}
+	}
+	mod, err := e.rt.CompileModule(ctx, bin)
+	if err != nil {
+		return fmt.Errorf("not a valid module: %w", err)
+	}
+	if err := e.checkABI(mod); err != nil {
+		mod.Close(ctx)
+		return err
+	}
+	c.mod = mod
+	c.minPages = mod.ExportedMemories()["memory"].Min()
+	_, c.hasStart = mod.ExportedFunctions()[meter.StartExport]
+	return nil
+}
+
+// instrument returns the metered form of module, from the cache directory
+// when an earlier process made it.
+func (e *engine) instrument(sum [32]byte, module []byte) ([]byte, error) {
+	var path string
+	if e.cacheDir != "" {
+		path = filepath.Join(e.cacheDir, hex.EncodeToString(sum[:])+".wasm")
+		if bin, err := os.ReadFile(path); err == nil {
+			if got := sha256.Sum256(bin); len(bin) > 0 && e.cachedSumOK(path, got) {
+				return bin, nil
+			}
+		}
+	}
+	bin, err := meter.Instrument(module)
+	if err != nil {
+		return nil, err
+	}
+	if path != "" {
+		// Best effort: a cache that cannot be written costs time, not
+		// correctness.
+		_ = writeFileAtomic(path, bin)
+		_ = writeFileAtomic(path+".sha256", []byte(hexSum(bin)))
+	}
+	return bin, nil
+}
+
+// cachedSumOK guards against a torn or tampered cache entry: the metered
+// module must match the digest written beside it.
+func (e *engine) cachedSumOK(path string, got [32]byte) bool {
+	want, err := os.ReadFile(path + ".sha256")
+	return err == nil && string(want) == hex.EncodeToString(got[:])
+}
+
+// checkABI enforces checker ABI v1 on a compiled module: a _start taking
+// and returning nothing, an exported memory, and imports only of WASI
+// preview 1 functions with their exact signatures.
+func (e *engine) checkABI(mod wazero.CompiledModule) error {
+	start, ok := mod.ExportedFunctions()["_start"]
+	if !ok {
+		return errors.New("missing export _start: a checker is a WASI command")
+	}
+	if len(start.ParamTypes()) != 0 || len(start.ResultTypes()) != 0 {
+		return errors.New("export _start must take and return nothing")
+	}
+	if _, ok := mod.ExportedMemories()["memory"]; !ok {
+		return errors.New("missing export memory")
+	}
+	if len(mod.ImportedMemories()) > 0 {
+		return errors.New("imports a memory: a checker must define its own")
+	}
+	for _, imp := range mod.ImportedFunctions() {
+		modName, name, _ := imp.Import()
+		if modName != wasi_snapshot_preview1.ModuleName {
+			return fmt.Errorf("unknown import %s.%s: only %s is provided", modName, name, wasi_snapshot_preview1.ModuleName)
+		}
+		host, ok := e.wasiFns[name]
+		if !ok {
+			return fmt.Errorf("unknown import %s.%s", modName, name)
+		}
+		if !sameTypes(host.ParamTypes(), imp.ParamTypes()) || !sameTypes(host.ResultTypes(), imp.ResultTypes()) {
+			return fmt.Errorf("import %s.%s has the wrong signature", modName, name)
+		}
+	}
+	return nil
+}
+
+func sameTypes(a, b []api.ValueType) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func hexSum(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
