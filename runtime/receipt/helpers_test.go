@@ -1,6 +1,7 @@
 package receipt
 
 import (
+	"encoding/json"
 	"flag"
 	"math/rand/v2"
 	"testing"
@@ -20,7 +21,12 @@ func seeded(n byte) *rand.ChaCha8        { return rand.NewChaCha8([32]byte{n}) }
 // mustKeyring opens a keyring in a fresh directory with a seeded source.
 func mustKeyring(tb testing.TB, c *clock) *Keyring {
 	tb.Helper()
-	k, err := OpenKeyring(KeyringConfig{Dir: tb.TempDir(), Now: c.Now, Rand: seeded(1)})
+	return mustKeyringSeed(tb, c, 1)
+}
+
+func mustKeyringSeed(tb testing.TB, c *clock, seed byte) *Keyring {
+	tb.Helper()
+	k, err := OpenKeyring(KeyringConfig{Dir: tb.TempDir(), Now: c.Now, Rand: seeded(seed)})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -62,4 +68,13 @@ func sampleVerdict() verdict {
 		Payout: map[string]int{"did:nanda:doc-buyer": 50},
 		Reason: "only 40 of 100 rows — «schön» 😀 <&>",
 	}
+}
+
+func mustMarshal(tb testing.TB, v any) []byte {
+	tb.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
 }
