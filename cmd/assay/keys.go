@@ -1,0 +1,107 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/assayhq/assay/runtime/receipt"
+)
+
+func init() { register("keys", "list or rotate the court's signing keys", cmdKeys) }
+
+// defaultKeysDataDir is the data directory: $ASSAY_DATA, else ./data.
+func defaultKeysDataDir() string {
+	if d := os.Getenv("ASSAY_DATA"); d != "" {
+		return d
+	}
+	return "data"
+}
+
+func keysUsage(w io.Writer) {
+	fmt.Fprintln(w, "usage: assay keys list [--data DIR]")
+	fmt.Fprintln(w, "       assay keys rotate [--data DIR]")
+	fmt.Fprintln(w, "\nlist    prints every court key, oldest first, as published at /.well-known/assay-keys;")
+	fmt.Fprintln(w, "        the output is a valid 'assay verify --keys' file")
+	fmt.Fprintln(w, "rotate  makes a new signing key; old keys stay listed with the time they stopped")
+	fmt.Fprintln(w, "        signing, so their receipts keep verifying. A running server signs with the")
+	fmt.Fprintln(w, "        new key once restarted. In an empty data directory it makes the first key.")
+	fmt.Fprintln(w, "\nThe data directory defaults to $ASSAY_DATA, else ./data.")
+}
+
+func cmdKeys(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		keysUsage(stderr)
+		return exitUsage
+	}
+	sub := args[0]
+	switch sub {
+	case "-h", "-help", "--help", "help":
+		keysUsage(stderr)
+		return exitOK
+	case "list", "rotate":
+	default:
+		fmt.Fprintf(stderr, "assay keys: unknown subcommand %q\n", sub)
+		keysUsage(stderr)
+		return exitUsage
+	}
+	fs := flag.NewFlagSet("keys "+sub, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { keysUsage(stderr); fmt.Fprintln(stderr); fs.PrintDefaults() }
+	dir := fs.String("data", defaultKeysDataDir(), "data `DIR`; keys live in DIR/keys")
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "assay keys %s: unexpected argument %q\n", sub, fs.Arg(0))
+		return exitUsage
+	}
+
+	existing, err := receipt.ReadKeys(*dir)
+	absent := errors.Is(err, receipt.ErrNoKeys)
+	if err != nil && !absent {
+		fmt.Fprintf(stderr, "assay keys %s: %v\n", sub, err)
+		return exitUsage
+	}
+	var keys []receipt.Key
+	switch sub {
+	case "list":
+		if absent {
+			fmt.Fprintf(stderr, "assay keys list: no keys in %s yet; the server makes one on first start, or run 'assay keys rotate'\n", *dir)
+			return exitNo
+		}
+		keys = existing
+	case "rotate":
+		ring, err := receipt.OpenKeyring(receipt.KeyringConfig{Dir: *dir, Now: time.Now, Rand: rand.Reader})
+		if err != nil {
+			fmt.Fprintf(stderr, "assay keys rotate: %v\n", err)
+			return exitUsage
+		}
+		if absent {
+			fmt.Fprintf(stderr, "assay keys rotate: made the first key %s in %s\n", ring.Current().DID, *dir)
+		} else {
+			k, err := ring.Rotate()
+			if err != nil {
+				fmt.Fprintf(stderr, "assay keys rotate: %v\n", err)
+				return exitUsage
+			}
+			fmt.Fprintf(stderr, "assay keys rotate: %s now signs; restart running servers to use it\n", k.DID)
+		}
+		keys = ring.Keys()
+	}
+	out, err := json.MarshalIndent(receipt.KeySet{Keys: keys}, "", "  ")
+	if err != nil {
+		fmt.Fprintf(stderr, "assay keys %s: %v\n", sub, err)
+		return exitUsage
+	}
+	fmt.Fprintf(stdout, "%s\n", out)
+	return exitOK
+}
