@@ -38,6 +38,15 @@ type Input struct {
 //     its fuel is spent: compiled code cannot be stopped cheaply, and fuel
 //     bounds it. Close waits for such guests.
 func (s *Sandbox) Run(ctx context.Context, module []byte, in Input, lim Limits) Outcome {
+	e := s.unmetered
+	if lim.Fuel > 0 {
+		e = s.metered
+	}
+	return s.runOn(ctx, e, module, in, lim)
+}
+
+// runOn runs module on engine e; Run picks the engine from the limits.
+func (s *Sandbox) runOn(ctx context.Context, e *engine, module []byte, in Input, lim Limits) Outcome {
 	start := time.Now()
 	lim = lim.withDefaults()
 	sum := sha256.Sum256(module)
@@ -48,10 +57,6 @@ func (s *Sandbox) Run(ctx context.Context, module []byte, in Input, lim Limits) 
 		InputSHA256:   hexSum(in.Artifact),
 		StdoutSHA256:  hexSum(nil),
 		StderrSHA256:  hexSum(nil),
-	}
-	e := s.unmetered
-	if lim.Fuel > 0 {
-		e = s.metered
 	}
 	if lim.Fuel > 1<<62 {
 		return out.end(KindInvalidChecker, "fuel limit over 2^62", start)

@@ -83,17 +83,21 @@ func NewSandbox(ctx context.Context, cfg Config) (*Sandbox, error) {
 		cache = wazero.NewCompilationCache()
 	}
 	s := &Sandbox{cfg: cfg, cache: cache}
-	if s.metered, err = s.newEngine(ctx, true); err != nil {
+	if s.metered, err = s.newEngine(ctx, true, false); err != nil {
 		return nil, err
 	}
-	if s.unmetered, err = s.newEngine(ctx, false); err != nil {
+	if s.unmetered, err = s.newEngine(ctx, false, true); err != nil {
 		s.metered.rt.Close(ctx)
 		return nil, err
 	}
 	return s, nil
 }
 
-func (s *Sandbox) newEngine(ctx context.Context, metered bool) (*engine, error) {
+// newEngine returns an engine. closeOnDone turns on wazero's
+// WithCloseOnContextDone, which makes compiled code check for cancellation
+// at every loop header and function entry: the only way to stop unmetered
+// code, and a tax on every loop, so metered engines go without.
+func (s *Sandbox) newEngine(ctx context.Context, metered, closeOnDone bool) (*engine, error) {
 	var rc wazero.RuntimeConfig
 	if s.cfg.Interpreter {
 		rc = wazero.NewRuntimeConfigInterpreter()
@@ -102,7 +106,7 @@ func (s *Sandbox) newEngine(ctx context.Context, metered bool) (*engine, error) 
 	}
 	rc = rc.WithCompilationCache(s.cache).
 		WithMemoryLimitPages(MaxMemoryMiB * pagesPerMiB).
-		WithCloseOnContextDone(!metered).
+		WithCloseOnContextDone(closeOnDone).
 		WithCustomSections(false)
 	rt := wazero.NewRuntimeWithConfig(ctx, rc)
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
