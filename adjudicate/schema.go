@@ -110,7 +110,7 @@ func (c *schemaCompiler) compile(v any, where string, depth int) (*schema, error
 	sort.Strings(keys)
 	for _, k := range keys {
 		if !schemaKeywords[k] {
-			return nil, schemaErr(where, "keyword %q is outside the schema subset (not full JSON Schema: supported are type, required, properties, additionalProperties:false, enum, const, minLength, maxLength, minItems, maxItems, items, minimum, maximum, exclusiveMinimum, exclusiveMaximum, pattern)", k)
+			return nil, schemaErr(where, "keyword %q is not in the bounded schema subset (this is not full JSON Schema)", k)
 		}
 	}
 	s := &schema{minLength: -1, maxLength: -1, minItems: -1, maxItems: -1}
