@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 )
@@ -195,5 +196,66 @@ func TestKeyring_Sign(t *testing.T) {
 				t.Errorf("error %v, want %v", err, tc.err)
 			}
 		})
+	}
+}
+
+// TestKeyring_Hammer signs from many goroutines while the key rotates; every
+// receipt must verify against the keyring's published keys.
+func TestKeyring_Hammer(t *testing.T) {
+	c := newClock() // fixed: every rotation lands in the same second
+	k := mustKeyring(t, c)
+	const workers, each = 8, 40
+	receipts := make(chan Receipt, workers*each)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 5 {
+			if _, err := k.Rotate(); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for range each {
+				r, err := k.Sign(KindVerdict, "", sampleVerdict())
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				receipts <- r
+			}
+		})
+	}
+	wg.Wait()
+	<-done
+	close(receipts)
+	v := k.Verifier()
+	ids := map[string]bool{}
+	for r := range receipts {
+		if res := v.Verify(mustMarshal(t, r)); !res.Valid {
+			t.Errorf("%s: %s", r.ID, res.Reason)
+		}
+		if ids[r.ID] {
+			t.Errorf("id %s generated twice", r.ID)
+		}
+		ids[r.ID] = true
+	}
+	if got := len(k.Keys()); got != 6 {
+		t.Errorf("%d keys after 5 rotations", got)
+	}
+}
+
+func TestNewVerifier_badKeysPinNothing(t *testing.T) {
+	k := mustKeyring(t, newClock())
+	r, err := k.Sign(KindVerdict, "a", sampleVerdict())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := NewVerifier([]Key{{PublicKey: "garbage"}}).Verify(mustMarshal(t, r))
+	if res.Valid {
+		t.Fatalf("an unparseable pinned key widened trust to integrity only: %s", res.Reason)
 	}
 }

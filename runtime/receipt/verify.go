@@ -24,12 +24,14 @@ type Result struct {
 // signed by one of them inside the key's window; without, it checks
 // integrity only and says so.
 type Verifier struct {
+	pin    bool           // keys were given: only they are trusted
 	pinned map[string]Key // by raw public key bytes
 }
 
 // NewVerifier returns a Verifier pinned to keys; none means integrity only.
+// A key that does not parse pins nothing, so it cannot widen what verifies.
 func NewVerifier(keys []Key) *Verifier {
-	v := &Verifier{pinned: make(map[string]Key, len(keys))}
+	v := &Verifier{pin: len(keys) > 0, pinned: make(map[string]Key, len(keys))}
 	for _, k := range keys {
 		pub, err := ParsePublicKey(k.PublicKey)
 		if err != nil && k.DID != "" {
@@ -248,7 +250,7 @@ func (v *Verifier) verifyReceipt(r Receipt) Result {
 // court's.
 func (v *Verifier) trust(pub []byte, issued *time.Time, what string) Result {
 	did := DIDKey(pub)
-	if len(v.pinned) == 0 {
+	if !v.pin {
 		return Result{Valid: true, Reason: fmt.Sprintf("integrity only: the %s is intact and signed by %s, but no court key was pinned, so nothing shows that key is the court's (pin the court's published keys to check that)", what, did)}
 	}
 	k, ok := v.pinned[string(pub)]
