@@ -124,9 +124,8 @@ func rewriteBody(body []byte, nparams uint32, global uint32, base int) ([]byte, 
 		p++
 		nlocals += uint64(c)
 	}
-	// The added locals must still fit the u32 index space.
-	if nlocals+3 > 1<<32-1 {
-		return nil, errAt(base, "too many locals: %d", nlocals)
+	if nlocals > maxLocals {
+		return nil, errAt(base, "too many locals: %d > %d", nlocals, maxLocals)
 	}
 	pl, err := planBody(body, p, base)
 	if err != nil {

@@ -86,6 +86,9 @@ func parse(b []byte) (*module, error) {
 		if err := m.read(s); err != nil {
 			return nil, err
 		}
+		if err := checkCounts(s); err != nil {
+			return nil, err
+		}
 		m.sections = append(m.sections, s)
 		p = off + int(size)
 	}

@@ -1,0 +1,56 @@
+package meter
+
+import (
+	"context"
+	"testing"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+)
+
+// BenchmarkMeteredLoop compares loop.wasm's sum, unmetered and metered, per
+// engine. The design target is a ratio of at most 1.3 on the compiler.
+func BenchmarkMeteredLoop(b *testing.B) {
+	orig := readWasm(b, "loop")
+	metered := mustInstrument(b, orig)
+	for _, e := range engines {
+		for _, v := range []struct {
+			name string
+			wasm []byte
+		}{{"unmetered", orig}, {"metered", metered}} {
+			b.Run(e.name+"/"+v.name, func(b *testing.B) {
+				ctx := context.Background()
+				r := wazero.NewRuntimeWithConfig(ctx, e.cfg())
+				defer r.Close(ctx)
+				mod, err := r.InstantiateWithConfig(ctx, v.wasm, wazero.NewModuleConfig().WithStartFunctions())
+				if err != nil {
+					b.Fatal(err)
+				}
+				g, _ := mod.ExportedGlobal(GlobalExport).(api.MutableGlobal)
+				sum := mod.ExportedFunction("sum")
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if g != nil {
+						g.Set(bigFuel)
+					}
+					if _, err := sum.Call(ctx, 100_000); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkInstrument measures the pass itself on the Go hello module.
+func BenchmarkInstrument(b *testing.B) {
+	in := readWasm(b, "gohello")
+	b.SetBytes(int64(len(in)))
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := Instrument(in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,103 @@
+package meter
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// oneFunc assembles a minimal module with one function of type [] -> [] and
+// the given body code (after the locals).
+func oneFunc(code ...byte) []byte {
+	body := append([]byte{0x00}, code...) // no locals
+	b := []byte("\x00asm\x01\x00\x00\x00")
+	b = append(b, 0x01, 0x04, 0x01, 0x60, 0x00, 0x00) // type section
+	b = append(b, 0x03, 0x02, 0x01, 0x00)             // function section
+	sec := appendU32([]byte{0x01}, uint32(len(body)))
+	sec = append(sec, body...)
+	b = append(b, 0x0a)
+	b = appendU32(b, uint32(len(sec)))
+	return append(b, sec...)
+}
+
+func TestInstrument_Errors(t *testing.T) {
+	// The export section goes between the function and code sections.
+	plain := oneFunc(0x0b)
+	withExport := append([]byte{}, plain[:18]...)
+	withExport = append(withExport, 0x07, 0x0e, 0x01, 0x0a)
+	withExport = append(append(withExport, "assay_fuel"...), 0x00, 0x00)
+	withExport = append(withExport, plain[18:]...)
+
+	tests := []struct {
+		name string
+		in   []byte
+		want string
+	}{
+		{"ErrEmpty", nil, "offset 0x0: not a WebAssembly 1 binary"},
+		{"ErrVersion", []byte("\x00asm\x02\x00\x00\x00"), "not a WebAssembly 1 binary"},
+		{"ErrTailCall", oneFunc(0x12, 0x00, 0x0b), "unsupported opcode 0x12: return_call (tail calls)"},
+		{"ErrThreads", oneFunc(0xfe, 0x00, 0x0b), "atomic prefix (threads)"},
+		{"ErrSIMDUnknown", oneFunc(0xfd, 0xa3, 0x02, 0x0b), "unknown opcode 0xfd 0x123"},
+		{"ErrSIMDGap", oneFunc(0xfd, 0x9a, 0x01, 0x0b), "unknown opcode 0xfd 0x9a"},
+		{"ErrMisc", oneFunc(0xfc, 0x12, 0x0b), "unknown opcode 0xfc 0x12"},
+		{"ErrTruncated", oneFunc(0x41), "unexpected end"},
+		{"ErrNoEnd", oneFunc(0x01), "unexpected end of function body"},
+		{"ErrTrailing", oneFunc(0x0b, 0x01), "bytes after the end of the function body"},
+		{"ErrLabel", oneFunc(0x0c, 0x05, 0x0b), "branch to label 5"},
+		{"ErrReservedExport", withExport, `export name "assay_fuel" is reserved`},
+		{"ErrSectionOrder", append(oneFunc(0x0b), 0x01, 0x01, 0x00), "out of order"},
+		{"ErrSectionSize", append(oneFunc(0x0b), 0x0b, 0x7f), "overruns the module"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := Instrument(tt.in)
+			var de *DecodeError
+			if !errors.As(err, &de) {
+				t.Fatalf("got %v (%d bytes), want a *DecodeError", err, len(out))
+			}
+			if !strings.HasPrefix(err.Error(), "meter: offset 0x") || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %q, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestInstrument_ErrorOffset checks that the offset names the bad byte.
+func TestInstrument_ErrorOffset(t *testing.T) {
+	in := oneFunc(0x01, 0x01, 0x12, 0x00, 0x0b)
+	_, err := Instrument(in)
+	var de *DecodeError
+	if !errors.As(err, &de) {
+		t.Fatal(err)
+	}
+	if in[de.Offset] != 0x12 {
+		t.Fatalf("offset %#x holds %#x, want the 0x12 opcode", de.Offset, in[de.Offset])
+	}
+}
+
+// TestInstrument_Deterministic checks that output depends only on input and
+// that the input is left alone.
+func TestInstrument_Deterministic(t *testing.T) {
+	in := readWasm(t, "blocks")
+	keep := bytes.Clone(in)
+	a, b := mustInstrument(t, in), mustInstrument(t, in)
+	if !bytes.Equal(a, b) {
+		t.Fatal("two runs differ")
+	}
+	if !bytes.Equal(in, keep) {
+		t.Fatal("input modified")
+	}
+}
+
+// TestInstrument_Empty instruments a module with no sections at all: it
+// gains a global section and an export section.
+func TestInstrument_Empty(t *testing.T) {
+	out := mustInstrument(t, []byte("\x00asm\x01\x00\x00\x00"))
+	want := []byte("\x00asm\x01\x00\x00\x00" +
+		"\x06\x06\x01\x7e\x01\x42\x00\x0b" +
+		"\x07\x0e\x01\x0aassay_fuel\x03\x00")
+	if !bytes.Equal(out, want) {
+		t.Fatalf("got % x\nwant % x", out, want)
+	}
+}
