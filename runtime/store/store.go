@@ -1,0 +1,79 @@
+// Package store declares the storage contract that Assay's services run on:
+// ordered keys and values read and written in serialisable transactions.
+// The services build their repositories (contracts, receipts, the ledger,
+// idempotency records) on it, so that one transaction can commit a state
+// change, its ledger postings, its receipt and its idempotency record
+// together. package storage implements it on badger; the key layout is
+// documented there.
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// ErrNotFound is returned by Tx.Get for a key that has no value.
+var ErrNotFound = errors.New("store: not found")
+
+// ErrStop, returned by a Scan callback, ends the scan without error.
+var ErrStop = errors.New("store: stop scan")
+
+// Store runs transactions.
+type Store interface {
+	// Update runs fn in a read-write transaction and commits it durably:
+	// when Update returns nil, the writes survive a crash of the process
+	// or the machine.
+	//
+	// # Notes
+	//
+	//   - Transactions are serialisable. When a concurrent transaction
+	//     wrote a key that fn read, the commit fails and Update runs fn
+	//     again from the start, a bounded number of times; fn must
+	//     therefore have no effects outside tx.
+	//
+	// # Errors
+	//
+	// fn's error, unchanged, after which nothing fn wrote is kept.
+	Update(ctx context.Context, fn func(tx Tx) error) error
+	// View runs fn in a read-only transaction over a consistent snapshot.
+	View(ctx context.Context, fn func(tx Tx) error) error
+	// Close flushes and closes the store.
+	Close() error
+}
+
+// Tx reads and writes keys inside one transaction.
+type Tx interface {
+	// Get returns the value of key, or ErrNotFound.
+	Get(key string) ([]byte, error)
+	// Set sets key to value.
+	Set(key string, value []byte) error
+	// Delete removes key; removing an absent key is not an error.
+	Delete(key string) error
+	// Scan calls fn for every key with the prefix, in key order (or
+	// reverse order), until fn returns an error. ErrStop ends the scan
+	// cleanly. The slices passed to fn are valid only during the call.
+	Scan(prefix string, reverse bool, fn func(key string, value []byte) error) error
+}
+
+// GetJSON reads key into v.
+func GetJSON(tx Tx, key string, v any) error {
+	b, err := tx.Get(key)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("store: decode %s: %w", key, err)
+	}
+	return nil
+}
+
+// SetJSON writes v to key as JSON.
+func SetJSON(tx Tx, key string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("store: encode %s: %w", key, err)
+	}
+	return tx.Set(key, b)
+}

@@ -1,0 +1,163 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/assayhq/assay/runtime/store"
+)
+
+// maxAttempts bounds how often Update retries on a conflict.
+const maxAttempts = 64
+
+// DB is a store.Store on badger.
+type DB struct {
+	db *badger.DB
+}
+
+// Interface guard.
+var _ store.Store = (*DB)(nil)
+
+// Options configure Open.
+type Options struct {
+	// InMemory keeps everything in memory, for tests that need no
+	// durability. Dir is ignored.
+	InMemory bool
+	// Logger receives badger's warnings and errors; nil discards them.
+	Logger *slog.Logger
+}
+
+// Open opens (creating if need be) the badger store in dir.
+func Open(dir string, opt Options) (*DB, error) {
+	bo := badger.DefaultOptions(dir).
+		WithSyncWrites(true).
+		WithLogger(badgerLogger{opt.Logger}).
+		WithNumVersionsToKeep(1).
+		WithCompactL0OnClose(true)
+	if opt.InMemory {
+		bo = bo.WithInMemory(true).WithDir("").WithValueDir("").WithSyncWrites(false)
+	}
+	db, err := badger.Open(bo)
+	if err != nil {
+		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
+	}
+	return &DB{db: db}, nil
+}
+
+// Close implements store.Store.
+func (d *DB) Close() error { return wrap(d.db.Close()) }
+
+// Update implements store.Store.
+func (d *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
+	backoff := 50 * time.Microsecond
+	for attempt := 1; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		txn := d.db.NewTransaction(true)
+		err := fn(&tx{txn: txn})
+		if err == nil {
+			err = txn.Commit()
+		}
+		txn.Discard()
+		if !errors.Is(err, badger.ErrConflict) || attempt == maxAttempts {
+			return wrap(err)
+		}
+		// Another transaction wrote what this one read: run it again on
+		// the new state, after a short pause that grows with contention.
+		time.Sleep(backoff)
+		backoff = min(2*backoff, 5*time.Millisecond)
+	}
+}
+
+// View implements store.Store.
+func (d *DB) View(ctx context.Context, fn func(store.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return wrap(d.db.View(func(txn *badger.Txn) error { return fn(&tx{txn: txn}) }))
+}
+
+type tx struct{ txn *badger.Txn }
+
+func (t *tx) Get(key string) ([]byte, error) {
+	item, err := t.txn.Get([]byte(key))
+	if err != nil {
+		return nil, wrap(err)
+	}
+	b, err := item.ValueCopy(nil)
+	return b, wrap(err)
+}
+
+func (t *tx) Set(key string, value []byte) error {
+	return wrap(t.txn.Set([]byte(key), value))
+}
+
+func (t *tx) Delete(key string) error { return wrap(t.txn.Delete([]byte(key))) }
+
+func (t *tx) Scan(prefix string, reverse bool, fn func(string, []byte) error) error {
+	opts := badger.DefaultIteratorOptions
+	opts.Prefix = []byte(prefix)
+	opts.Reverse = reverse
+	it := t.txn.NewIterator(opts)
+	defer it.Close()
+	seek := []byte(prefix)
+	if reverse {
+		// In reverse, Seek finds the last key <= its argument: start past
+		// every key that has the prefix.
+		seek = append([]byte(prefix), 0xff)
+	}
+	for it.Seek(seek); it.ValidForPrefix([]byte(prefix)); it.Next() {
+		item := it.Item()
+		var err error
+		if verr := item.Value(func(v []byte) error {
+			err = fn(string(item.Key()), v)
+			return nil
+		}); verr != nil {
+			return wrap(verr)
+		}
+		if errors.Is(err, store.ErrStop) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// wrap translates badger's errors so that none reaches the services (OPA's
+// storage/disk wrapError): a missing key is store.ErrNotFound, a conflict
+// that outlived the retries says so, and the callers' own errors (fn's)
+// pass through unchanged.
+func wrap(err error) error {
+	switch {
+	case errors.Is(err, badger.ErrKeyNotFound):
+		return store.ErrNotFound
+	case errors.Is(err, badger.ErrConflict):
+		return fmt.Errorf("storage: gave up after %d conflicting attempts", maxAttempts)
+	}
+	return err
+}
+
+// badgerLogger sends badger's warnings and errors to slog and drops its
+// chatter.
+type badgerLogger struct{ l *slog.Logger }
+
+func (b badgerLogger) Errorf(f string, a ...any) {
+	if b.l != nil {
+		b.l.Error(strings.TrimSpace(fmt.Sprintf(f, a...)), "component", "badger")
+	}
+}
+func (b badgerLogger) Warningf(f string, a ...any) {
+	if b.l != nil {
+		b.l.Warn(strings.TrimSpace(fmt.Sprintf(f, a...)), "component", "badger")
+	}
+}
+func (badgerLogger) Infof(string, ...any)  {}
+func (badgerLogger) Debugf(string, ...any) {}
