@@ -104,6 +104,10 @@ func ParseKey(s string) (Key, error) {
 // Verify checks one receipt given as JSON, bare or wrapped as
 // {"receipt": …}, in the Suite form or the Data Integrity form.
 func (v *Verifier) Verify(data []byte) Result {
+	// Fast path: a bare receipt in the Suite form decodes strictly at once.
+	if r, err := decodeReceipt(data); err == nil && r.Proof.Type == Suite && r.CredentialSubject != nil {
+		return v.verifyReceipt(r)
+	}
 	raw, doc, err := unwrap(data)
 	if err != nil {
 		return invalid(err.Error())
