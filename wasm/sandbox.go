@@ -274,3 +274,16 @@ func writeFileAtomic(path string, data []byte) error {
 	}
 	return os.Rename(tmp.Name(), path)
 }
+
+// Validate reports whether module is a checker the sandbox can run: valid
+// wasm that the fuel meter can instrument and that meets checker ABI v1. It
+// compiles the module, so a later Run of it starts at once.
+//
+// # Errors
+//
+// An error saying what is wrong; Run would end such a module as
+// invalid_checker with the same reason.
+func (s *Sandbox) Validate(ctx context.Context, module []byte) error {
+	c := s.metered.compile(context.WithoutCancel(ctx), sha256.Sum256(module), module)
+	return c.err
+}

@@ -303,3 +303,18 @@ func TestSandbox_cacheDir(t *testing.T) {
 		t.Errorf("nothing in the compilation cache directory")
 	}
 }
+
+func TestSandbox_Validate(t *testing.T) {
+	sb := newSandbox(t, wasm.Config{})
+	if err := sb.Validate(context.Background(), fixture(t, "pass.wasm")); err != nil {
+		t.Errorf("pass.wasm: %v", err)
+	}
+	for name, want := range map[string]string{"badimport.wasm": "env.open_socket", "nostart.wasm": "_start"} {
+		if err := sb.Validate(context.Background(), fixture(t, name)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error naming %s", name, err, want)
+		}
+	}
+	if err := sb.Validate(context.Background(), []byte("not wasm")); err == nil {
+		t.Errorf("garbage validated")
+	}
+}
