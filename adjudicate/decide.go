@@ -266,8 +266,9 @@ func (p *Plan) tier0(d *Deliverable, checks []Check) (failed, undecided bool) {
 		c.Kind, c.Spec = pc.kind, pc.spec
 		switch {
 		case pc.kind == KindSchema:
-			var vs violations
-			p.schema.validate(d.value, nil, &vs)
+			var stack [MaxSchemaDepth + 1]loc
+			vs := violations{stack: stack[:0]}
+			p.schema.validate(d.value, &vs)
 			if vs.n == 0 {
 				c.Passed, c.Detail = true, "schema -> true"
 			} else {

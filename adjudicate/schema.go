@@ -332,47 +332,45 @@ func pathKey(n string) string {
 	return n
 }
 
-// loc is a location inside the deliverable, built as a linked list on the
-// stack and rendered only when a violation needs it.
+// loc is one step of a location inside the deliverable: an object key,
+// or an array index when index >= 0.
 type loc struct {
-	parent *loc
-	key    string
-	index  int // -1 for an object key
+	key   string
+	index int
 }
 
-func (l *loc) String() string {
-	if l == nil {
-		return "$"
-	}
-	var parts []string
-	for p := l; p != nil; p = p.parent {
-		if p.index >= 0 {
-			parts = append(parts, strconv.Itoa(p.index))
-		} else {
-			parts = append(parts, pathKey(p.key))
-		}
-	}
-	var b strings.Builder
-	b.WriteString("$")
-	for i := len(parts) - 1; i >= 0; i-- {
-		b.WriteByte('.')
-		b.WriteString(parts[i])
-	}
-	return b.String()
-}
-
-// violations collects what a value got wrong, keeping the first few.
+// violations collects what a value got wrong, keeping the first few. It
+// keeps the current location as a stack, rendered only for a violation,
+// so that validating a valid value allocates nothing.
 type violations struct {
-	list []string
-	n    int
+	list  []string
+	n     int
+	stack []loc
 }
 
 const maxViolations = 8
 
-func (vs *violations) add(l *loc, format string, args ...any) {
+func (vs *violations) push(key string, index int) { vs.stack = append(vs.stack, loc{key, index}) }
+func (vs *violations) pop()                       { vs.stack = vs.stack[:len(vs.stack)-1] }
+
+func (vs *violations) where() string {
+	var b strings.Builder
+	b.WriteString("$")
+	for _, l := range vs.stack {
+		b.WriteByte('.')
+		if l.index >= 0 {
+			b.WriteString(strconv.Itoa(l.index))
+		} else {
+			b.WriteString(pathKey(l.key))
+		}
+	}
+	return b.String()
+}
+
+func (vs *violations) add(format string, args ...any) {
 	vs.n++
 	if len(vs.list) < maxViolations {
-		vs.list = append(vs.list, l.String()+": "+fmt.Sprintf(format, args...))
+		vs.list = append(vs.list, vs.where()+": "+fmt.Sprintf(format, args...))
 	}
 }
 
@@ -385,19 +383,19 @@ func (vs *violations) String() string {
 }
 
 // validate checks v against s and records every violation.
-func (s *schema) validate(v any, l *loc, vs *violations) {
+func (s *schema) validate(v any, vs *violations) {
 	if s.boolean != nil {
 		if !*s.boolean {
-			vs.add(l, "no value is allowed here")
+			vs.add("no value is allowed here")
 		}
 		return
 	}
 	if s.types != 0 && !s.typeOK(v) {
-		vs.add(l, "expected %s, got %s", s.typeText, typeName(v))
+		vs.add("expected %s, got %s", s.typeText, typeName(v))
 		return
 	}
 	if s.hasConst && !equal(v, s.constV) {
-		vs.add(l, "expected the constant %s, got %s", brief(s.constV), brief(v))
+		vs.add("expected the constant %s, got %s", brief(s.constV), brief(v))
 	}
 	if s.hasEnum {
 		found := false
@@ -408,7 +406,7 @@ func (s *schema) validate(v any, l *loc, vs *violations) {
 			}
 		}
 		if !found {
-			vs.add(l, "%s is not one of %s", brief(v), brief(s.enum))
+			vs.add("%s is not one of %s", brief(v), brief(s.enum))
 		}
 	}
 	switch x := v.(type) {
@@ -416,57 +414,61 @@ func (s *schema) validate(v any, l *loc, vs *violations) {
 		if s.minLength >= 0 || s.maxLength >= 0 {
 			n := utf8.RuneCountInString(x)
 			if s.minLength >= 0 && n < s.minLength {
-				vs.add(l, "string of %d code points is shorter than minLength %d", n, s.minLength)
+				vs.add("string of %d code points is shorter than minLength %d", n, s.minLength)
 			}
 			if s.maxLength >= 0 && n > s.maxLength {
-				vs.add(l, "string of %d code points is longer than maxLength %d", n, s.maxLength)
+				vs.add("string of %d code points is longer than maxLength %d", n, s.maxLength)
 			}
 		}
 		if s.pattern != nil && !s.pattern.MatchString(x) {
-			vs.add(l, "%s does not match pattern %q", brief(x), s.pattern.String())
+			vs.add("%s does not match pattern %q", brief(x), s.pattern.String())
 		}
 	case int, float64:
 		if s.minimum != nil {
 			if c, _ := compareNumbers(x, s.minimum); c < 0 {
-				vs.add(l, "%s is less than minimum %s", brief(x), brief(s.minimum))
+				vs.add("%s is less than minimum %s", brief(x), brief(s.minimum))
 			}
 		}
 		if s.maximum != nil {
 			if c, _ := compareNumbers(x, s.maximum); c > 0 {
-				vs.add(l, "%s is greater than maximum %s", brief(x), brief(s.maximum))
+				vs.add("%s is greater than maximum %s", brief(x), brief(s.maximum))
 			}
 		}
 		if s.exclusiveMinimum != nil {
 			if c, _ := compareNumbers(x, s.exclusiveMinimum); c <= 0 {
-				vs.add(l, "%s is not greater than exclusiveMinimum %s", brief(x), brief(s.exclusiveMinimum))
+				vs.add("%s is not greater than exclusiveMinimum %s", brief(x), brief(s.exclusiveMinimum))
 			}
 		}
 		if s.exclusiveMaximum != nil {
 			if c, _ := compareNumbers(x, s.exclusiveMaximum); c >= 0 {
-				vs.add(l, "%s is not less than exclusiveMaximum %s", brief(x), brief(s.exclusiveMaximum))
+				vs.add("%s is not less than exclusiveMaximum %s", brief(x), brief(s.exclusiveMaximum))
 			}
 		}
 	case []any:
 		if s.minItems >= 0 && len(x) < s.minItems {
-			vs.add(l, "array of %d items has fewer than minItems %d", len(x), s.minItems)
+			vs.add("array of %d items has fewer than minItems %d", len(x), s.minItems)
 		}
 		if s.maxItems >= 0 && len(x) > s.maxItems {
-			vs.add(l, "array of %d items has more than maxItems %d", len(x), s.maxItems)
+			vs.add("array of %d items has more than maxItems %d", len(x), s.maxItems)
 		}
 		if s.items != nil {
 			for i, e := range x {
-				s.items.validate(e, &loc{parent: l, index: i}, vs)
+				vs.push("", i)
+				s.items.validate(e, vs)
+				vs.pop()
 			}
 		}
 	case map[string]any:
 		for _, r := range s.required {
 			if _, ok := x[r]; !ok {
-				vs.add(l, "required property %q is missing", r)
+				vs.add("required property %q is missing", r)
 			}
 		}
 		for _, n := range s.propNames {
 			if e, ok := x[n]; ok {
-				s.props[n].validate(e, &loc{parent: l, key: n, index: -1}, vs)
+				vs.push(n, -1)
+				s.props[n].validate(e, vs)
+				vs.pop()
 			}
 		}
 		if s.noAdditional {
@@ -479,7 +481,7 @@ func (s *schema) validate(v any, l *loc, vs *violations) {
 			if len(extra) > 0 {
 				sort.Strings(extra)
 				for _, k := range extra {
-					vs.add(l, "property %q is not allowed (additionalProperties is false)", k)
+					vs.add("property %q is not allowed (additionalProperties is false)", k)
 				}
 			}
 		}
