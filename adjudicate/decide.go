@@ -101,17 +101,63 @@ type CheckerRun struct {
 }
 
 // Answer is one juror's recorded answer to a semantic question, or the
-// error that kept it from answering.
+// error that kept it from answering. When the juror is a panel that could
+// not reach a decision (a *NoMajorityError), Jurors holds how each member
+// voted; a decided panel's members are in Vote.Jurors.
 type Answer struct {
-	Vote  *Vote  `json:"vote,omitempty"`
+	Vote   *Vote       `json:"vote,omitempty"`
+	Error  string      `json:"error,omitempty"`
+	Jurors []JurorVote `json:"jurors,omitempty"`
+}
+
+// Vote is a juror's decision on one semantic criterion. A panel of jurors
+// (adjudicate/jury) records each member's vote in Jurors.
+type Vote struct {
+	Pass   bool        `json:"pass"`
+	Reason string      `json:"reason,omitempty"`
+	Jurors []JurorVote `json:"jurors,omitempty"`
+}
+
+// Votes of one member of a jury panel.
+const (
+	JurorPass    = "pass"
+	JurorFail    = "fail"
+	JurorAbstain = "abstain"
+)
+
+// JurorVote is how one member of a jury panel voted on one semantic
+// criterion, as recorded: a model's answer cannot be had again, so the
+// record keeps what it said and hashes of what it was asked and answered.
+type JurorVote struct {
+	// Model is the model asked; Host the host of the server asked.
+	Model string `json:"model"`
+	Host  string `json:"host"`
+	// Vote is JurorPass, JurorFail or JurorAbstain, or "" when the member
+	// gave no usable answer (see Error).
+	Vote string `json:"vote,omitempty"`
+	// Rationale is the member's reason, cut short.
+	Rationale string `json:"rationale,omitempty"`
+	// PromptSHA256 is the hex SHA-256 of the prompt sent; AnswerSHA256 of
+	// the raw answer received, "" when none was.
+	PromptSHA256 string `json:"prompt_sha256"`
+	AnswerSHA256 string `json:"answer_sha256,omitempty"`
+	// LatencyMS is how long the member took, retries included. It is
+	// recorded data: Decide copies it and never measures anything.
+	LatencyMS int64 `json:"latency_ms"`
+	// Error is why the member gave no usable answer: a timeout, a server
+	// error, an answer that did not parse.
 	Error string `json:"error,omitempty"`
 }
 
-// Vote is a juror's decision on one semantic criterion.
-type Vote struct {
-	Pass   bool   `json:"pass"`
-	Reason string `json:"reason,omitempty"`
+// NoMajorityError is a panel's answer when no strict majority of its
+// members voted the same way: Judge records the error and Jurors, and the
+// case is escalated.
+type NoMajorityError struct {
+	Reason string      // e.g. "no majority of 3 jurors: pass 1, fail 1, abstain 1"
+	Jurors []JurorVote // each member's vote
 }
+
+func (e *NoMajorityError) Error() string { return e.Reason }
 
 // Result is a verdict and every check behind it. The same plan,
 // deliverable and record give the same Result, and the same JSON, byte
@@ -135,6 +181,9 @@ type Check struct {
 	Detail  string `json:"detail"`
 	// Outcome is a checker's sandbox outcome, for kind "checker".
 	Outcome *CheckerOutcome `json:"outcome,omitempty"`
+	// Jurors is how each member of a jury panel voted, for kind
+	// "semantic", when a panel answered.
+	Jurors []JurorVote `json:"jurors,omitempty"`
 }
 
 // CheckerOutcome is the deterministic part of a wasm.Outcome: wall time
@@ -229,7 +278,12 @@ func (p *Plan) Decide(d *Deliverable, rec Record) *Result {
 		switch {
 		case a.Vote != nil:
 			c.Passed = a.Vote.Pass
-			c.Detail = "juror -> " + passFail(a.Vote.Pass)
+			c.Jurors = a.Vote.Jurors
+			who := "juror"
+			if len(c.Jurors) > 0 {
+				who = "jury"
+			}
+			c.Detail = who + " -> " + passFail(a.Vote.Pass)
 			if a.Vote.Reason != "" {
 				c.Detail += ": " + a.Vote.Reason
 			}
@@ -237,6 +291,7 @@ func (p *Plan) Decide(d *Deliverable, rec Record) *Result {
 			c.Skipped = true
 			c.Detail = "not asked: another semantic criterion already failed"
 		case a.Error != "":
+			c.Jurors = a.Jurors
 			c.Detail = "no juror answer: " + a.Error + " (escalated)"
 			juryMissing = true
 		default:

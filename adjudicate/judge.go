@@ -3,6 +3,7 @@ package adjudicate
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/wasm"
@@ -38,7 +39,8 @@ type Juror interface {
 	// # Errors
 	//
 	// An error when no answer could be had; Judge records it and the case
-	// is escalated.
+	// is escalated. A panel that asked its members but reached no majority
+	// returns a *NoMajorityError, whose Jurors Judge records too.
 	Vote(ctx context.Context, q SemanticQuestion) (Vote, error)
 }
 
@@ -58,7 +60,15 @@ type SemanticQuestion struct {
 	// Found reports whether Path resolved; Excerpt is the JSON found there.
 	Found   bool            `json:"found"`
 	Excerpt json.RawMessage `json:"excerpt,omitempty"`
+	// Artifact is the whole deliverable as a checker receives it
+	// (Deliverable.Artifact), unbounded and read only: a juror that shows
+	// it to a model cuts it short first.
+	Artifact []byte `json:"-"`
 }
+
+// NoJury is the recorded error of every semantic criterion when Judge is
+// given no juror.
+const NoJury = "no jury is configured"
 
 // Questions returns the semantic questions of the plan about d, in order.
 func (p *Plan) Questions(d *Deliverable) []SemanticQuestion {
@@ -71,6 +81,7 @@ func (p *Plan) Questions(d *Deliverable) []SemanticQuestion {
 		q := SemanticQuestion{
 			Index: pc.sm.index, Assertion: pc.sm.assertion, Spec: pc.spec,
 			Description: pc.sm.description, Path: pc.sm.path.text,
+			Artifact: d.artifact,
 		}
 		if v, missing := pc.sm.path.resolve(d.value); missing == "" {
 			if b, err := marshalNoEscape(v); err == nil {
@@ -87,8 +98,8 @@ func (p *Plan) Questions(d *Deliverable) []SemanticQuestion {
 // only when those passed, one at a time, stopping at the first that fails;
 // the juror only when every deterministic check passed and semantic
 // criteria remain, stopping at the first failing vote. runner and juror
-// may be nil: checkers then do not run and semantic criteria get no
-// answer, and the case is escalated.
+// may be nil: checkers then do not run, and semantic criteria are
+// recorded as unanswered with the error NoJury; the case is escalated.
 //
 // It returns the result and the record it was decided from:
 // p.Decide(d, rec) gives the same result again, byte for byte.
@@ -123,18 +134,27 @@ func Judge(ctx context.Context, p *Plan, d *Deliverable, runner Runner, juror Ju
 		}
 	}
 	r := p.Decide(d, rec)
-	if p.semantic == 0 || juror == nil || r.Verdict == VerdictRefund || anyUndecided(r) {
+	if p.semantic == 0 || r.Verdict == VerdictRefund || anyUndecided(r) {
 		return r, rec, nil
 	}
-	qs := p.Questions(d)
-	rec.Answers = make([]Answer, len(qs))
-	for i, q := range qs {
+	rec.Answers = make([]Answer, p.semantic)
+	if juror == nil {
+		for i := range rec.Answers {
+			rec.Answers[i] = Answer{Error: NoJury}
+		}
+		return p.Decide(d, rec), rec, nil
+	}
+	for i, q := range p.Questions(d) {
 		v, err := juror.Vote(ctx, q)
 		if err != nil {
 			if ctxErr := ctx.Err(); ctxErr != nil {
 				return nil, rec, ctxErr
 			}
 			rec.Answers[i] = Answer{Error: err.Error()}
+			var nm *NoMajorityError
+			if errors.As(err, &nm) {
+				rec.Answers[i].Jurors = nm.Jurors
+			}
 			continue
 		}
 		rec.Answers[i] = Answer{Vote: &v}

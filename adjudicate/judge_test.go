@@ -175,3 +175,46 @@ func TestJudge_ErrContext(t *testing.T) {
 		t.Errorf("err %v", err)
 	}
 }
+
+// panelDouble answers every question with no majority, as a jury panel
+// does when its members split.
+type panelDouble struct{ jurors []JurorVote }
+
+func (p panelDouble) Vote(ctx context.Context, q SemanticQuestion) (Vote, error) {
+	return Vote{}, &NoMajorityError{Reason: "no majority of 2 jurors: pass 1, fail 1", Jurors: p.jurors}
+}
+
+func TestJudge_Jury(t *testing.T) {
+	p, err := Compile([]byte(`{"assertions":[{"path":"s","semantic":true,"description":"d"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := ParseDeliverable([]byte(`{"s":"text"}`))
+
+	t.Run("ErrNoJury", func(t *testing.T) {
+		r, rec, err := Judge(context.Background(), p, d, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Verdict != VerdictEscalated || len(rec.Answers) != 1 || rec.Answers[0].Error != NoJury ||
+			!strings.Contains(r.Checks[0].Detail, "no jury is configured") {
+			t.Errorf("%s", r.JSON())
+		}
+	})
+	t.Run("ErrNoMajorityRecordsJurors", func(t *testing.T) {
+		jurors := []JurorVote{
+			{Model: "a", Host: "h", Vote: JurorPass, PromptSHA256: "p", LatencyMS: 3},
+			{Model: "b", Host: "h", Vote: JurorFail, PromptSHA256: "p", LatencyMS: 4},
+		}
+		r, rec, err := Judge(context.Background(), p, d, nil, panelDouble{jurors})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Verdict != VerdictEscalated || len(rec.Answers[0].Jurors) != 2 || len(r.Checks[0].Jurors) != 2 {
+			t.Fatalf("%s", r.JSON())
+		}
+		if again := p.Decide(d, rec).JSON(); string(again) != string(r.JSON()) {
+			t.Errorf("replay differs:\n%s\n%s", again, r.JSON())
+		}
+	})
+}
