@@ -24,6 +24,9 @@ const (
 	opI32Const     = 0x41
 	opI64Const     = 0x42
 	opI32Ne        = 0x47
+	opI32GtU       = 0x4b
+	opI32Add       = 0x6a
+	opI32Sub       = 0x6b
 	opI64LtS       = 0x53
 	opI64Sub       = 0x7d
 	opI64Mul       = 0x7e

@@ -5,7 +5,7 @@ package meter
 type locals struct {
 	fuel   uint32 // i64: the cached counter
 	s, r   uint32 // i32 scratch: operand, result
-	global uint32
+	global uint32 // the fuel counter; the depth counter is global+1
 }
 
 // appendExhaust appends the out-of-fuel path: store Exhausted into the
@@ -40,16 +40,39 @@ func appendEdit(b []byte, e edit, l *locals) []byte {
 		b = appendU32(b, l.fuel)
 		b = append(b, opGlobalSet)
 		b = appendU32(b, l.global)
+	case editCallPre:
+		// store; global.get $d; i32.const 1; i32.add; global.set $d;
+		// global.get $d; i32.const MaxDepth; i32.gt_u;
+		// if; i32.const -1; global.set $d; unreachable; end
+		b = appendEdit(b, edit{kind: editStore}, l)
+		b = appendDepthAdd(b, l, opI32Add)
+		b = append(b, opGlobalGet)
+		b = appendU32(b, l.global+1)
+		b = append(b, opI32Const)
+		b = appendS64(b, MaxDepth)
+		b = append(b, opI32GtU, opIf, blockEmpty, opI32Const)
+		b = appendS64(b, DepthExceeded)
+		b = append(b, opGlobalSet)
+		b = appendU32(b, l.global+1)
+		b = append(b, opUnreachable, opEnd)
+	case editCallPost:
+		b = appendDepthAdd(b, l, opI32Sub)
+		b = appendEdit(b, edit{kind: editLoad}, l)
 	case editCharge:
-		// local.get $f; i64.const cost; i64.sub; local.tee $f;
-		// i64.const 0; i64.lt_s; if; i64.const -1; global.set $g;
-		// unreachable; end
+		// local.get $f; i64.const cost; i64.sub; then, to check,
+		// local.tee $f; i64.const 0; i64.lt_s; if; i64.const -1;
+		// global.set $g; unreachable; end; or else local.set $f
 		b = append(b, opLocalGet)
 		b = appendU32(b, l.fuel)
 		b = append(b, opI64Const)
 		b = appendS64(b, e.cost)
 		b = append(b, opI64Sub)
-		b = appendCheck(b, l)
+		if e.check {
+			b = appendCheck(b, l)
+		} else {
+			b = append(b, opLocalSet)
+			b = appendU32(b, l.fuel)
+		}
 	case editBulk:
 		// local.set $s; local.get $f; local.get $s; i64.extend_i32_u;
 		// [i64.const BulkCost; i64.mul]; i64.sub; check; local.get $s
@@ -86,6 +109,14 @@ func appendEdit(b []byte, e edit, l *locals) []byte {
 		b = appendU32(b, l.r)
 	}
 	return b
+}
+
+// appendDepthAdd appends "global.get $d; i32.const 1; op; global.set $d".
+func appendDepthAdd(b []byte, l *locals, op byte) []byte {
+	b = append(b, opGlobalGet)
+	b = appendU32(b, l.global+1)
+	b = append(b, opI32Const, 1, op, opGlobalSet)
+	return appendU32(b, l.global+1)
 }
 
 // appendMul multiplies the i64 on the stack by k, unless k is 1.

@@ -278,7 +278,7 @@ func TestInstrument_ExactFuel(t *testing.T) {
 		{"exact", "add", []uint64{1, 2}, 3},
 		{"exact", "pick", []uint64{0}, 4},
 		{"exact", "pick", []uint64{1}, 4},
-		{"exact", "three", nil, 24},
+		{"exact", "three", nil, 26},
 		{"start", "get", nil, 120 + 1}, // the start function, then get
 		{"import", "work", nil, 9 + 100},
 		{"import", "loop", []uint64{5}, 5 * (8 + 1)},
@@ -441,4 +441,39 @@ func TestInstrument_GoHello(t *testing.T) {
 		t.Fatalf("fuel used %v", used)
 	}
 	t.Logf("gohello: %d bytes -> %d bytes, fuel used %d", len(orig), len(metered), used[0])
+}
+
+// TestInstrument_Depth: a call chain deeper than MaxDepth traps with the
+// depth counter at DepthExceeded on the compiler, whose own stack would
+// allow far more; calls that return leave the counter at zero.
+func TestInstrument_Depth(t *testing.T) {
+	metered := mustInstrument(t, readWasm(t, "recursion"))
+	depth := func(in *instance) int32 {
+		return int32(in.mod.ExportedGlobal(DepthExport).Get())
+	}
+	for _, e := range engines {
+		m, err := newInstance(t, e.cfg(), metered, true, 1_000_000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m.call(t, "fib", 15); got.err != nil || got.results[0] != 610 {
+			t.Fatalf("%s: fib(15) = %v, %v", e.name, got.results, got.err)
+		}
+		if d := depth(m); d != 0 {
+			t.Fatalf("%s: depth %d after returning, want 0", e.name, d)
+		}
+	}
+	// The interpreter's own limit (2,000 frames) is lower than MaxDepth,
+	// so only the compiler reaches the module's.
+	m, err := newInstance(t, engines[0].cfg(), metered, true, 1<<40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := m.call(t, "down", 0)
+	if got.err == nil || depth(m) != DepthExceeded {
+		t.Fatalf("down: depth %d, err %v; want a trap at DepthExceeded", depth(m), got.err)
+	}
+	if got.left < 0 {
+		t.Fatalf("down: counter %d, want it synced and non-negative", got.left)
+	}
 }

@@ -9,6 +9,10 @@ type edit struct {
 	// cost is the static charge of an editCharge (0: nothing to emit), or
 	// the per-unit cost of an editGrowPost.
 	cost int64
+	// check: an editCharge that also ends the run when the counter went
+	// below zero. Only function entries and loop headers check (see
+	// planBody).
+	check bool
 }
 
 type editKind uint8
@@ -16,7 +20,9 @@ type editKind uint8
 const (
 	editLoad     editKind = iota // global.get $g; local.set $f
 	editStore                    // local.get $f; global.set $g
-	editCharge                   // charge cost from $f, exhaust if below zero
+	editCallPre                  // store, then depth++ and trap past MaxDepth
+	editCallPost                 // depth--, then load
+	editCharge                   // charge cost from $f; if check, exhaust below zero
 	editBulk                     // charge the i32 on top of the stack, keep it there
 	editGrowPre                  // local.tee $s: remember the requested delta
 	editGrowPost                 // charge delta*cost if the result is not -1
@@ -41,10 +47,11 @@ type planner struct {
 	seg   int // index in edits of the current segment's charge
 }
 
-// segment starts a new metered segment at pos.
-func (pl *planner) segment(pos int) {
+// segment starts a new metered segment at pos. check makes its charge also
+// test the counter.
+func (pl *planner) segment(pos int, check bool) {
 	pl.seg = len(pl.edits)
-	pl.edits = append(pl.edits, edit{pos: pos, kind: editCharge})
+	pl.edits = append(pl.edits, edit{pos: pos, kind: editCharge, check: check})
 }
 
 func (pl *planner) add(pos int, k editKind, cost int64) {
@@ -69,11 +76,26 @@ func (pl *planner) branch(d *decoder, in instr) (returns bool, err error) {
 
 // planBody decodes the instructions of body[start:] (the expression after
 // the locals) and plans its edits. base is body's offset in the module.
+//
+// A segment is straight-line code entered only at its top: the function
+// entry, a loop header, an if's arms, and the continuation after an end
+// that a branch or an if can reach. Its whole static cost is charged at its
+// top, so a br_if that leaves it early has paid for the rest (an overcharge
+// that is the same on every run); the fallthrough of a br_if is not a new
+// segment.
+//
+// Every segment decrements the counter, but only function entries and loop
+// headers test it, as wasmtime's fuel does: every unbounded execution passes
+// one of them again and again (a backward branch can only target a loop; a
+// recursion enters a function), so nothing runs unpaid, and code between
+// two tests is acyclic and short. The counter may therefore dip below zero
+// briefly before a test ends the run; the host reads a negative counter at
+// the end of a run as exhaustion, so the outcome is the same.
 func planBody(body []byte, start, base int) (plan, error) {
 	d := &decoder{b: body, p: start, base: base}
 	pl := &planner{stack: make([]frame, 1, 16)}
 	pl.add(start, editLoad, 0)
-	pl.segment(start)
+	pl.segment(start, true)
 	for len(pl.stack) > 0 {
 		in, err := d.next()
 		if err != nil {
@@ -83,17 +105,17 @@ func planBody(body []byte, start, base int) (plan, error) {
 		case opNop, opBlock:
 		case opLoop:
 			// The header is entered by every iteration: charge inside.
-			pl.segment(in.end)
+			pl.segment(in.end, true)
 		case opIf:
 			pl.edits[pl.seg].cost++
-			pl.segment(in.end)
+			pl.segment(in.end, false)
 		case opElse:
 			top := &pl.stack[len(pl.stack)-1]
 			if top.op != opIf {
 				return plan{}, d.err(in.pos, "else outside if")
 			}
 			top.op = opElse
-			pl.segment(in.end)
+			pl.segment(in.end, false)
 		case opEnd:
 			top := pl.stack[len(pl.stack)-1]
 			pl.stack = pl.stack[:len(pl.stack)-1]
@@ -105,7 +127,7 @@ func planBody(body []byte, start, base int) (plan, error) {
 				}
 			case top.op == opIf, top.op == opElse, top.op == opBlock && top.targeted:
 				// Entered from more than one place.
-				pl.segment(in.end)
+				pl.segment(in.end, false)
 			}
 			// The end of a loop or of an untargeted block is entered only by
 			// falling through, so the current segment goes on.
@@ -118,17 +140,20 @@ func planBody(body []byte, start, base int) (plan, error) {
 			if ret {
 				pl.add(in.pos, editStore, 0)
 			}
-			// br_if: its fallthrough pays for itself; br, br_table: what
-			// follows is dead.
-			pl.segment(in.end)
+			// br, br_table: what follows is dead until the next end, and
+			// gets a segment of its own that never runs. br_if: the
+			// segment goes on.
+			if in.op != opBrIf {
+				pl.segment(in.end, false)
+			}
 		case opReturn, opUnreachable:
 			pl.edits[pl.seg].cost++
 			pl.add(in.pos, editStore, 0)
-			pl.segment(in.end)
+			pl.segment(in.end, false)
 		case opCall, opCallIndirect:
 			pl.edits[pl.seg].cost++
-			pl.add(in.pos, editStore, 0)
-			pl.add(in.end, editLoad, 0)
+			pl.add(in.pos, editCallPre, 0)
+			pl.add(in.end, editCallPost, 0)
 		case opMemoryGrow:
 			pl.edits[pl.seg].cost++
 			pl.scratch = true

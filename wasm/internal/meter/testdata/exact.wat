@@ -14,7 +14,9 @@
 
   ;; Entry: i32.const 0, local.set = 2; loop header per iteration:
   ;; local.get, i32.const 1, i32.add, local.tee, i32.const 3, i32.lt_u,
-  ;; br_if = 7; after the loop: local.get = 1. Three iterations: 2+21+1 = 24.
+  ;; br_if = 7, and the local.get after the loop = 1, since a br_if's
+  ;; fallthrough is no new segment: the loop's segment pays for it on every
+  ;; iteration. Three iterations: 2 + 3*8 = 26.
   (func (export "three") (result i32) (local i32)
     (local.set 0 (i32.const 0))
     (loop $l
