@@ -106,6 +106,7 @@ type run struct {
 
 	err      error // from instantiation or the guest call
 	fuelLeft int64 // the counter after the run, metered runs only
+	tooDeep  bool  // the meter's call-depth limit ended the run
 }
 
 func newRun(c *compiled, in Input, lim Limits) *run {
@@ -147,7 +148,11 @@ func (r *run) exec(ctx context.Context, rt wazero.Runtime) {
 		}
 		g.Set(r.lim.Fuel)
 		r.meter.global = g
-		defer func() { r.fuelLeft = int64(g.Get()) }()
+		depth := mod.ExportedGlobal(meter.DepthExport)
+		defer func() {
+			r.fuelLeft = int64(g.Get())
+			r.tooDeep = depth != nil && int32(depth.Get()) == meter.DepthExceeded
+		}()
 		if r.c.hasStart {
 			if _, r.err = mod.ExportedFunction(meter.StartExport).Call(ctx); r.err != nil {
 				return
@@ -172,11 +177,11 @@ func (r *run) outcome(out Outcome, ctx context.Context, start time.Time) Outcome
 		}
 	}
 
+	// A negative counter at the end is exhaustion, however the guest
+	// ended: the meter tests the counter only at function entries and loop
+	// headers, so a run may overdraw it by a few instructions and finish.
 	var exitErr *sys.ExitError
 	switch {
-	case r.err == nil:
-		out.ExitCode = 0
-		return out.end(KindPass, "exited 0", start)
 	case errors.Is(r.err, errOutputExceeded):
 		which, limit := "stdout", r.lim.StdoutBytes
 		if r.stderr.exceeded {
@@ -186,6 +191,9 @@ func (r *run) outcome(out Outcome, ctx context.Context, start time.Time) Outcome
 	case exhausted || errors.Is(r.err, errFuelExhausted):
 		out.FuelUsed = r.lim.Fuel
 		return out.end(KindFuelExhausted, fmt.Sprintf("ran out of fuel (limit %d)", r.lim.Fuel), start)
+	case r.err == nil:
+		out.ExitCode = 0
+		return out.end(KindPass, "exited 0", start)
 	case errors.As(r.err, &exitErr) && ctx.Err() == nil:
 		out.ExitCode = int(exitErr.ExitCode())
 		if out.ExitCode == 0 {
@@ -201,6 +209,11 @@ func (r *run) outcome(out Outcome, ctx context.Context, start time.Time) Outcome
 		return out.end(KindTimeout, fmt.Sprintf("the wall-clock backstop of %s fired; a timeout is not reproducible and decides nothing", r.lim.Timeout), start)
 	default:
 		msg := trapMessage(r.err)
+		if r.tooDeep {
+			// The meter's limit, the same on every engine and machine,
+			// not the engine's own stack size.
+			msg = fmt.Sprintf("trap: call stack exhausted (calls nested deeper than %d)", meter.MaxDepth)
+		}
 		if r.memory.reachedLimit() {
 			return out.end(KindMemoryExceeded, r.memoryDetail(msg), start)
 		}

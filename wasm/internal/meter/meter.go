@@ -8,7 +8,7 @@ import (
 // Version identifies the pass's output. It is bumped whenever the bytes
 // Instrument emits for some input change, because it keys caches of
 // instrumented and compiled modules.
-const Version = 1
+const Version = 2
 
 // GlobalExport is the export name of the fuel counter: a mutable i64 global
 // holding the fuel left.
@@ -22,6 +22,23 @@ const StartExport = "assay_start"
 // Exhausted is the value the instrumented code stores into the global just
 // before it traps for lack of fuel.
 const Exhausted = -1
+
+// DepthExport is the export name of the call-depth counter: a mutable i32
+// global that every call increments before it and decrements after it.
+const DepthExport = "assay_depth"
+
+// MaxDepth is the deepest a call chain may go. A call that would go deeper
+// stores DepthExceeded into the depth counter and traps. The limit is the
+// module's, not the engine's: wazero's compiler allows as many frames as fit
+// in 400 MB of stack, which differs between machine architectures, so
+// without it a deep recursion would end at a different point, with a
+// different fuel used, on another machine; and a recursion bomb would cost
+// the host that much memory.
+const MaxDepth = 1 << 16
+
+// DepthExceeded is the value the instrumented code stores into the depth
+// counter just before it traps for a call chain deeper than MaxDepth.
+const DepthExceeded = -1
 
 // Cost constants. Every instruction costs 1 except block, loop, end, else
 // and nop, which are free; see the package documentation.

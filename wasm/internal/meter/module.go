@@ -252,8 +252,8 @@ func (m *module) read(s section) error {
 		if m.globals, err = addU32(m.globals, n, r.off); err != nil {
 			return err
 		}
-		if m.globals == math.MaxUint32 {
-			return errAt(r.off, "no room for another global")
+		if m.globals >= math.MaxUint32-1 {
+			return errAt(r.off, "no room for two more globals")
 		}
 		return nil // the entries are copied as they are
 	case secExport:
@@ -267,7 +267,7 @@ func (m *module) read(s section) error {
 			if err != nil {
 				return err
 			}
-			if name == GlobalExport || name == StartExport {
+			if name == GlobalExport || name == StartExport || name == DepthExport {
 				return errAt(at, "export name %q is reserved for the fuel meter", name)
 			}
 			if _, err := r.byte(); err != nil {
@@ -309,12 +309,16 @@ func (m *module) emit(size int) ([]byte, error) {
 	out := make([]byte, 0, size+size/2+64)
 	out = append(out, header...)
 
-	// The counter: mut i64, initialised to 0.
-	global := []byte{0x7e, 0x01, opI64Const, 0x00, opEnd}
+	// The fuel counter: mut i64, initialised to 0; the depth counter: mut
+	// i32, initialised to 0.
+	global := []byte{0x7e, 0x01, opI64Const, 0x00, opEnd, 0x7f, 0x01, opI32Const, 0x00, opEnd}
 	exports := appendName(nil, GlobalExport)
 	exports = append(exports, 0x03)
 	exports = appendU32(exports, m.globals)
-	nexports := uint32(1)
+	exports = appendName(exports, DepthExport)
+	exports = append(exports, 0x03)
+	exports = appendU32(exports, m.globals+1)
+	nexports := uint32(2)
 	if m.start >= 0 {
 		exports = appendName(exports, StartExport)
 		exports = append(exports, 0x00)
@@ -324,7 +328,7 @@ func (m *module) emit(size int) ([]byte, error) {
 
 	wroteGlobal, wroteExport := false, false
 	writeGlobal := func(old []byte, n uint32) {
-		body := appendU32(nil, n+1)
+		body := appendU32(nil, n+2)
 		body = append(body, old...)
 		out = appendSection(out, secGlobal, append(body, global...))
 		wroteGlobal = true
