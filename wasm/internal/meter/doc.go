@@ -10,9 +10,16 @@
 //     (> 0), call StartExport if it is exported (it is the module's former
 //     start function), then call the entry point (e.g. _start).
 //   - fuel used = limit - global, when the global is >= 0.
-//   - When a charge would take the counter below zero, the instrumented code
-//     stores -1 into the global and executes unreachable: a run that ends in
-//     a trap with the global < 0 ran out of fuel.
+//   - A run that ends with the global below zero, however it ended, ran out
+//     of fuel. Function entries and loop headers test the counter; when it
+//     is below zero there, the instrumented code stores Exhausted (-1) into
+//     the global and executes unreachable. Between two tests the code is
+//     acyclic, so a run can overdraw its fuel by at most that much and still
+//     reach its end: the host counts that as exhaustion too.
+//   - Every call counts its depth in a second exported global, DepthExport
+//     (mutable i32): incremented before the call, decremented after. A call
+//     that would nest deeper than MaxDepth stores DepthExceeded into it and
+//     traps, at the same depth on every engine and machine.
 //
 // # Where the counter lives
 //
@@ -43,12 +50,13 @@
 // Static costs are charged per metered segment: a straight run of code that
 // control can enter only at its start. A segment starts at function entry,
 // at each loop header (inside the loop, so every iteration pays), at the
-// start of an if's then-arm and else-arm, after the end of an if, after the
-// end of a block that some branch targets, and after br_if (its
-// fallthrough). After br, br_table, return and unreachable the code is dead
-// until the next end or else; it gets a segment of its own that is never
-// entered. A segment's whole static cost is charged once at its start, so a
-// trap in the middle of a segment has already paid for the rest of it.
+// start of an if's then-arm and else-arm, after the end of an if, and after
+// the end of a block that some branch targets. A br_if's fallthrough stays
+// in its segment. After br, br_table, return and unreachable the code is
+// dead until the next end or else; it gets a segment of its own that is
+// never entered. A segment's whole static cost is charged once at its start,
+// so a trap or a br_if that leaves a segment early has already paid for the
+// rest of it: the same overcharge on every run, which keeps the charges few.
 //
 // Every loop iteration executes at least one branch, which costs 1 and is
 // charged in that iteration, and every call costs 1, so neither a loop nor
@@ -57,8 +65,8 @@
 // # Output
 //
 // The pass keeps every section, in order, with custom sections copied as
-// they are (DWARF offsets in them go stale). It appends one global and one
-// or two exports, removes the start section, and appends locals to each
+// they are (DWARF offsets in them go stale). It appends two globals and two
+// or three exports, removes the start section, and appends locals to each
 // function body after its own; no existing index of any kind moves. The
 // output for a given input depends only on the input and Version.
 package meter
