@@ -325,3 +325,80 @@ func TestSandbox_Validate(t *testing.T) {
 		t.Errorf("garbage validated")
 	}
 }
+
+// TestSandbox_meteringPreservesSemantics runs every fixture checker metered
+// and unmetered: exit code, stdout and stderr must be the same.
+func TestSandbox_meteringPreservesSemantics(t *testing.T) {
+	sb := newSandbox(t, wasm.Config{})
+	for _, tc := range []struct{ module, in string }{
+		{"pass.wasm", ""},
+		{"fail.wasm", ""},
+		{"divzero.wasm", ""},
+		{"unreachable.wasm", ""},
+		{"flood.wasm", ""},
+		{"grow.wasm", ""},
+		{"primes.wasm", "5000 669"},
+		{"primes.wasm", "5000 670"},
+		{"primes.wasm", "garbage"},
+		{"rows.wasm", `{"min_rows":2,"rows":[{"id":"a"},{"id":"b"}]}`},
+		{"rows.wasm", `{"rows":[{"id":""}],"min_rows":1}`},
+		{"rows.wasm", `not json`},
+		{"probe.wasm", "probe"},
+		{"oom.wasm", ""},
+	} {
+		t.Run(tc.module+"/"+tc.in, func(t *testing.T) {
+			module := fixture(t, tc.module)
+			in := wasm.Input{Artifact: []byte(tc.in)}
+			lim := wasm.Limits{MemoryMiB: 32, Timeout: time.Minute}
+			plain := sb.Run(context.Background(), module, in, lim)
+			lim.Fuel = wasm.DefaultFuel
+			metered := sb.Run(context.Background(), module, in, lim)
+			if plain.Kind != metered.Kind || plain.ExitCode != metered.ExitCode ||
+				plain.Stdout != metered.Stdout || plain.Stderr != metered.Stderr ||
+				plain.StdoutSHA256 != metered.StdoutSHA256 || plain.StderrSHA256 != metered.StderrSHA256 {
+				t.Fatalf("metering changed the run:\nunmetered %s %d %q %q\nmetered   %s %d %q %q",
+					plain.Kind, plain.ExitCode, plain.Stdout, plain.Stderr,
+					metered.Kind, metered.ExitCode, metered.Stdout, metered.Stderr)
+			}
+		})
+	}
+}
+
+// TestSandbox_fuelUnderLoad: the fuel a run uses does not depend on what
+// else the machine is doing.
+func TestSandbox_fuelUnderLoad(t *testing.T) {
+	sb := newSandbox(t, wasm.Config{})
+	module := fixture(t, "primes.wasm")
+	in := wasm.Input{Artifact: []byte("20000 2262")}
+	quiet := sb.Run(context.Background(), module, in, wasm.DefaultLimits())
+	if quiet.Kind != wasm.KindPass {
+		t.Fatalf("kind %s: %s", quiet.Kind, quiet.Detail)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 2 { // keep both cores busy
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			x := 0
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					for i := range 100_000 {
+						x += i
+					}
+				}
+			}
+		}()
+	}
+	for range 5 {
+		busy := sb.Run(context.Background(), module, in, wasm.DefaultLimits())
+		if busy.FuelUsed != quiet.FuelUsed || busy.Stdout != quiet.Stdout {
+			t.Errorf("under load: fuel %d, quiet: %d", busy.FuelUsed, quiet.FuelUsed)
+		}
+	}
+	close(stop)
+	wg.Wait()
+}
