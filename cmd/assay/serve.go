@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/assayhq/assay/adjudicate"
+	"github.com/assayhq/assay/api"
+	"github.com/assayhq/assay/runtime/escrow"
+	"github.com/assayhq/assay/runtime/receipt"
+	"github.com/assayhq/assay/storage"
+	"github.com/assayhq/assay/wasm"
+)
+
+func init() { register("serve", "run the escrow court's HTTP server", cmdServe) }
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+// shutdownGrace bounds how long in-flight requests may take to finish
+// after SIGINT or SIGTERM.
+const shutdownGrace = 30 * time.Second
+
+// newJuror builds the tier-1 juror from the environment: the hook that
+// adjudicate/jury's constructor plugs into. It returns a nil juror (semantic
+// criteria escalate) and an empty name when none is configured.
+var newJuror = func(getenv func(string) string) (j adjudicate.Juror, name, model string, err error) {
+	return nil, "", "", nil
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func cmdServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", envOr("ASSAY_ADDR", ":8080"), "listen `ADDR` ($ASSAY_ADDR); port 0 picks a free one")
+	data := fs.String("data", envOr("ASSAY_DATA", "data"), "data `DIR` ($ASSAY_DATA): DIR/db the store, DIR/keys the signing keys, DIR/cache compiled checkers")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: assay serve [--addr :8080] [--data ./data]")
+		fmt.Fprintln(stderr, "\nServes the escrow court until SIGINT or SIGTERM, then lets in-flight requests")
+		fmt.Fprintln(stderr, "finish and closes the store. ASSAY_OPERATOR_TOKEN enables POST /contracts/{id}/resolve.")
+		fmt.Fprintln(stderr)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "assay serve: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := serve(ctx, *addr, *data, stdout, stderr); err != nil {
+		fmt.Fprintf(stderr, "assay serve: %v\n", err)
+		return exitNo
+	}
+	return exitOK
+}
+
+// serve runs the server on addr with its state in dir until ctx ends.
+func serve(ctx context.Context, addr, dir string, stdout, stderr io.Writer) error {
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	keys, err := receipt.OpenKeyring(receipt.KeyringConfig{Dir: dir, Now: time.Now, Rand: rand.Reader})
+	if err != nil {
+		return err
+	}
+	db, err := storage.Open(filepath.Join(dir, "db"), storage.Options{Logger: log})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := db.Close(); err != nil {
+			log.Error("close store", "err", err)
+		}
+	}()
+	sb, err := wasm.NewSandbox(ctx, wasm.Config{CacheDir: filepath.Join(dir, "cache")})
+	if err != nil {
+		return err
+	}
+	defer sb.Close(context.Background())
+	juror, jurorName, jurorModel, err := newJuror(os.Getenv)
+	if err != nil {
+		return fmt.Errorf("juror: %w", err)
+	}
+	court, err := escrow.New(ctx, escrow.Config{Store: db, Signer: keys, Sandbox: sb, Juror: juror, Now: time.Now})
+	if err != nil {
+		return err
+	}
+	app := api.New(api.Config{
+		Court: court, Keys: keys, OperatorToken: os.Getenv("ASSAY_OPERATOR_TOKEN"),
+		JurorName: jurorName, JurorModel: jurorModel, Version: version, Logger: log,
+	})
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "assay: serving the escrow court on http://%s (data %s, key %s)\n", ln.Addr(), dir, keys.Current().PublicKey)
+	served := make(chan error, 1)
+	go func() { served <- app.Listener(ln) }()
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	fmt.Fprintln(stdout, "assay: shutting down; letting in-flight requests finish")
+	if err := app.ShutdownWithTimeout(shutdownGrace); err != nil {
+		log.Error("shutdown", "err", err)
+	}
+	<-served
+	return nil
+}

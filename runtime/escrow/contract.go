@@ -1,0 +1,724 @@
+package escrow
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/assayhq/assay/adjudicate"
+	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/ledger"
+	"github.com/assayhq/assay/runtime/receipt"
+	"github.com/assayhq/assay/runtime/store"
+)
+
+// Contract is a contract of record, as GET /contracts/{id} shows it.
+type Contract struct {
+	ID           string          `json:"contract_id"`
+	Buyer        string          `json:"buyer"`
+	Seller       string          `json:"seller"`
+	Price        int64           `json:"price"`
+	Currency     string          `json:"currency"`
+	DeadlineTick int64           `json:"deadline_tick"`
+	DeliverBy    time.Time       `json:"deliver_by,omitzero"`
+	ReviewWindow string          `json:"review_window,omitempty"` // a Go duration, e.g. "72h0m0s"
+	Acceptance   json.RawMessage `json:"acceptance"`
+	Status       Status          `json:"status"`
+	ContractHash string          `json:"contract_hash"`
+	EvidenceHash string          `json:"evidence_hash,omitempty"`
+	Verdict      string          `json:"verdict,omitempty"`
+	Tier         string          `json:"tier,omitempty"`
+	Receipts     []string        `json:"receipts,omitempty"` // receipt ids, oldest first
+	CreatedAt    time.Time       `json:"created_at"`
+	FundedAt     time.Time       `json:"funded_at,omitzero"`
+	DeliveredAt  time.Time       `json:"delivered_at,omitzero"`
+	ResolvedAt   time.Time       `json:"resolved_at,omitzero"`
+}
+
+func (c *Contract) reviewWindow() time.Duration {
+	d, _ := time.ParseDuration(c.ReviewWindow)
+	return d
+}
+
+// CreateRequest is the body of POST /contracts. Price, DeadlineTick and
+// ReviewWindow are raw JSON so that their types are checked exactly.
+type CreateRequest struct {
+	Buyer        string          `json:"buyer"`
+	Seller       string          `json:"seller"`
+	Price        json.RawMessage `json:"price"`
+	Currency     string          `json:"currency,omitempty"`
+	Acceptance   json.RawMessage `json:"acceptance,omitempty"`
+	DeadlineTick json.RawMessage `json:"deadline_tick,omitempty"`
+	// DeliverBy (RFC 3339): after it, a funded contract with nothing
+	// delivered returns the escrow to the buyer.
+	DeliverBy string `json:"deliver_by,omitempty"`
+	// ReviewWindow (a duration: "72h", or whole seconds): after it, a
+	// delivered contract neither accepted nor disputed releases to the seller.
+	ReviewWindow json.RawMessage `json:"review_window,omitempty"`
+}
+
+// DeliverRequest is the body of POST /contracts/{id}/deliver.
+type DeliverRequest struct {
+	Deliverable json.RawMessage `json:"deliverable"`
+	Evidence    json.RawMessage `json:"evidence,omitempty"`
+}
+
+// DisputeRequest is the body of POST /contracts/{id}/dispute.
+type DisputeRequest struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// ResolveRequest is the body of POST /contracts/{id}/resolve: an
+// operator's decision on an escalated dispute.
+type ResolveRequest struct {
+	Verdict string `json:"verdict"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// Created is the answer to POST /contracts.
+type Created struct {
+	ContractID   string `json:"contract_id"`
+	ContractHash string `json:"contract_hash"`
+	Status       Status `json:"status"`
+}
+
+// VerdictSubject is the credentialSubject of a verdict receipt, in the
+// seed's field names.
+type VerdictSubject struct {
+	ContractID     string             `json:"contract_id"`
+	ContractHash   string             `json:"contract_hash"`
+	EvidenceHash   string             `json:"evidence_hash,omitempty"`
+	Buyer          string             `json:"buyer"`
+	Seller         string             `json:"seller"`
+	Price          int64              `json:"price"`
+	Currency       string             `json:"currency"`
+	Verdict        string             `json:"verdict"`
+	Tier           string             `json:"tier"`
+	Checks         []adjudicate.Check `json:"checks"`
+	Payout         map[string]int64   `json:"payout"`
+	Reason         string             `json:"reason,omitempty"`
+	CriteriaSHA256 string             `json:"criteria_sha256,omitempty"`
+	DecidedAt      string             `json:"decided_at"`
+}
+
+type delivery struct {
+	Deliverable json.RawMessage `json:"deliverable"`
+	Evidence    json.RawMessage `json:"evidence,omitempty"`
+}
+
+// adjudication is what a dispute decided from, kept for replay and for the
+// operator of an escalated case.
+type adjudication struct {
+	Result *adjudicate.Result `json:"result"`
+	Record adjudicate.Record  `json:"record"`
+}
+
+var (
+	currencyRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,16}$`)
+	priceRE    = regexp.MustCompile(`^[0-9]+$`)
+)
+
+func validDID(field, did string) error {
+	switch {
+	case did == "":
+		return fault.New(fault.Invalid, "missing_field", "%s is required: the agent's DID, e.g. did:nanda:buyer", field)
+	case len(did) > MaxDIDBytes || !utf8.ValidString(did):
+		return fault.New(fault.Invalid, "invalid_did", "%s must be valid UTF-8 of at most %d bytes", field, MaxDIDBytes)
+	case strings.ContainsFunc(did, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) || r == '/' }):
+		return fault.New(fault.Invalid, "invalid_did", "%s must not hold spaces, control characters or slashes", field)
+	}
+	return nil
+}
+
+// parsePrice accepts a positive JSON integer literal up to MaxPrice.
+func parsePrice(raw json.RawMessage) (int64, error) {
+	s := string(bytes.TrimSpace(raw))
+	if s == "" || s == "null" {
+		return 0, fault.New(fault.Invalid, "missing_field", "price is required: a positive integer amount in minor units")
+	}
+	if !priceRE.MatchString(s) {
+		return 0, fault.New(fault.Invalid, "invalid_price", "price must be a positive integer amount in minor units, not %s", truncate(s, 40))
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 || n > MaxPrice {
+		return 0, fault.New(fault.Invalid, "invalid_price", "price must be an integer from 1 to %d, not %s", int64(MaxPrice), truncate(s, 40))
+	}
+	return n, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+func parseReviewWindow(raw json.RawMessage) (time.Duration, error) {
+	s := string(bytes.TrimSpace(raw))
+	if s == "" || s == "null" {
+		return 0, nil
+	}
+	var d time.Duration
+	if priceRE.MatchString(s) {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n > 1<<31 {
+			return 0, fault.New(fault.Invalid, "invalid_review_window", "review_window in seconds is too large")
+		}
+		d = time.Duration(n) * time.Second
+	} else {
+		var str string
+		if err := json.Unmarshal(raw, &str); err != nil {
+			return 0, fault.New(fault.Invalid, "invalid_review_window", `review_window must be a duration like "72h" or whole seconds`)
+		}
+		var err error
+		if d, err = time.ParseDuration(str); err != nil {
+			return 0, fault.New(fault.Invalid, "invalid_review_window", `review_window must be a duration like "72h" or whole seconds: %v`, err)
+		}
+	}
+	if d <= 0 {
+		return 0, fault.New(fault.Invalid, "invalid_review_window", "review_window must be positive")
+	}
+	return d, nil
+}
+
+// Create records a new contract in state created.
+//
+// # Errors
+//
+// 400-kind errors for bad terms (missing_field, invalid_did, invalid_price,
+// invalid_currency, the adjudicate codes for bad acceptance criteria,
+// unknown_checker, seller_banned, same_party); idempotency_conflict.
+func (s *Service) Create(ctx context.Context, req CreateRequest, idem Idem) (Reply, error) {
+	if r, err := s.replay(ctx, idem); err != nil || r != nil {
+		return deref(r), err
+	}
+	c, plan, err := s.terms(req)
+	if err != nil {
+		return Reply{}, err
+	}
+	// Checks that need reads run on a snapshot: checkers are immutable
+	// once stored, and a ban that lands a moment after this read is one
+	// a creation a moment earlier would have missed too.
+	err = s.st.View(ctx, func(tx store.Tx) error {
+		for i, ref := range plan.Checkers() {
+			if _, err := tx.Get(checkerKey(ref.SHA256)); errors.Is(err, store.ErrNotFound) {
+				return fault.New(fault.Invalid, "unknown_checker", "acceptance.checkers[%d]: no checker with sha256 %s; upload it with POST /checkers first", i, ref.SHA256)
+			} else if err != nil {
+				return err
+			}
+		}
+		rep, err := reputationTx(tx, c.Seller)
+		if err != nil {
+			return err
+		}
+		if rep.Standing == StandingBanned {
+			return fault.New(fault.Invalid, "seller_banned", "seller %s is BANNED (%d disputes lost as seller, %d as buyer) and is refused new contracts",
+				c.Seller, rep.AsSeller.Negative, rep.AsBuyer.Negative)
+		}
+		return nil
+	})
+	if err != nil {
+		return Reply{}, err
+	}
+	ck := s.tick()
+	c.ID = s.prefix + s.newID()
+	c.Status = StatusCreated
+	c.CreatedAt = ck.now
+	if c.ContractHash, err = contractHash(c); err != nil {
+		return Reply{}, err
+	}
+	body, err := json.Marshal(Created{ContractID: c.ID, ContractHash: c.ContractHash, Status: c.Status})
+	if err != nil {
+		return Reply{}, err
+	}
+	return s.mutate(ctx, idem, func(tx store.Tx) (Reply, error) {
+		if _, err := tx.Get(contractKey(c.ID)); err == nil {
+			return Reply{}, fault.New(fault.Internal, "internal", "contract id %s was issued twice", c.ID)
+		}
+		if err := store.SetJSON(tx, contractKey(c.ID), c); err != nil {
+			return Reply{}, err
+		}
+		return Reply{Body: body}, putEvent(tx, ck, Event{Event: "create", ContractID: c.ID, Status: c.Status,
+			Buyer: c.Buyer, Seller: c.Seller, Price: c.Price, Currency: c.Currency})
+	})
+}
+
+// terms validates a CreateRequest into a contract without id, state or hash.
+func (s *Service) terms(req CreateRequest) (*Contract, *adjudicate.Plan, error) {
+	if err := validDID("buyer", req.Buyer); err != nil {
+		return nil, nil, err
+	}
+	if err := validDID("seller", req.Seller); err != nil {
+		return nil, nil, err
+	}
+	if req.Buyer == req.Seller {
+		return nil, nil, fault.New(fault.Invalid, "same_party", "buyer and seller must be different agents")
+	}
+	price, err := parsePrice(req.Price)
+	if err != nil {
+		return nil, nil, err
+	}
+	c := &Contract{Buyer: req.Buyer, Seller: req.Seller, Price: price, Currency: req.Currency, DeadlineTick: DefaultDeadlineTick}
+	if c.Currency == "" {
+		c.Currency = DefaultCurrency
+	} else if !currencyRE.MatchString(c.Currency) {
+		return nil, nil, fault.New(fault.Invalid, "invalid_currency", "currency must be 1 to 16 of A-Z a-z 0-9 _ -")
+	}
+	if dt := bytes.TrimSpace(req.DeadlineTick); len(dt) > 0 && string(dt) != "null" {
+		n, err := strconv.ParseInt(string(dt), 10, 64)
+		if err != nil || n < 0 || n > MaxPrice {
+			return nil, nil, fault.New(fault.Invalid, "invalid_deadline_tick", "deadline_tick must be a non-negative integer")
+		}
+		c.DeadlineTick = n
+	}
+	if req.DeliverBy != "" {
+		t, err := time.Parse(time.RFC3339, req.DeliverBy)
+		if err != nil {
+			return nil, nil, fault.New(fault.Invalid, "invalid_deliver_by", "deliver_by must be an RFC 3339 time, e.g. 2026-05-01T12:00:00Z")
+		}
+		c.DeliverBy = t.UTC()
+	}
+	rw, err := parseReviewWindow(req.ReviewWindow)
+	if err != nil {
+		return nil, nil, err
+	}
+	if rw > 0 {
+		c.ReviewWindow = rw.String()
+	}
+	acceptance := bytes.TrimSpace(req.Acceptance)
+	if len(acceptance) == 0 || string(acceptance) == "null" {
+		acceptance = []byte("{}")
+	}
+	plan, err := s.plans.Plan(acceptance)
+	if err != nil {
+		return nil, nil, fault.New(fault.Invalid, adjudicate.ErrorCode(err), "acceptance: %s", messageOf(err))
+	}
+	c.Acceptance = plan.Canonical()
+	return c, plan, nil
+}
+
+func messageOf(err error) string {
+	var e *adjudicate.Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return err.Error()
+}
+
+// contractHash is the SHA-256 of the RFC 8785 form of the terms.
+func contractHash(c *Contract) (string, error) {
+	terms := map[string]any{
+		"contract_id":   c.ID,
+		"buyer":         c.Buyer,
+		"seller":        c.Seller,
+		"price":         c.Price,
+		"currency":      c.Currency,
+		"acceptance":    c.Acceptance,
+		"deadline_tick": c.DeadlineTick,
+	}
+	if !c.DeliverBy.IsZero() {
+		terms["deliver_by"] = c.DeliverBy.Format(time.RFC3339)
+	}
+	if c.ReviewWindow != "" {
+		terms["review_window"] = c.ReviewWindow
+	}
+	canon, err := receipt.Canonical(terms)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(canon)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+func notFound(id string) error {
+	return fault.New(fault.NotFound, "contract_not_found", "no contract %s", id)
+}
+
+func wrongState(c *Contract, action string, want Status) error {
+	return fault.New(fault.Conflict, "invalid_state", "cannot %s contract %s: it is %s, and %s needs it %s", action, c.ID, c.Status, action, want)
+}
+
+func loadContract(tx store.Tx, id string) (*Contract, error) {
+	var c Contract
+	err := store.GetJSON(tx, contractKey(id), &c)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, notFound(id)
+	}
+	return &c, err
+}
+
+// Get returns a contract, settling first a deadline that has passed.
+func (s *Service) Get(ctx context.Context, id string) (*Contract, error) {
+	var c *Contract
+	err := s.st.View(ctx, func(tx store.Tx) error {
+		var err error
+		c, err = loadContract(tx, id)
+		return err
+	})
+	if err != nil || !s.isDue(c, s.now()) {
+		return c, err
+	}
+	ck := s.tick()
+	err = s.st.Update(ctx, func(tx store.Tx) error {
+		var err error
+		if c, err = loadContract(tx, id); err != nil {
+			return err
+		}
+		_, err = s.settleDue(tx, c, ck)
+		return err
+	})
+	return c, err
+}
+
+// Fund moves the price from the rail into the contract's hold.
+func (s *Service) Fund(ctx context.Context, id string, idem Idem) (Reply, error) {
+	if r, err := s.replay(ctx, idem); err != nil || r != nil {
+		return deref(r), err
+	}
+	ck := s.tick()
+	return s.mutate(ctx, idem, func(tx store.Tx) (Reply, error) {
+		c, err := loadContract(tx, id)
+		if err != nil {
+			return Reply{}, err
+		}
+		if c.Status != StatusCreated {
+			return Reply{}, wrongState(c, "fund", StatusCreated)
+		}
+		if !c.DeliverBy.IsZero() && !ck.now.Before(c.DeliverBy) {
+			return Reply{}, fault.New(fault.Conflict, "deadline_passed", "cannot fund contract %s: its deliver_by %s has passed", id, c.DeliverBy.Format(time.RFC3339))
+		}
+		if err := ledger.Post(tx, ledger.Transfer{ID: c.ID + ".fund", From: s.rail, To: holdAccount(c.ID),
+			Amount: c.Price, Currency: c.Currency, Memo: "fund " + c.ID, At: ck.now}); err != nil {
+			return Reply{}, err
+		}
+		c.Status, c.FundedAt = StatusFunded, ck.now
+		if err := store.SetJSON(tx, contractKey(id), c); err != nil {
+			return Reply{}, err
+		}
+		return Reply{Body: json.RawMessage(`{"status":"funded"}`)},
+			putEvent(tx, ck, Event{Event: "fund", ContractID: id, Status: c.Status, Price: c.Price, Currency: c.Currency})
+	})
+}
+
+// Deliver records the seller's deliverable and evidence and their hash.
+func (s *Service) Deliver(ctx context.Context, id string, req DeliverRequest, idem Idem) (Reply, error) {
+	if r, err := s.replay(ctx, idem); err != nil || r != nil {
+		return deref(r), err
+	}
+	d := bytes.TrimSpace(req.Deliverable)
+	if len(d) == 0 || string(d) == "null" {
+		return Reply{}, fault.New(fault.Invalid, "missing_field", "deliverable is required: the work product the acceptance criteria are checked against")
+	}
+	if _, err := adjudicate.ParseDeliverable(d); err != nil {
+		return Reply{}, fault.New(fault.Invalid, "invalid_deliverable", "deliverable: %s", messageOf(err))
+	}
+	ev := bytes.TrimSpace(req.Evidence)
+	if len(ev) == 0 {
+		ev = []byte("null")
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, d); err != nil {
+		return Reply{}, fault.New(fault.Invalid, "invalid_deliverable", "deliverable: %v", err)
+	}
+	dl := delivery{Deliverable: bytes.Clone(compact.Bytes()), Evidence: bytes.Clone(ev)}
+	canon, err := receipt.CanonicalJSON(fmt.Appendf(nil, `{"deliverable":%s,"evidence":%s}`, d, ev))
+	if err != nil {
+		return Reply{}, fault.New(fault.Invalid, "invalid_deliverable", "deliverable and evidence must be canonicalisable JSON: %v", err)
+	}
+	sum := sha256.Sum256(canon)
+	evidenceHash := hex.EncodeToString(sum[:])
+	body, _ := json.Marshal(map[string]string{"status": string(StatusDelivered), "evidence_hash": evidenceHash})
+	ck := s.tick()
+	return s.mutate(ctx, idem, func(tx store.Tx) (Reply, error) {
+		c, err := loadContract(tx, id)
+		if err != nil {
+			return Reply{}, err
+		}
+		if due, err := s.settleDue(tx, c, ck); err != nil {
+			return Reply{}, err
+		} else if due {
+			return Reply{}, &settled{fault.New(fault.Conflict, "deadline_passed",
+				"cannot deliver contract %s: its deliver_by %s passed, and the escrow went back to the buyer", id, c.DeliverBy.Format(time.RFC3339))}
+		}
+		if c.Status != StatusFunded {
+			return Reply{}, wrongState(c, "deliver", StatusFunded)
+		}
+		if err := store.SetJSON(tx, deliveryKey(id), dl); err != nil {
+			return Reply{}, err
+		}
+		c.Status, c.DeliveredAt, c.EvidenceHash = StatusDelivered, ck.now, evidenceHash
+		if err := store.SetJSON(tx, contractKey(id), c); err != nil {
+			return Reply{}, err
+		}
+		return Reply{Body: body}, putEvent(tx, ck, Event{Event: "deliver", ContractID: id, Status: c.Status, EvidenceHash: evidenceHash})
+	})
+}
+
+// Accept releases the escrow to the seller: the buyer's own decision.
+func (s *Service) Accept(ctx context.Context, id string, idem Idem) (Reply, error) {
+	if r, err := s.replay(ctx, idem); err != nil || r != nil {
+		return deref(r), err
+	}
+	ck := s.tick()
+	return s.mutate(ctx, idem, func(tx store.Tx) (Reply, error) {
+		c, err := s.decidable(tx, id, "accept", ck)
+		if err != nil {
+			return Reply{}, err
+		}
+		body, err := s.finalize(tx, c, ck, decision{event: "accept", verdict: adjudicate.VerdictRelease, tier: TierBuyerAccept})
+		return Reply{Body: body}, err
+	})
+}
+
+// decidable loads a contract that must be delivered, settling a lapsed
+// review window first.
+func (s *Service) decidable(tx store.Tx, id, action string, ck clock) (*Contract, error) {
+	c, err := loadContract(tx, id)
+	if err != nil {
+		return nil, err
+	}
+	if due, err := s.settleDue(tx, c, ck); err != nil {
+		return nil, err
+	} else if due {
+		return nil, &settled{fault.New(fault.Conflict, "review_window_closed",
+			"cannot %s contract %s: its review window closed and the escrow was released to the seller", action, id)}
+	}
+	if c.Status != StatusDelivered {
+		return nil, wrongState(c, action, StatusDelivered)
+	}
+	return c, nil
+}
+
+// Dispute adjudicates the delivered contract: the court replays the
+// criteria against the deliverable and signs the verdict.
+func (s *Service) Dispute(ctx context.Context, id string, req DisputeRequest, idem Idem) (Reply, error) {
+	if r, err := s.replay(ctx, idem); err != nil || r != nil {
+		return deref(r), err
+	}
+	if len(req.Reason) > MaxReasonBytes || !utf8.ValidString(req.Reason) {
+		return Reply{}, fault.New(fault.Invalid, "invalid_reason", "reason must be UTF-8 of at most %d bytes", MaxReasonBytes)
+	}
+	// Adjudicate on a snapshot, outside the write transaction.
+	var (
+		c  *Contract
+		dl delivery
+	)
+	err := s.st.View(ctx, func(tx store.Tx) error {
+		var err error
+		if c, err = loadContract(tx, id); err != nil {
+			return err
+		}
+		if c.Status != StatusDelivered {
+			return nil
+		}
+		return store.GetJSON(tx, deliveryKey(id), &dl)
+	})
+	if err != nil {
+		return Reply{}, err
+	}
+	var adj *adjudication
+	if c.Status == StatusDelivered && !s.isDue(c, s.now()) {
+		if adj, err = s.adjudicate(ctx, c, dl); err != nil {
+			return Reply{}, err
+		}
+	}
+	ck := s.tick()
+	return s.mutate(ctx, idem, func(tx store.Tx) (Reply, error) {
+		c, err := s.decidable(tx, id, "dispute", ck)
+		if err != nil {
+			return Reply{}, err
+		}
+		if adj == nil {
+			// The snapshot saw the contract before its delivery landed.
+			return Reply{}, fault.New(fault.Conflict, "invalid_state", "contract %s was delivered while this dispute was read; send the dispute again", id)
+		}
+		if err := store.SetJSON(tx, adjudicationKey(id), adj); err != nil {
+			return Reply{}, err
+		}
+		body, err := s.finalize(tx, c, ck, decision{event: "dispute", verdict: adj.Result.Verdict, tier: adj.Result.Tier,
+			checks: adj.Result.Checks, reason: req.Reason, criteria: adj.Result.CriteriaSHA256, counts: true})
+		return Reply{Body: body}, err
+	})
+}
+
+func (s *Service) adjudicate(ctx context.Context, c *Contract, dl delivery) (*adjudication, error) {
+	plan, err := s.plans.Plan(c.Acceptance)
+	if err != nil {
+		return nil, fmt.Errorf("escrow: stored acceptance of %s does not compile: %w", c.ID, err)
+	}
+	d, err := adjudicate.ParseDeliverable(dl.Deliverable)
+	if err != nil {
+		return nil, fmt.Errorf("escrow: stored deliverable of %s does not parse: %w", c.ID, err)
+	}
+	var runner adjudicate.Runner
+	if s.runner != nil {
+		runner = s.runner
+	}
+	res, rec, err := adjudicate.Judge(ctx, plan, d, runner, s.juror)
+	if err != nil {
+		return nil, err
+	}
+	return &adjudication{Result: res, Record: rec}, nil
+}
+
+// Resolve is an operator's decision on an escalated dispute.
+func (s *Service) Resolve(ctx context.Context, id string, req ResolveRequest, idem Idem) (Reply, error) {
+	if r, err := s.replay(ctx, idem); err != nil || r != nil {
+		return deref(r), err
+	}
+	if req.Verdict != adjudicate.VerdictRelease && req.Verdict != adjudicate.VerdictRefund {
+		return Reply{}, fault.New(fault.Invalid, "invalid_verdict", `verdict must be "release" or "refund"`)
+	}
+	if len(req.Reason) > MaxReasonBytes || !utf8.ValidString(req.Reason) {
+		return Reply{}, fault.New(fault.Invalid, "invalid_reason", "reason must be UTF-8 of at most %d bytes", MaxReasonBytes)
+	}
+	ck := s.tick()
+	return s.mutate(ctx, idem, func(tx store.Tx) (Reply, error) {
+		c, err := loadContract(tx, id)
+		if err != nil {
+			return Reply{}, err
+		}
+		if c.Status != StatusEscalated {
+			return Reply{}, wrongState(c, "resolve", StatusEscalated)
+		}
+		var adj adjudication
+		if err := store.GetJSON(tx, adjudicationKey(id), &adj); err != nil {
+			return Reply{}, err
+		}
+		body, err := s.finalize(tx, c, ck, decision{event: "resolve", verdict: req.Verdict, tier: TierOperator,
+			checks: adj.Result.Checks, reason: req.Reason, criteria: adj.Result.CriteriaSHA256, counts: true})
+		return Reply{Body: body}, err
+	})
+}
+
+// isDue reports whether a deadline of c has passed at now.
+func (s *Service) isDue(c *Contract, now time.Time) bool {
+	switch c.Status {
+	case StatusFunded:
+		return !c.DeliverBy.IsZero() && !now.Before(c.DeliverBy)
+	case StatusDelivered:
+		w := c.reviewWindow()
+		return w > 0 && !now.Before(c.DeliveredAt.Add(w))
+	}
+	return false
+}
+
+// settleDue settles c in tx when a deadline has passed: a refund when
+// nothing was delivered by deliver_by, a release when the review window
+// lapsed. It reports whether it did.
+func (s *Service) settleDue(tx store.Tx, c *Contract, ck clock) (bool, error) {
+	if !s.isDue(c, ck.now) {
+		return false, nil
+	}
+	var d decision
+	if c.Status == StatusFunded {
+		d = decision{event: "expire", verdict: adjudicate.VerdictRefund, tier: TierDeliverBy,
+			reason: "nothing was delivered by deliver_by " + c.DeliverBy.Format(time.RFC3339)}
+	} else {
+		d = decision{event: "expire", verdict: adjudicate.VerdictRelease, tier: TierReview,
+			reason: fmt.Sprintf("the buyer neither accepted nor disputed within the review window of %s", c.ReviewWindow)}
+	}
+	_, err := s.finalize(tx, c, ck, d)
+	return true, err
+}
+
+type decision struct {
+	event    string
+	verdict  string
+	tier     string
+	checks   []adjudicate.Check
+	reason   string
+	criteria string
+	counts   bool // a dispute verdict, which reputation counts
+}
+
+// finalize signs and stores the receipt of a decision on c, pays out, and
+// records the contract's new state, its reputation inputs and the event.
+// It returns the receipt's JSON.
+func (s *Service) finalize(tx store.Tx, c *Contract, ck clock, d decision) ([]byte, error) {
+	payout := map[string]int64{}
+	purpose, status := "final", StatusResolved
+	switch d.verdict {
+	case adjudicate.VerdictRelease:
+		payout[c.Seller] = c.Price
+	case adjudicate.VerdictRefund:
+		payout[c.Buyer] = c.Price
+	case adjudicate.VerdictEscalated:
+		purpose, status = "escalation", StatusEscalated
+	default:
+		return nil, fmt.Errorf("escrow: unknown verdict %q", d.verdict)
+	}
+	for to, amount := range payout {
+		if err := ledger.Post(tx, ledger.Transfer{ID: c.ID + ".payout", From: holdAccount(c.ID), To: AgentAccount(to),
+			Amount: amount, Currency: c.Currency, Memo: d.verdict + " " + c.ID, At: ck.now}); err != nil {
+			return nil, err
+		}
+	}
+	checks := d.checks
+	if checks == nil {
+		checks = []adjudicate.Check{}
+	}
+	rid := receiptID(c.ID, purpose)
+	r, err := s.signer.Sign(receipt.KindVerdict, rid, VerdictSubject{
+		ContractID: c.ID, ContractHash: c.ContractHash, EvidenceHash: c.EvidenceHash,
+		Buyer: c.Buyer, Seller: c.Seller, Price: c.Price, Currency: c.Currency,
+		Verdict: d.verdict, Tier: d.tier, Checks: checks, Payout: payout, Reason: d.reason,
+		CriteriaSHA256: d.criteria, DecidedAt: ck.now.Format(time.RFC3339Nano),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("escrow: sign receipt: %w", err)
+	}
+	body, err := marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.Set(receiptKey(rid), body); err != nil {
+		return nil, err
+	}
+	for _, did := range []string{c.Buyer, c.Seller} {
+		if err := tx.Set(agentReceiptKey(did, ck.now, rid), []byte(rid)); err != nil {
+			return nil, err
+		}
+	}
+	if d.counts && status == StatusResolved {
+		sellerWon := d.verdict == adjudicate.VerdictRelease
+		if err := addReputation(tx, c.Seller, roleSeller, c.ID, sellerWon); err != nil {
+			return nil, err
+		}
+		if err := addReputation(tx, c.Buyer, roleBuyer, c.ID, !sellerWon); err != nil {
+			return nil, err
+		}
+	}
+	c.Status, c.Verdict, c.Tier = status, d.verdict, d.tier
+	c.Receipts = append(c.Receipts, rid)
+	if status == StatusResolved {
+		c.ResolvedAt = ck.now
+	}
+	if err := store.SetJSON(tx, contractKey(c.ID), c); err != nil {
+		return nil, err
+	}
+	return body, putEvent(tx, ck, Event{Event: d.event, ContractID: c.ID, Status: status,
+		Verdict: d.verdict, Tier: d.tier, Payout: payout, ReceiptID: rid})
+}
+
+// marshal is json.Marshal without HTML escaping, so that a receipt's
+// subject keeps the very bytes that were signed.
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}

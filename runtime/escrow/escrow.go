@@ -1,0 +1,164 @@
+package escrow
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/assayhq/assay/adjudicate"
+	"github.com/assayhq/assay/checkers"
+	"github.com/assayhq/assay/runtime/receipt"
+	"github.com/assayhq/assay/runtime/store"
+	"github.com/assayhq/assay/wasm"
+)
+
+// Status is a contract's state.
+type Status string
+
+// The states of a contract. See the package documentation.
+const (
+	StatusCreated   Status = "created"
+	StatusFunded    Status = "funded"
+	StatusDelivered Status = "delivered"
+	StatusEscalated Status = "escalated"
+	StatusResolved  Status = "resolved"
+)
+
+// Tiers that are not adjudicate's: who or what decided a case when no
+// adjudication ran, or a person did.
+const (
+	TierBuyerAccept = "buyer-accept"         // the buyer accepted
+	TierOperator    = "operator"             // an operator resolved an escalated dispute
+	TierDeliverBy   = "deliver-by-expired"   // nothing was delivered by deliver_by: refund
+	TierReview      = "review-window-lapsed" // the buyer did not decide in the review window: release
+)
+
+// Defaults and bounds.
+const (
+	DefaultCurrency     = "credits"
+	DefaultDeadlineTick = 1000
+	DefaultRailAccount  = "rail:dev"
+	// MaxPrice is the largest price: receipts carry it as an exact JSON
+	// number, which RFC 8785 bounds at 2^53-1.
+	MaxPrice       = 1<<53 - 1
+	MaxDIDBytes    = 256
+	MaxReasonBytes = 4096
+	MaxIdemKey     = 255
+	// MaxCheckerBytes bounds an uploaded checker. One badger transaction
+	// holds about 9 MiB, and a checker is stored in one.
+	MaxCheckerBytes = 8 << 20
+)
+
+// Signer signs receipts; *receipt.Keyring implements it.
+type Signer interface {
+	// Sign signs subject as a receipt of kind with the given id, issued now.
+	Sign(kind, id string, subject any) (receipt.Receipt, error)
+}
+
+// Validator checks an uploaded checker module; *wasm.Sandbox implements it.
+type Validator interface {
+	// Validate reports whether module is a checker the sandbox can run.
+	Validate(ctx context.Context, module []byte) error
+}
+
+// Interface guards.
+var (
+	_ Signer    = (*receipt.Keyring)(nil)
+	_ Validator = (*wasm.Sandbox)(nil)
+)
+
+// Config configures a Service. Store and Signer are required.
+type Config struct {
+	Store  store.Store
+	Signer Signer
+	// Sandbox runs and validates checkers. Nil: checkers cannot be
+	// uploaded, and a dispute whose criteria name one is escalated.
+	Sandbox *wasm.Sandbox
+	// Juror answers semantic criteria: adjudicate/jury's LLM jury, wired
+	// by cmd/assay. Nil: semantic criteria get no answer and a dispute
+	// that reaches them is escalated.
+	Juror adjudicate.Juror
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+	// NewID returns a fresh random id of 16 lowercase hex digits; crypto
+	// random when nil.
+	NewID func() string
+	// RailAccount is the ledger account funds come from and return to:
+	// the dev rail, which settles instantly. DefaultRailAccount when empty.
+	RailAccount string
+	// ContractPrefix starts every contract id; "esc-" when empty.
+	ContractPrefix string
+}
+
+// Service is the escrow court over a store. It is safe for concurrent use.
+type Service struct {
+	st      store.Store
+	signer  Signer
+	sandbox *wasm.Sandbox
+	runner  adjudicate.Runner
+	juror   adjudicate.Juror
+	now     func() time.Time
+	newID   func() string
+	rail    string
+	prefix  string
+	plans   *adjudicate.Cache
+	seq     atomic.Uint64 // last activity sequence number handed out
+}
+
+// New returns a Service on cfg.Store. It reads the last activity sequence
+// number, so that numbering resumes after a restart.
+func New(ctx context.Context, cfg Config) (*Service, error) {
+	if cfg.Store == nil || cfg.Signer == nil {
+		return nil, errors.New("escrow: Config.Store and Config.Signer are required")
+	}
+	s := &Service{
+		st:      cfg.Store,
+		signer:  cfg.Signer,
+		sandbox: cfg.Sandbox,
+		juror:   cfg.Juror,
+		now:     cfg.Now,
+		newID:   cfg.NewID,
+		rail:    cfg.RailAccount,
+		prefix:  cfg.ContractPrefix,
+		plans:   adjudicate.NewCache(4096),
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.newID == nil {
+		s.newID = randomID
+	}
+	if s.rail == "" {
+		s.rail = DefaultRailAccount
+	}
+	if s.prefix == "" {
+		s.prefix = "esc-"
+	}
+	if s.sandbox != nil {
+		s.runner = checkers.NewRunner(s.sandbox, s.Checkers())
+	}
+	last, err := s.lastSeq(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("escrow: read activity log: %w", err)
+	}
+	s.seq.Store(last)
+	return s, nil
+}
+
+// HasJuror reports whether semantic criteria can be decided here.
+func (s *Service) HasJuror() bool { return s.juror != nil }
+
+// Store returns the store the Service runs on.
+func (s *Service) Store() store.Store { return s.st }
+
+func randomID() string {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("escrow: crypto/rand: " + err.Error())
+	}
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,89 @@
+package escrow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/ledger"
+	"github.com/assayhq/assay/runtime/receipt"
+	"github.com/assayhq/assay/runtime/store"
+)
+
+// Receipt returns a stored receipt by its id, with or without
+// receipt.IDPrefix.
+func (s *Service) Receipt(ctx context.Context, id string) (receipt.Receipt, error) {
+	id = strings.TrimPrefix(id, receipt.IDPrefix)
+	var r receipt.Receipt
+	err := s.st.View(ctx, func(tx store.Tx) error { return store.GetJSON(tx, receiptKey(id), &r) })
+	if errors.Is(err, store.ErrNotFound) {
+		return r, fault.New(fault.NotFound, "receipt_not_found", "no receipt %s", id)
+	}
+	return r, err
+}
+
+// AgentReceipts is an agent's receipts, newest first.
+type AgentReceipts struct {
+	Agent    string            `json:"agent"`
+	Count    int               `json:"count"`
+	Total    int               `json:"total"`
+	Receipts []json.RawMessage `json:"receipts"`
+}
+
+// MaxAgentReceipts bounds one page of an agent's receipts.
+const MaxAgentReceipts = 1000
+
+// AgentReceipts returns the newest limit receipts an agent was party to
+// (at most MaxAgentReceipts), and how many there are.
+func (s *Service) AgentReceipts(ctx context.Context, did string, limit int) (AgentReceipts, error) {
+	if err := validDID("agent", did); err != nil {
+		return AgentReceipts{}, err
+	}
+	limit = max(1, min(limit, MaxAgentReceipts))
+	out := AgentReceipts{Agent: did, Receipts: []json.RawMessage{}}
+	err := s.st.View(ctx, func(tx store.Tx) error {
+		return tx.Scan(agentReceiptPrefix(did), true, func(_ string, v []byte) error {
+			out.Total++
+			if len(out.Receipts) == limit {
+				return nil
+			}
+			b, err := tx.Get(receiptKey(string(v)))
+			if err != nil {
+				return err
+			}
+			out.Receipts = append(out.Receipts, b)
+			return nil
+		})
+	})
+	out.Count = len(out.Receipts)
+	return out, err
+}
+
+// Account returns a ledger account: "rail:dev", "hold:escrow:<contract>",
+// "agent:<did>".
+func (s *Service) Account(ctx context.Context, id string) (ledger.Account, error) {
+	if id == "" || len(id) > 2*MaxDIDBytes {
+		return ledger.Account{}, fault.New(fault.Invalid, "invalid_account", "an account id is 1 to %d bytes", 2*MaxDIDBytes)
+	}
+	var a ledger.Account
+	err := s.st.View(ctx, func(tx store.Tx) error {
+		var err error
+		a, err = ledger.Get(tx, id)
+		return err
+	})
+	return a, err
+}
+
+// LedgerSums returns, per currency, the sum over every account: zero unless
+// the ledger is broken.
+func (s *Service) LedgerSums(ctx context.Context) (map[string]int64, error) {
+	var sums map[string]int64
+	err := s.st.View(ctx, func(tx store.Tx) error {
+		var err error
+		sums, err = ledger.Sums(tx)
+		return err
+	})
+	return sums, err
+}

@@ -1,0 +1,138 @@
+package escrow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"strings"
+
+	"github.com/assayhq/assay/runtime/store"
+)
+
+// Standing is an agent's standing in the court.
+type Standing string
+
+// Standings, as the seed defines them.
+const (
+	StandingNew    Standing = "NEW"
+	StandingGood   Standing = "GOOD"
+	StandingWatch  Standing = "WATCH"
+	StandingBanned Standing = "BANNED"
+)
+
+type role string
+
+const (
+	roleSeller role = "seller"
+	roleBuyer  role = "buyer"
+)
+
+// RoleReputation is an agent's Beta reputation in one role.
+type RoleReputation struct {
+	Score       float64  `json:"score"`
+	Confidence  float64  `json:"confidence"`
+	SampleCount int64    `json:"sample_count"`
+	Positive    int64    `json:"positive"`
+	Negative    int64    `json:"negative"`
+	Standing    Standing `json:"standing"`
+}
+
+// Reputation is an agent's standing and its reputation as seller and buyer.
+type Reputation struct {
+	Agent    string         `json:"agent"`
+	Standing Standing       `json:"standing"`
+	AsSeller RoleReputation `json:"as_seller"`
+	AsBuyer  RoleReputation `json:"as_buyer"`
+}
+
+type counts struct {
+	Positive int64 `json:"positive"`
+	Negative int64 `json:"negative"`
+}
+
+func roleReputation(c counts) RoleReputation {
+	n := c.Positive + c.Negative
+	score := float64(c.Positive+1) / float64(n+2)
+	r := RoleReputation{
+		Score:       round2(score),
+		Confidence:  round2(float64(n) / float64(n+4)),
+		SampleCount: n,
+		Positive:    c.Positive,
+		Negative:    c.Negative,
+	}
+	switch {
+	case n == 0:
+		r.Standing = StandingNew
+	case c.Negative >= 3 && score < 0.40:
+		r.Standing = StandingBanned
+	case score >= 0.70:
+		r.Standing = StandingGood
+	default:
+		r.Standing = StandingWatch
+	}
+	return r
+}
+
+func round2(x float64) float64 { return math.Round(x*100) / 100 }
+
+// reputationTx reads an agent's reputation in tx.
+func reputationTx(tx store.Tx, did string) (Reputation, error) {
+	var seller, buyer counts
+	prefix := reputationPrefix(did)
+	err := tx.Scan(prefix, false, func(k string, v []byte) error {
+		var c counts
+		if err := json.Unmarshal(v, &c); err != nil {
+			return err
+		}
+		acc := &buyer
+		if strings.HasPrefix(k[len(prefix):], string(roleSeller)+"/") {
+			acc = &seller
+		}
+		acc.Positive += c.Positive
+		acc.Negative += c.Negative
+		return nil
+	})
+	if err != nil {
+		return Reputation{}, err
+	}
+	r := Reputation{Agent: did, AsSeller: roleReputation(seller), AsBuyer: roleReputation(buyer)}
+	switch {
+	case r.AsSeller.Standing == StandingBanned || r.AsBuyer.Standing == StandingBanned:
+		r.Standing = StandingBanned
+	case r.AsSeller.Standing == StandingNew && r.AsBuyer.Standing == StandingNew:
+		r.Standing = StandingNew
+	default:
+		r.Standing = StandingGood
+	}
+	return r, nil
+}
+
+// Reputation returns an agent's reputation; an unknown agent is NEW.
+func (s *Service) Reputation(ctx context.Context, did string) (Reputation, error) {
+	if err := validDID("agent", did); err != nil {
+		return Reputation{}, err
+	}
+	var r Reputation
+	err := s.st.View(ctx, func(tx store.Tx) error {
+		var err error
+		r, err = reputationTx(tx, did)
+		return err
+	})
+	return r, err
+}
+
+// addReputation records one dispute verdict for an agent in a role.
+func addReputation(tx store.Tx, did string, r role, contract string, positive bool) error {
+	key := reputationKey(did, r, contract)
+	var c counts
+	if err := store.GetJSON(tx, key, &c); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	if positive {
+		c.Positive++
+	} else {
+		c.Negative++
+	}
+	return store.SetJSON(tx, key, c)
+}
