@@ -5,6 +5,7 @@
 package api
 
 import (
+	"bytes"
 	"crypto/subtle"
 	_ "embed"
 	"encoding/json"
@@ -62,6 +63,7 @@ func New(cfg Config) *fiber.App {
 		ErrorHandler:          errorHandler(cfg.Logger),
 		DisableStartupMessage: true,
 		Immutable:             true,
+		JSONEncoder:           marshal,
 		UnescapePath:          true,
 		ReadTimeout:           60 * time.Second,
 		WriteTimeout:          60 * time.Second,
@@ -100,6 +102,18 @@ func New(cfg Config) *fiber.App {
 		app.Get(path, hint(h))
 	}
 	return app
+}
+
+// marshal is json.Marshal without HTML escaping, so that a stored receipt
+// is served in the very bytes that were signed.
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 func (s *server) skill(c *fiber.Ctx) error {
