@@ -175,11 +175,11 @@ func (s *server) agentFacts(c *fiber.Ctx) error {
 			"authentication": "none (operator resolution of escalated disputes takes a bearer token)",
 		},
 		"certification": fiber.Map{
-			"receipt_signature_suite": receipt.Suite,
+			"receipt_signature_suite":  receipt.Suite,
 			"receipt_canonicalization": "RFC 8785 (JCS) over credentialSubject; Ed25519",
-			"data_integrity":          receipt.CryptosuiteEdDSAJCS + " at /receipts/{id}?format=di",
-			"court_public_key":        cur.PublicKey,
-			"court_did":               cur.DID,
+			"data_integrity":           receipt.CryptosuiteEdDSAJCS + " at /receipts/{id}?format=di",
+			"court_public_key":         cur.PublicKey,
+			"court_did":                cur.DID,
 		},
 	})
 }
