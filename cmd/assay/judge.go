@@ -11,6 +11,7 @@ import (
 	"os"
 
 	"github.com/assayhq/assay/adjudicate"
+	"github.com/assayhq/assay/adjudicate/jury"
 	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/wasm"
 )
@@ -26,9 +27,11 @@ func cmdJudge(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("judge", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: assay judge --criteria PATH --deliverable PATH [--checkers DIR] [--json]")
-		fmt.Fprintln(stderr, "\nDecides a deliverable against acceptance criteria as the court does, with no jury:")
-		fmt.Fprintln(stderr, "semantic criteria leave the verdict escalated.")
+		fmt.Fprintln(stderr, "usage: assay judge --criteria PATH --deliverable PATH [--checkers DIR] [--json] [--jury-* ...]")
+		fmt.Fprintln(stderr, "\nDecides a deliverable against acceptance criteria as the court does. Semantic")
+		fmt.Fprintln(stderr, "criteria go to the LLM jury when one is configured, by flags or by the environment")
+		fmt.Fprintf(stderr, "(%s, %s, %s, %s);\n", jury.EnvBaseURL, jury.EnvAPIKey, jury.EnvModels, jury.EnvTimeout)
+		fmt.Fprintln(stderr, "with none, they leave the verdict escalated.")
 		fmt.Fprintln(stderr, "Exit status: 0 release, 1 refund, 3 escalated, 2 bad input or unreadable file.")
 		fmt.Fprintln(stderr)
 		fs.PrintDefaults()
@@ -39,6 +42,9 @@ func cmdJudge(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		checkersDir  = fs.String("checkers", "", "directory of checker files, found by their SHA-256 (`DIR`)")
 		asJSON       = fs.Bool("json", false, "print the result as one JSON object")
 		cacheDir     = fs.String("cache", defaultCacheDir(), "directory for compiled checkers (`DIR`); empty for none")
+		juryBaseURL  = fs.String("jury-base-url", "", "the jury's OpenAI-compatible base `URL` (overrides "+jury.EnvBaseURL+")")
+		juryModels   = fs.String("jury-models", "", "the jury's `MODELS`, comma separated, one juror each (overrides "+jury.EnvModels+")")
+		juryTimeout  = fs.String("jury-timeout", "", "each juror's time limit, retries included, e.g. 30s (overrides "+jury.EnvTimeout+")")
 	)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -76,6 +82,24 @@ func cmdJudge(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 
+	// Flags lay over the environment; the API key comes only from the
+	// environment, to keep it out of process listings.
+	flagEnv := map[string]string{jury.EnvBaseURL: *juryBaseURL, jury.EnvModels: *juryModels, jury.EnvTimeout: *juryTimeout}
+	panel, err := jury.FromEnv(func(k string) string {
+		if v := flagEnv[k]; v != "" {
+			return v
+		}
+		return os.Getenv(k)
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "assay judge: %v\n", err)
+		return exitUsage
+	}
+	var juror adjudicate.Juror
+	if panel != nil {
+		juror = panel
+	}
+
 	ctx := context.Background()
 	var runner adjudicate.Runner
 	if len(plan.Checkers()) > 0 {
@@ -97,7 +121,7 @@ func cmdJudge(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		runner = checkers.NewRunner(sb, dir)
 	}
 
-	result, _, err := adjudicate.Judge(ctx, plan, deliverable, runner, nil)
+	result, _, err := adjudicate.Judge(ctx, plan, deliverable, runner, juror)
 	if err != nil {
 		fmt.Fprintf(stderr, "assay judge: %v\n", err)
 		return exitUsage
@@ -130,5 +154,12 @@ func printResult(w io.Writer, r *adjudicate.Result) {
 			mark = "ok  "
 		}
 		fmt.Fprintf(w, "  %s %-9s %s\n", mark, c.Kind, c.Detail)
+		for _, j := range c.Jurors {
+			vote, why := j.Vote, j.Rationale
+			if vote == "" {
+				vote, why = "no vote", j.Error
+			}
+			fmt.Fprintf(w, "         juror %s@%s: %s (%d ms) %s\n", j.Model, j.Host, vote, j.LatencyMS, why)
+		}
 	}
 }
