@@ -182,7 +182,8 @@ type Check struct {
 	// Outcome is a checker's sandbox outcome, for kind "checker".
 	Outcome *CheckerOutcome `json:"outcome,omitempty"`
 	// Jurors is how each member of a jury panel voted, for kind
-	// "semantic", when a panel answered.
+	// "semantic", when a panel answered; shared with the Record, like
+	// Spec with the Plan, and not to be modified.
 	Jurors []JurorVote `json:"jurors,omitempty"`
 }
 

@@ -20,7 +20,10 @@
 // person, never settled by a coin flip. Either way every juror's vote is
 // returned (model, server host, vote, rationale cut short, SHA-256 of the
 // prompt and of the raw answer, latency, error) so that adjudicate records
-// it and the verdict's checks show how the jury voted. Re-asking a model
+// it and the verdict's checks show how the jury voted. The prompt's hash
+// is over the JSON array of the chat messages sent, [{"role","content"}],
+// without HTML escaping; the answer's over the raw text of
+// choices[0].message.content. Re-asking a model
 // does not reproduce its answer: the record is the evidence.
 //
 // Sampling temperature is 0, and it is really sent. go-openai's
