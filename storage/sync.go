@@ -1,0 +1,89 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+)
+
+// groupSync makes commits durable in groups: a committer waits for a sync
+// that started after its commit, and whoever finds no sync running starts
+// one for everybody waiting. With many concurrent committers one fsync
+// serves them all, where badger's SyncWrites would run one per commit.
+type groupSync struct {
+	sync func() error
+
+	mu      sync.Mutex
+	cond    sync.Cond
+	next    uint64 // the generation of the next sync to start
+	done    uint64 // every generation below this one has finished
+	running bool
+	err     error // the first failed sync: the store is broken from then on
+}
+
+func newGroupSync(fn func() error) *groupSync {
+	g := &groupSync{sync: fn, next: 1, done: 1}
+	g.cond.L = &g.mu
+	return g
+}
+
+// wait returns once a sync that started after the call has finished.
+func (g *groupSync) wait() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	want := g.next // the next sync to start covers this caller's commit
+	for g.done <= want && g.err == nil {
+		if g.running {
+			g.cond.Wait()
+			continue
+		}
+		// Lead: run the next generation for everyone waiting on it.
+		gen := g.next
+		g.next++
+		g.running = true
+		g.mu.Unlock()
+		err := g.sync()
+		g.mu.Lock()
+		g.running = false
+		g.done = gen + 1
+		if err != nil && g.err == nil {
+			g.err = fmt.Errorf("storage: sync failed, writes are no longer durable: %w", err)
+		}
+		g.cond.Broadcast()
+	}
+	return g.err
+}
+
+// syncFiles makes everything committed so far durable: badger's own Sync
+// (the active memtable's write-ahead log and the value log), then the logs
+// of memtables rotated out since, which badger keeps unsynced until it has
+// flushed them to a synced table. Those are all but the newest *.mem file;
+// usually there are none.
+func (d *DB) syncFiles() error {
+	if err := d.db.Sync(); err != nil {
+		return err
+	}
+	logs, err := filepath.Glob(filepath.Join(d.dir, "*.mem"))
+	if err != nil || len(logs) < 2 {
+		return err
+	}
+	sort.Strings(logs) // fixed-width numbers: the newest, the active one, is last
+	for _, name := range logs[:len(logs)-1] {
+		f, err := os.Open(name)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // flushed and removed meanwhile
+		} else if err != nil {
+			return err
+		}
+		err = datasync(f)
+		f.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
