@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -39,6 +40,9 @@ type Config struct {
 	// Checker uploads are bounded by escrow.MaxCheckerBytes.
 	MaxBodyBytes int
 	Logger       *slog.Logger
+	// InFlight, when set, counts the requests being handled, so that a
+	// graceful shutdown can wait for them.
+	InFlight *atomic.Int64
 }
 
 //go:embed skill.md
@@ -70,6 +74,13 @@ func New(cfg Config) *fiber.App {
 		IdleTimeout:           120 * time.Second,
 	})
 	s := &server{cfg: cfg, started: time.Now()}
+	if n := cfg.InFlight; n != nil {
+		app.Use(func(c *fiber.Ctx) error {
+			n.Add(1)
+			defer n.Add(-1)
+			return c.Next()
+		})
+	}
 
 	app.Get("/", s.skill)
 	app.Get("/skill.md", s.skill)

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -31,6 +32,9 @@ var version = "dev"
 // shutdownGrace bounds how long in-flight requests may take to finish
 // after SIGINT or SIGTERM.
 const shutdownGrace = 30 * time.Second
+
+// lingerGrace bounds how long shutdown waits for idle connections to close.
+const lingerGrace = 2 * time.Second
 
 // newJuror builds the tier-1 juror from the environment: the hook that
 // adjudicate/jury's constructor plugs into. It returns a nil juror (semantic
@@ -109,9 +113,13 @@ func serve(ctx context.Context, addr, dir string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	// inflight counts requests in handlers, so that shutdown waits for
+	// them and not for connections that merely linger.
+	var inflight atomic.Int64
 	app := api.New(api.Config{
 		Court: court, Keys: keys, OperatorToken: os.Getenv("ASSAY_OPERATOR_TOKEN"),
 		JurorName: jurorName, JurorModel: jurorModel, Version: version, Logger: log,
+		InFlight: &inflight,
 	})
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -126,9 +134,21 @@ func serve(ctx context.Context, addr, dir string, stdout, stderr io.Writer) erro
 	case <-ctx.Done():
 	}
 	fmt.Fprintln(stdout, "assay: shutting down; letting in-flight requests finish")
-	if err := app.ShutdownWithTimeout(shutdownGrace); err != nil {
-		log.Error("shutdown", "err", err)
+	// fasthttp waits for every connection to go idle; one a client opened
+	// and left silent can hold it up, so wait a little for that and then
+	// only for requests still in handlers.
+	if err := app.ShutdownWithTimeout(lingerGrace); err != nil {
+		deadline := time.Now().Add(shutdownGrace)
+		for inflight.Load() > 0 && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if n := inflight.Load(); n > 0 {
+			log.Error("shutdown: requests still running", "count", n)
+		}
 	}
-	<-served
+	select {
+	case <-served:
+	case <-time.After(time.Second):
+	}
 	return nil
 }

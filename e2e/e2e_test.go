@@ -1,0 +1,482 @@
+// Package e2e runs the escrow court end to end: it builds assay, starts
+// `assay serve` on a loopback port with its own data directory, and drives
+// it over HTTP, with the seed's walkthroughs run verbatim by bash, curl and
+// python3.
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var binary string // the assay binary TestMain built
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "assay-e2e")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "assay")
+	build := exec.Command("go", "build", "-o", binary, "github.com/assayhq/assay/cmd/assay")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: build assay:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// server is a running `assay serve`.
+type server struct {
+	base string
+	cmd  *exec.Cmd
+	data string
+	out  *bytes.Buffer // stderr
+	done chan error
+}
+
+var listening = regexp.MustCompile(`serving the escrow court on (http://\S+)`)
+
+// start runs assay serve on a free loopback port with data in dir.
+func start(tb testing.TB, dir string, env ...string) *server {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skip("e2e: starts a server")
+	}
+	cmd := exec.Command(binary, "serve", "--addr", "127.0.0.1:0", "--data", dir)
+	cmd.Env = append(os.Environ(), env...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s := &server{cmd: cmd, data: dir, out: &bytes.Buffer{}, done: make(chan error, 1)}
+	cmd.Stderr = &lockedWriter{w: s.out}
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	lines := bufio.NewScanner(stdout)
+	found := make(chan string, 1)
+	go func() {
+		for lines.Scan() {
+			if m := listening.FindStringSubmatch(lines.Text()); m != nil {
+				found <- m[1]
+			}
+		}
+		s.done <- cmd.Wait()
+	}()
+	select {
+	case s.base = <-found:
+	case err := <-s.done:
+		tb.Fatalf("assay serve exited: %v\n%s", err, s.out)
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		tb.Fatalf("assay serve did not start\n%s", s.out)
+	}
+	tb.Cleanup(func() { s.stop(tb) })
+	return s
+}
+
+// stop sends SIGTERM and wants a clean exit.
+func (s *server) stop(tb testing.TB) {
+	tb.Helper()
+	if s.cmd.ProcessState != nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	began := time.Now()
+	defer func() { tb.Logf("stopped in %v", time.Since(began)) }()
+	select {
+	case err := <-s.done:
+		if err != nil {
+			tb.Errorf("assay serve exited with %v\n%s", err, s.out)
+		}
+	case <-time.After(45 * time.Second):
+		_ = s.cmd.Process.Signal(syscall.SIGQUIT)
+		<-s.done
+		tb.Errorf("assay serve did not stop on SIGTERM\n%s", s.out)
+	}
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r response) obj(tb testing.TB) map[string]any {
+	tb.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		tb.Fatalf("%d %q: %v", r.status, r.body, err)
+	}
+	return m
+}
+
+func (r response) code(tb testing.TB) string {
+	tb.Helper()
+	m := r.obj(tb)
+	e, ok := m["error"].(map[string]any)
+	if !ok || m["detail"] == nil {
+		tb.Fatalf("not an error: %s", r.body)
+	}
+	return e["code"].(string)
+}
+
+func (s *server) do(tb testing.TB, method, path string, body []byte, header ...string) response {
+	tb.Helper()
+	req, err := http.NewRequest(method, s.base+path, bytes.NewReader(body))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return response{status: res.StatusCode, header: res.Header, body: b}
+}
+
+func (s *server) post(tb testing.TB, path, body string, header ...string) response {
+	tb.Helper()
+	return s.do(tb, "POST", path, []byte(body), header...)
+}
+
+func (s *server) get(tb testing.TB, path string) response {
+	tb.Helper()
+	return s.do(tb, "GET", path, nil)
+}
+
+// walkthrough runs a seed walkthrough with BASE pointed at s and returns the
+// JSON values its curls printed, in order.
+func (s *server) walkthrough(tb testing.TB, name string) []map[string]any {
+	tb.Helper()
+	for _, tool := range []string{"bash", "curl", "python3"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			tb.Skipf("e2e: %s not found", tool)
+		}
+	}
+	script, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	const seedBase = "BASE=https://lex-automata-999015027200.us-central1.run.app\n"
+	if !bytes.Contains(script, []byte(seedBase)) {
+		tb.Fatalf("%s lost its BASE line", name)
+	}
+	script = bytes.Replace(script, []byte(seedBase), []byte("BASE="+s.base+"\n"), 1)
+	cmd := exec.Command("bash", "-e", "-o", "pipefail")
+	cmd.Stdin = bytes.NewReader(script)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		tb.Fatalf("%s: %v\n%s\n%s", name, err, out, stderr.String())
+	}
+	var values []map[string]any
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for dec.More() {
+		var v map[string]any
+		if err := dec.Decode(&v); err != nil {
+			tb.Fatalf("%s printed %q: %v", name, out, err)
+		}
+		values = append(values, v)
+	}
+	return values
+}
+
+func subjectOf(tb testing.TB, receipt map[string]any) map[string]any {
+	tb.Helper()
+	cs, ok := receipt["credentialSubject"].(map[string]any)
+	if !ok {
+		tb.Fatalf("not a receipt: %v", receipt)
+	}
+	return cs
+}
+
+func TestWalkthroughA(t *testing.T) {
+	s := start(t, t.TempDir())
+	out := s.walkthrough(t, "walkthrough_a.sh")
+	if len(out) != 3 {
+		t.Fatalf("printed %d JSON values, want 3: %v", len(out), out)
+	}
+	if out[0]["status"] != "funded" || out[1]["status"] != "delivered" || len(out[1]["evidence_hash"].(string)) != 64 {
+		t.Fatalf("fund and deliver printed %v", out[:2])
+	}
+	cs := subjectOf(t, out[2])
+	if cs["verdict"] != "release" || cs["tier"] != "buyer-accept" || !equalPayout(cs["payout"], "did:nanda:seller", 50) {
+		t.Fatalf("accept printed %v", cs)
+	}
+	s.verify(t, out[2])
+}
+
+func TestWalkthroughB(t *testing.T) {
+	s := start(t, t.TempDir())
+	out := s.walkthrough(t, "walkthrough_b.sh")
+	if len(out) != 3 {
+		t.Fatalf("printed %d JSON values, want 3: %v", len(out), out)
+	}
+	cs := subjectOf(t, out[2])
+	if cs["verdict"] != "refund" || cs["tier"] != "tier0" || !equalPayout(cs["payout"], "did:nanda:buyer", 50) || cs["reason"] != "far fewer rows than agreed" {
+		t.Fatalf("dispute printed %v", cs)
+	}
+	checks := cs["checks"].([]any)
+	if len(checks) != 1 || checks[0].(map[string]any)["passed"] != false || checks[0].(map[string]any)["kind"] != "assertion" {
+		t.Fatalf("checks %v", checks)
+	}
+	s.verify(t, out[2])
+	id := cs["contract_id"].(string)
+	c := s.get(t, "/contracts/"+id).obj(t)
+	if c["status"] != "resolved" || c["evidence_hash"] != cs["evidence_hash"] || c["contract_hash"] != cs["contract_hash"] {
+		t.Fatalf("contract %v", c)
+	}
+	// The court's key at /health signed it.
+	h := s.get(t, "/health").obj(t)
+	if h["court_public_key"] != out[2]["proof"].(map[string]any)["publicKey"] {
+		t.Fatalf("health key %v", h["court_public_key"])
+	}
+}
+
+func equalPayout(p any, did string, amount float64) bool {
+	m, ok := p.(map[string]any)
+	return ok && len(m) == 1 && m[did] == amount
+}
+
+func (s *server) verify(tb testing.TB, receipt map[string]any) {
+	tb.Helper()
+	b, _ := json.Marshal(map[string]any{"receipt": receipt})
+	if v := s.post(tb, "/verify", string(b)).obj(tb); v["valid"] != true {
+		tb.Fatalf("verify: %v", v)
+	}
+}
+
+// deliveredCase runs a contract to delivered over HTTP.
+func (s *server) deliveredCase(tb testing.TB, seller, acceptance, deliverable string) string {
+	tb.Helper()
+	r := s.post(tb, "/contracts", `{"buyer":"did:e2e:buyer","seller":"`+seller+`","price":40,"acceptance":`+acceptance+`}`)
+	if r.status != 200 {
+		tb.Fatalf("create %d %s", r.status, r.body)
+	}
+	id := r.obj(tb)["contract_id"].(string)
+	if r := s.post(tb, "/contracts/"+id+"/fund", `{}`); r.status != 200 {
+		tb.Fatalf("fund %d %s", r.status, r.body)
+	}
+	if r := s.post(tb, "/contracts/"+id+"/deliver", `{"deliverable":`+deliverable+`}`); r.status != 200 {
+		tb.Fatalf("deliver %d %s", r.status, r.body)
+	}
+	return id
+}
+
+const rows100 = `{"assertions":[{"path":"rows","op":"gte","value":100}]}`
+
+func TestErrors(t *testing.T) {
+	s := start(t, t.TempDir())
+	created := s.post(t, "/contracts", `{"buyer":"did:e2e:buyer","seller":"did:e2e:seller","price":5}`).obj(t)
+	id := created["contract_id"].(string)
+	for _, tc := range []struct {
+		name, method, path, body string
+		status                   int
+		code                     string
+	}{
+		{"UnknownContract", "GET", "/contracts/esc-0000000000000000", "", 404, "contract_not_found"},
+		{"UnknownReceipt", "GET", "/receipts/0000000000000000", "", 404, "receipt_not_found"},
+		{"UnknownRoute", "GET", "/nowhere", "", 404, "route_not_found"},
+		{"OutOfOrderDeliver", "POST", "/contracts/" + id + "/deliver", `{"deliverable":{}}`, 409, "invalid_state"},
+		{"OutOfOrderAccept", "POST", "/contracts/" + id + "/accept", `{}`, 409, "invalid_state"},
+		{"OutOfOrderDispute", "POST", "/contracts/" + id + "/dispute", `{}`, 409, "invalid_state"},
+		{"FloatPrice", "POST", "/contracts", `{"buyer":"did:a","seller":"did:b","price":1.5}`, 400, "invalid_price"},
+		{"UnknownField", "POST", "/contracts", `{"buyer":"did:a","seller":"did:b","price":1,"colour":"red"}`, 400, "unknown_field"},
+		{"BadJSON", "POST", "/contracts", `{`, 400, "invalid_json"},
+		{"ResolveDisabled", "POST", "/contracts/" + id + "/resolve", `{"verdict":"refund"}`, 403, "operator_disabled"},
+		{"JSONTooLarge", "POST", "/contracts", `{"buyer":"` + strings.Repeat("a", 2<<20) + `"}`, 413, "body_too_large"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := s.do(t, tc.method, tc.path, []byte(tc.body))
+			if r.status != tc.status || r.code(t) != tc.code {
+				t.Fatalf("%d %s, want %d %s", r.status, r.body, tc.status, tc.code)
+			}
+		})
+	}
+	t.Run("CheckerTooLarge", func(t *testing.T) {
+		// The server answers as soon as it reads Content-Length and closes
+		// the connection, so the body is never sent: speak HTTP by hand.
+		conn, err := net.Dial("tcp", strings.TrimPrefix(s.base, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		fmt.Fprintf(conn, "POST /checkers HTTP/1.1\r\nHost: x\r\nContent-Type: application/wasm\r\nContent-Length: %d\r\n\r\n", 9<<20)
+		res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		r := response{status: res.StatusCode, body: b}
+		if r.status != 413 || r.code(t) != "body_too_large" {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+	})
+	t.Run("Idempotency", func(t *testing.T) {
+		r1 := s.post(t, "/contracts/"+id+"/fund", `{}`, "Idempotency-Key", "fund-1")
+		r2 := s.post(t, "/contracts/"+id+"/fund", `{}`, "Idempotency-Key", "fund-1")
+		if r1.status != 200 || r2.status != 200 || string(r1.body) != string(r2.body) || r2.header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("%d %s / %d %s", r1.status, r1.body, r2.status, r2.body)
+		}
+		r3 := s.post(t, "/contracts/"+id+"/fund", `{ }`, "Idempotency-Key", "fund-1")
+		if r3.status != 409 || r3.code(t) != "idempotency_conflict" {
+			t.Fatalf("%d %s", r3.status, r3.body)
+		}
+		if r4 := s.post(t, "/contracts/"+id+"/fund", `{}`); r4.status != 409 || r4.code(t) != "invalid_state" {
+			t.Fatalf("%d %s", r4.status, r4.body)
+		}
+		hold := s.get(t, "/accounts/hold:escrow:"+id).obj(t)
+		if hold["balances"].(map[string]any)["credits"] != 5.0 {
+			t.Fatalf("hold %v", hold)
+		}
+	})
+	t.Run("BannedSeller", func(t *testing.T) {
+		for range 3 {
+			cid := s.deliveredCase(t, "did:e2e:cheat", rows100, `{"rows":1}`)
+			if r := s.post(t, "/contracts/"+cid+"/dispute", `{"reason":"short"}`); r.status != 200 {
+				t.Fatalf("dispute %d %s", r.status, r.body)
+			}
+		}
+		rep := s.get(t, "/agents/did:e2e:cheat/reputation").obj(t)
+		if rep["standing"] != "BANNED" {
+			t.Fatalf("reputation %v", rep)
+		}
+		r := s.post(t, "/contracts", `{"buyer":"did:e2e:buyer","seller":"did:e2e:cheat","price":5}`)
+		if r.status != 400 || r.code(t) != "seller_banned" {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+	})
+}
+
+// TestOneWinner: 50 concurrent accepts and disputes over HTTP on one
+// delivered contract give one receipt and one payout; the rest get 409.
+func TestOneWinner(t *testing.T) {
+	s := start(t, t.TempDir())
+	id := s.deliveredCase(t, "did:e2e:seller", rows100, `{"rows":3}`)
+	const n = 50
+	statuses := make([]int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			path := "/contracts/" + id + "/accept"
+			if i%2 == 1 {
+				path = "/contracts/" + id + "/dispute"
+			}
+			statuses[i] = s.post(t, path, `{}`).status
+		}()
+	}
+	wg.Wait()
+	won, lost := 0, 0
+	for _, st := range statuses {
+		switch st {
+		case 200:
+			won++
+		case 409:
+			lost++
+		default:
+			t.Errorf("status %d", st)
+		}
+	}
+	if won != 1 || lost != n-1 {
+		t.Fatalf("%d won, %d got 409; want 1 and %d", won, lost, n-1)
+	}
+	c := s.get(t, "/contracts/"+id).obj(t)
+	if c["status"] != "resolved" || len(c["receipts"].([]any)) != 1 {
+		t.Fatalf("contract %v", c)
+	}
+	hold := s.get(t, "/accounts/hold:escrow:"+id).obj(t)
+	if len(hold["entries"].([]any)) != 2 || hold["balances"].(map[string]any)["credits"] != 0.0 {
+		t.Fatalf("hold %v", hold)
+	}
+	if l := s.get(t, "/ledger").obj(t); l["balanced"] != true {
+		t.Fatalf("ledger %v", l)
+	}
+}
+
+// TestRestart: a graceful stop keeps every contract, receipt and key.
+func TestRestart(t *testing.T) {
+	dir := t.TempDir()
+	s := start(t, dir)
+	id := s.deliveredCase(t, "did:e2e:seller", rows100, `{"rows":300}`)
+	receipt := s.post(t, "/contracts/"+id+"/dispute", `{}`).obj(t)
+	key := s.get(t, "/health").obj(t)["court_public_key"]
+	s.stop(t)
+
+	s = start(t, dir)
+	if c := s.get(t, "/contracts/"+id).obj(t); c["status"] != "resolved" || c["verdict"] != "release" {
+		t.Fatalf("contract after restart %v", c)
+	}
+	if s.get(t, "/health").obj(t)["court_public_key"] != key {
+		t.Fatal("the court key changed across a restart")
+	}
+	s.verify(t, receipt)
+	a := s.get(t, "/activity?limit=1").obj(t)
+	if a["total_seq"] != 4.0 {
+		t.Fatalf("activity %v", a)
+	}
+	if r := s.post(t, "/contracts", `{"buyer":"did:a","seller":"did:b","price":1}`); r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	if a := s.get(t, "/activity?limit=1").obj(t); a["total_seq"] != 5.0 {
+		t.Fatalf("activity %v", a)
+	}
+}
+
+func TestOperatorResolve(t *testing.T) {
+	s := start(t, t.TempDir(), "ASSAY_OPERATOR_TOKEN=op-token")
+	id := s.deliveredCase(t, "did:e2e:seller", `{"assertions":[{"path":"summary","op":"nonempty","semantic":true,"description":"faithful"}]}`, `{"summary":"x"}`)
+	r := s.post(t, "/contracts/"+id+"/dispute", `{"reason":"unfaithful"}`)
+	if cs := subjectOf(t, r.obj(t)); cs["verdict"] != "escalated" {
+		t.Fatalf("dispute %v", cs)
+	}
+	if r := s.post(t, "/contracts/"+id+"/resolve", `{"verdict":"refund"}`, "Authorization", "Bearer wrong"); r.status != 401 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	r = s.post(t, "/contracts/"+id+"/resolve", `{"verdict":"refund","reason":"invented"}`, "Authorization", "Bearer op-token")
+	cs := subjectOf(t, r.obj(t))
+	if r.status != 200 || cs["tier"] != "operator" || !equalPayout(cs["payout"], "did:e2e:buyer", 40) {
+		t.Fatalf("%d %v", r.status, cs)
+	}
+	s.verify(t, r.obj(t))
+}
