@@ -16,12 +16,17 @@
 // own their prefixes and store JSON values:
 //
 //	escrow/contract/<id>                 a contract
-//	escrow/activity/<seq:020d>           the court's activity log
+//	escrow/delivery/<id>                 its deliverable and evidence, as delivered
+//	escrow/adjudication/<id>             the result and record a dispute was decided from
+//	escrow/activity/<seq:020d>           the court's activity log (seq assigned in memory, resumed on open)
+//	escrow/reputation/<did>/<role>/<shard:02d>  dispute counts for seller|buyer, split into 16 shards by contract
 //	receipt/<id>                         a signed receipt
-//	receipt-by-agent/<did>/<seq:020d>    index: the receipts an agent was party to
+//	receipt-by-agent/<did>/<unixnano:020d>-<id>  index: the receipts an agent was party to
 //	ledger/entry/<account>/<transfer>/<leg>  one leg of a transfer (append-only)
-//	idem/<scope>/<key>                   a stored response for an idempotency key
+//	idem/<scope>/<key>                   a stored response for an idempotency key (escrow: idem/escrow/<key>)
 //	checker/<sha256>                     checker metadata; checker-bytes/<sha256> its bytes
+//
+// DIDs and idempotency keys are path-escaped (url.PathEscape) in keys.
 //
 // Keys are never reused; ids are unique. A value's JSON shape belongs to
 // the package that owns the prefix.
