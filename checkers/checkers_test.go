@@ -1,0 +1,117 @@
+package checkers_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/assayhq/assay/checkers"
+	"github.com/assayhq/assay/wasm"
+)
+
+func copyFixture(tb testing.TB, dir, name, as string) []byte {
+	tb.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "fixtures", "checkers", name))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, as), b, 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+func TestDir_Checker(t *testing.T) {
+	dir := t.TempDir()
+	pass := copyFixture(t, dir, "pass.wasm", "any-name.wasm")
+	copyFixture(t, dir, "fail.wasm", "fail.wasm")
+	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("ignored"), 0o644)
+	d, err := checkers.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("OK", func(t *testing.T) {
+		got, err := d.Checker(checkers.SHA256(pass))
+		if err != nil || string(got) != string(pass) {
+			t.Fatalf("Checker: %v", err)
+		}
+	})
+	t.Run("ErrNotFound", func(t *testing.T) {
+		if _, err := d.Checker(strings.Repeat("0", 64)); !errors.Is(err, checkers.ErrNotFound) {
+			t.Fatalf("err %v, want ErrNotFound", err)
+		}
+	})
+	t.Run("ErrChanged", func(t *testing.T) {
+		// A file rewritten after indexing is not run under its old hash.
+		os.WriteFile(filepath.Join(dir, "any-name.wasm"), []byte("\x00asm\x01\x00\x00\x00"), 0o644)
+		if _, err := d.Checker(checkers.SHA256(pass)); !errors.Is(err, checkers.ErrNotFound) {
+			t.Fatalf("err %v, want ErrNotFound for a changed file", err)
+		}
+	})
+	if _, err := checkers.OpenDir(filepath.Join(dir, "missing")); err == nil {
+		t.Errorf("OpenDir of a missing directory succeeded")
+	}
+}
+
+func TestRef_Validate(t *testing.T) {
+	good := strings.Repeat("ab", 32)
+	for _, tc := range []struct {
+		name string
+		ref  checkers.Ref
+		ok   bool
+	}{
+		{"OK", checkers.Ref{SHA256: good}, true},
+		{"OKKind", checkers.Ref{SHA256: good, Kind: checkers.KindWasm, Fuel: 10, MemoryMiB: 16}, true},
+		{"ErrShort", checkers.Ref{SHA256: "abc"}, false},
+		{"ErrUpper", checkers.Ref{SHA256: strings.ToUpper(good)}, false},
+		{"ErrNotHex", checkers.Ref{SHA256: strings.Repeat("zz", 32)}, false},
+		{"ErrKind", checkers.Ref{SHA256: good, Kind: "lua"}, false},
+		{"ErrMemory", checkers.Ref{SHA256: good, MemoryMiB: wasm.MaxMemoryMiB + 1}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.ref.Validate(); (err == nil) != tc.ok {
+				t.Errorf("Validate() = %v, want ok=%v", err, tc.ok)
+			}
+		})
+	}
+	lim := checkers.Ref{SHA256: good, Fuel: 123, MemoryMiB: 8}.Limits()
+	if lim.Fuel != 123 || lim.MemoryMiB != 8 {
+		t.Errorf("Limits() = %+v", lim)
+	}
+	if def := (checkers.Ref{SHA256: good}).Limits(); def.Fuel != wasm.DefaultFuel {
+		t.Errorf("default fuel %d, want %d", def.Fuel, wasm.DefaultFuel)
+	}
+}
+
+func TestRunner_Run(t *testing.T) {
+	dir := t.TempDir()
+	primes := copyFixture(t, dir, "primes.wasm", "primes.wasm")
+	d, err := checkers.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := wasm.NewSandbox(context.Background(), wasm.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close(context.Background())
+	r := checkers.NewRunner(sb, d)
+	ref := checkers.Ref{SHA256: checkers.SHA256(primes)}
+	out, err := r.Run(context.Background(), ref, wasm.Input{Artifact: []byte("100 25")})
+	if err != nil || out.Kind != wasm.KindPass {
+		t.Fatalf("Run: %v %s %s", err, out.Kind, out.Detail)
+	}
+	ref.Fuel = 500
+	if out, _ := r.Run(context.Background(), ref, wasm.Input{Artifact: []byte("100 25")}); out.Kind != wasm.KindFuelExhausted {
+		t.Errorf("with 500 fuel: %s, want fuel_exhausted", out.Kind)
+	}
+	if _, err := r.Run(context.Background(), checkers.Ref{SHA256: strings.Repeat("0", 64)}, wasm.Input{}); !errors.Is(err, checkers.ErrNotFound) {
+		t.Errorf("unknown checker: %v, want ErrNotFound", err)
+	}
+	if _, err := r.Run(context.Background(), checkers.Ref{SHA256: "nope"}, wasm.Input{}); err == nil {
+		t.Errorf("malformed ref ran")
+	}
+}
