@@ -12,11 +12,13 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/assayhq/assay/adjudicate"
+	"github.com/assayhq/assay/adjudicate/jury"
 	"github.com/assayhq/assay/api"
 	"github.com/assayhq/assay/runtime/escrow"
 	"github.com/assayhq/assay/runtime/receipt"
@@ -36,11 +38,15 @@ const shutdownGrace = 30 * time.Second
 // lingerGrace bounds how long shutdown waits for idle connections to close.
 const lingerGrace = 2 * time.Second
 
-// newJuror builds the tier-1 juror from the environment: the hook that
-// adjudicate/jury's constructor plugs into. It returns a nil juror (semantic
-// criteria escalate) and an empty name when none is configured.
-var newJuror = func(getenv func(string) string) (j adjudicate.Juror, name, model string, err error) {
-	return nil, "", "", nil
+// newJuror builds the tier-1 jury from the environment (ASSAY_JURY_*, see
+// adjudicate/jury). It returns a nil juror (semantic criteria escalate) and
+// an empty name when none is configured.
+func newJuror(getenv func(string) string) (j adjudicate.Juror, name, model string, err error) {
+	p, err := jury.FromEnv(getenv)
+	if err != nil || p == nil {
+		return nil, "", "", err
+	}
+	return p, p.Host(), strings.Join(p.Models(), ","), nil
 }
 
 func envOr(key, def string) string {

@@ -81,3 +81,19 @@ func TestServe_OK(t *testing.T) {
 		t.Fatal("serve did not return after its context ended")
 	}
 }
+
+func TestServe_Juror(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	t.Run("OK", func(t *testing.T) {
+		j, name, model, err := newJuror(env(map[string]string{"ASSAY_JURY_BASE_URL": "http://127.0.0.1:9/v1", "ASSAY_JURY_MODELS": "m1,m2,m3"}))
+		if err != nil || j == nil || name == "" || model != "m1,m2,m3" {
+			t.Fatalf("%v %q %q %v", j, name, model, err)
+		}
+	})
+	t.Run("None", func(t *testing.T) {
+		j, name, _, err := newJuror(env(nil))
+		if err != nil || j != nil || name != "" {
+			t.Fatalf("%v %q %v", j, name, err)
+		}
+	})
+}
