@@ -1,0 +1,257 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+func init() {
+	register("bench", "drive load against a running server (assay bench court)", cmdBench)
+}
+
+func cmdBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "court" {
+		fmt.Fprintln(stderr, "usage: assay bench court [--base URL] [--clients N] [--cases N] [--dispute-every K] [--json]")
+		return exitUsage
+	}
+	fs := flag.NewFlagSet("bench court", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		base         = fs.String("base", envOr("ASSAY_BASE", "http://127.0.0.1:8080"), "the server's base URL")
+		clients      = fs.Int("clients", 64, "concurrent clients, each driving whole cases one after another")
+		cases        = fs.Int("cases", 4000, "cases to drive in all")
+		disputeEvery = fs.Int("dispute-every", 2, "every K-th case ends in a dispute, the rest in accept (0: none)")
+		asJSON       = fs.Bool("json", false, "print the result as JSON")
+	)
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if *clients < 1 || *cases < 1 || *disputeEvery < 0 {
+		fmt.Fprintln(stderr, "assay bench court: --clients and --cases must be positive, --dispute-every not negative")
+		return exitUsage
+	}
+	res, err := benchCourt(context.Background(), courtLoad{
+		Base: strings.TrimRight(*base, "/"), Clients: *clients, Cases: *cases, DisputeEvery: *disputeEvery,
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "assay bench court: %v\n", err)
+		return exitNo
+	}
+	if *asJSON {
+		json.NewEncoder(stdout).Encode(res)
+	} else {
+		fmt.Fprintf(stdout, "%d cases (%d accepted, %d disputed) by %d clients in %s\n",
+			res.Cases, res.Accepted, res.Disputed, res.Clients, time.Duration(res.ElapsedNS).Round(time.Millisecond))
+		fmt.Fprintf(stdout, "%.0f cases/s, %.0f requests/s\n", res.CasesPerSec, res.RequestsPerSec)
+		fmt.Fprintf(stdout, "case latency p50 %s p99 %s; request latency p50 %s p99 %s\n",
+			time.Duration(res.CaseP50NS), time.Duration(res.CaseP99NS), time.Duration(res.RequestP50NS), time.Duration(res.RequestP99NS))
+		if res.Errors > 0 {
+			fmt.Fprintf(stdout, "%d cases failed; first error: %s\n", res.Errors, res.FirstError)
+		}
+	}
+	if res.Errors > 0 {
+		return exitNo
+	}
+	return exitOK
+}
+
+// courtLoad describes a load run against the escrow court.
+type courtLoad struct {
+	Base         string
+	Clients      int
+	Cases        int
+	DisputeEvery int
+}
+
+// courtResult is what a load run measured.
+type courtResult struct {
+	Clients        int     `json:"clients"`
+	Cases          int     `json:"cases"`
+	Accepted       int     `json:"accepted"`
+	Disputed       int     `json:"disputed"`
+	Errors         int     `json:"errors"`
+	FirstError     string  `json:"first_error,omitempty"`
+	ElapsedNS      int64   `json:"elapsed_ns"`
+	CasesPerSec    float64 `json:"cases_per_sec"`
+	RequestsPerSec float64 `json:"requests_per_sec"`
+	CaseP50NS      int64   `json:"case_p50_ns"`
+	CaseP99NS      int64   `json:"case_p99_ns"`
+	RequestP50NS   int64   `json:"request_p50_ns"`
+	RequestP99NS   int64   `json:"request_p99_ns"`
+}
+
+// benchCourt drives whole cases (create, fund, deliver, then accept or
+// dispute) from concurrent clients, each case through the seed's routes,
+// and measures throughput and latency.
+func benchCourt(ctx context.Context, l courtLoad) (courtResult, error) {
+	client := &http.Client{
+		Timeout:   30 * time.Second,
+		Transport: &http.Transport{MaxIdleConns: l.Clients, MaxIdleConnsPerHost: l.Clients, IdleConnTimeout: time.Minute},
+	}
+	if err := probe(ctx, client, l.Base); err != nil {
+		return courtResult{}, err
+	}
+	var (
+		next     atomic.Int64
+		mu       sync.Mutex
+		caseLat  = make([]time.Duration, 0, l.Cases)
+		reqLat   = make([]time.Duration, 0, l.Cases*4)
+		res      = courtResult{Clients: l.Clients}
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	start := time.Now()
+	for c := range l.Clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var lats []time.Duration
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= l.Cases {
+					break
+				}
+				dispute := l.DisputeEvery > 0 && i%l.DisputeEvery == 0
+				t0 := time.Now()
+				lats = lats[:0]
+				err := driveCase(ctx, client, l.Base, c, i, dispute, &lats)
+				took := time.Since(t0)
+				mu.Lock()
+				reqLat = append(reqLat, lats...)
+				switch {
+				case err != nil:
+					res.Errors++
+					if firstErr == nil {
+						firstErr = err
+					}
+				case dispute:
+					res.Disputed++
+					caseLat = append(caseLat, took)
+				default:
+					res.Accepted++
+					caseLat = append(caseLat, took)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	res.Cases = res.Accepted + res.Disputed
+	res.ElapsedNS = elapsed.Nanoseconds()
+	res.CasesPerSec = float64(res.Cases) / elapsed.Seconds()
+	res.RequestsPerSec = float64(len(reqLat)) / elapsed.Seconds()
+	res.CaseP50NS, res.CaseP99NS = percentiles(caseLat)
+	res.RequestP50NS, res.RequestP99NS = percentiles(reqLat)
+	if firstErr != nil {
+		res.FirstError = firstErr.Error()
+	}
+	return res, nil
+}
+
+// driveCase runs one case; rows decides the verdict of a dispute (a
+// dispute against 3 rows when 2 were promised is decided release).
+func driveCase(ctx context.Context, client *http.Client, base string, clientN, i int, dispute bool, lats *[]time.Duration) error {
+	var created struct {
+		ContractID string `json:"contract_id"`
+	}
+	body := fmt.Sprintf(`{"buyer":"did:bench:buyer-%d","seller":"did:bench:seller-%d","price":%d,"acceptance":{"schema":{"type":"object","required":["rows"]},"assertions":[{"path":"rows","op":"gte","value":%d},{"path":"rows","op":"lte","value":1000}]}}`,
+		clientN, i%97, 10+i%90, 2+i%2)
+	if err := post(ctx, client, base+"/contracts", body, &created, lats); err != nil {
+		return err
+	}
+	if created.ContractID == "" {
+		return errors.New("POST /contracts answered no contract_id")
+	}
+	id := base + "/contracts/" + created.ContractID
+	if err := post(ctx, client, id+"/fund", `{}`, nil, lats); err != nil {
+		return err
+	}
+	if err := post(ctx, client, id+"/deliver", `{"deliverable":{"rows":3},"evidence":{}}`, nil, lats); err != nil {
+		return err
+	}
+	if dispute {
+		var receipt struct {
+			CredentialSubject struct {
+				Verdict string `json:"verdict"`
+			} `json:"credentialSubject"`
+		}
+		if err := post(ctx, client, id+"/dispute", `{"reason":"bench"}`, &receipt, lats); err != nil {
+			return err
+		}
+		if v := receipt.CredentialSubject.Verdict; v != "release" && v != "refund" {
+			return fmt.Errorf("dispute of %s answered verdict %q", created.ContractID, v)
+		}
+		return nil
+	}
+	return post(ctx, client, id+"/accept", `{}`, nil, lats)
+}
+
+func post(ctx context.Context, client *http.Client, url, body string, out any, lats *[]time.Duration) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	t0 := time.Now()
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	*lats = append(*lats, time.Since(t0))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusCreated {
+		return fmt.Errorf("POST %s: %s: %s", url, resp.Status, bytes.TrimSpace(data))
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			return fmt.Errorf("POST %s: %w", url, err)
+		}
+	}
+	return nil
+}
+
+// probe checks that a server answers before the clock starts.
+func probe(ctx context.Context, client *http.Client, base string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/health", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("no server at %s (start one with make run): %w", base, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s/health: %s", base, resp.Status)
+	}
+	return nil
+}
+
+// percentiles returns the 50th and 99th percentiles of d, in nanoseconds.
+func percentiles(d []time.Duration) (p50, p99 int64) {
+	if len(d) == 0 {
+		return 0, 0
+	}
+	slices.Sort(d)
+	at := func(q float64) int64 { return d[min(len(d)-1, int(q*float64(len(d))))].Nanoseconds() }
+	return at(0.50), at(0.99)
+}
