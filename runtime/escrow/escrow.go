@@ -11,6 +11,7 @@ import (
 
 	"github.com/assayhq/assay/adjudicate"
 	"github.com/assayhq/assay/checkers"
+	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/store"
 	"github.com/assayhq/assay/wasm"
@@ -47,7 +48,7 @@ const (
 	MaxPrice       = 1<<53 - 1
 	MaxDIDBytes    = 256
 	MaxReasonBytes = 4096
-	MaxIdemKey     = 255
+	MaxIdemKey     = idem.MaxKey
 	// MaxCheckerBytes bounds an uploaded checker. One badger transaction
 	// holds about 9 MiB, and a checker is stored in one.
 	MaxCheckerBytes = 8 << 20

@@ -16,7 +16,6 @@ const (
 	keyAdjudication = "escrow/adjudication/" // <id> -> adjudication
 	keyActivity     = "escrow/activity/"     // <seq:020d> -> Event
 	keyReputation   = "escrow/reputation/"   // <did>/<role>/<shard:02d> -> counts
-	keyIdem         = "idem/escrow/"         // <key> -> idemRecord
 	keyReceipt      = "receipt/"             // <id> -> receipt.Receipt
 	keyAgentReceipt = "receipt-by-agent/"    // <did>/<unixnano:020d>-<id> -> receipt id
 	keyChecker      = "checker/"             // <sha256> -> CheckerInfo
@@ -32,7 +31,6 @@ func deliveryKey(id string) string     { return keyDelivery + id }
 func adjudicationKey(id string) string { return keyAdjudication + id }
 func activityKey(seq uint64) string    { return fmt.Sprintf("%s%020d", keyActivity, seq) }
 func receiptKey(id string) string      { return keyReceipt + id }
-func idemKey(k string) string          { return keyIdem + url.PathEscape(k) }
 func checkerKey(sum string) string     { return keyChecker + sum }
 func checkerBytesKey(sum string) string {
 	return keyCheckerBytes + sum
