@@ -187,3 +187,53 @@ func (i fileInfo) IsDir() bool        { return i.dir }
 func (i fileInfo) Sys() any           { return nil }
 
 func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
+
+// meteredFS serves a Mount: it passes the mount's files through and charges
+// every byte read to the guest's fuel.
+type meteredFS struct {
+	fs    fs.FS
+	meter *fuelMeter
+}
+
+// Open implements fs.FS.
+func (f *meteredFS) Open(name string) (fs.File, error) {
+	file, err := f.fs.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	if d, ok := file.(fs.ReadDirFile); ok {
+		return d, nil
+	}
+	return &meteredFile{File: file, meter: f.meter}, nil
+}
+
+// meteredFile is a mounted file. It offers ReadAt and Seek, which wazero
+// needs for pread and lseek, when the file underneath has them.
+type meteredFile struct {
+	fs.File
+	meter *fuelMeter
+}
+
+func (f *meteredFile) Read(p []byte) (int, error) {
+	n, err := f.File.Read(p)
+	f.meter.charge(n)
+	return n, err
+}
+
+func (f *meteredFile) ReadAt(p []byte, off int64) (int, error) {
+	ra, ok := f.File.(io.ReaderAt)
+	if !ok {
+		return 0, errors.ErrUnsupported
+	}
+	n, err := ra.ReadAt(p, off)
+	f.meter.charge(n)
+	return n, err
+}
+
+func (f *meteredFile) Seek(off int64, whence int) (int64, error) {
+	s, ok := f.File.(io.Seeker)
+	if !ok {
+		return 0, errors.ErrUnsupported
+	}
+	return s.Seek(off, whence)
+}

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
+	"path"
 	"strings"
 	"time"
 
@@ -23,6 +25,40 @@ type Input struct {
 	Artifact []byte
 	Evidence []byte // nil: no /in/evidence
 	Criteria []byte // nil: no /in/criteria.json
+
+	// Args and Mounts serve built-in front-ends whose module is an
+	// interpreter (checkers/python). An ordinary checker leaves them empty
+	// and sees exactly checker ABI v1.
+	//
+	// Args, when not empty, replaces argv ["checker"].
+	Args []string
+	// Mounts are read-only directories added beside /in.
+	Mounts []Mount
+}
+
+// Mount is a read-only directory a front-end adds to a run: an
+// interpreter's standard library, a checker's source. FS is shared by every
+// run that mounts it, so it must be safe for concurrent use; nothing is
+// copied per run, and the guest can only read it. Bytes read are charged to
+// the run's fuel, as reads of /in are.
+type Mount struct {
+	// Dir is the absolute guest path of the directory, such as /usr/local.
+	// It may not be /, /in or under /in.
+	Dir string
+	FS  fs.FS
+}
+
+// check reports whether m can be mounted.
+func (m Mount) check() error {
+	switch {
+	case m.FS == nil:
+		return fmt.Errorf("mount %q has no file system", m.Dir)
+	case !strings.HasPrefix(m.Dir, "/") || path.Clean(m.Dir) != m.Dir || m.Dir == "/":
+		return fmt.Errorf("mount %q is not a clean absolute directory other than /", m.Dir)
+	case m.Dir == "/in" || strings.HasPrefix(m.Dir, "/in/"):
+		return fmt.Errorf("mount %q would shadow /in", m.Dir)
+	}
+	return nil
 }
 
 // Run runs module against in under lim and returns how it ended. It never
@@ -60,6 +96,11 @@ func (s *Sandbox) runOn(ctx context.Context, e *engine, module []byte, in Input,
 	}
 	if lim.Fuel > 1<<62 {
 		return out.end(KindInvalidChecker, "fuel limit over 2^62", start)
+	}
+	for _, m := range in.Mounts {
+		if err := m.check(); err != nil {
+			return out.end(KindInvalidChecker, "invalid input: "+err.Error(), start)
+		}
 	}
 	c := e.compile(context.WithoutCancel(ctx), sum, module)
 	if c.err != nil {
@@ -118,18 +159,27 @@ func newRun(c *compiled, in Input, lim Limits) *run {
 }
 
 // exec instantiates the module and runs it to its end. The guest sees argv
-// ["checker"], no environment, the input on stdin and at /in (read-only),
-// a fake clock that starts at a fixed instant (fakeClock), sleeps that
-// return at once, and wazero's deterministic random source.
+// ["checker"] (or the input's Args), no environment, the input on stdin and
+// at /in (read-only), the input's Mounts (read-only), a fake clock that
+// starts at a fixed instant (fakeClock), sleeps that return at once, and
+// wazero's deterministic random source.
 func (r *run) exec(ctx context.Context, rt wazero.Runtime) {
+	args := []string{"checker"}
+	if len(r.in.Args) > 0 {
+		args = r.in.Args
+	}
+	fsc := wazero.NewFSConfig().WithFSMount(newInputFS(r.in, &r.meter), "/in")
+	for _, m := range r.in.Mounts {
+		fsc = fsc.WithFSMount(&meteredFS{fs: m.FS, meter: &r.meter}, m.Dir)
+	}
 	cfg := wazero.NewModuleConfig().
 		WithName("").
-		WithArgs("checker").
+		WithArgs(args...).
 		WithStartFunctions().
 		WithStdin(&meteredReader{r: bytesReader(r.in.Artifact), meter: &r.meter}).
 		WithStdout(r.stdout).
 		WithStderr(r.stderr).
-		WithFSConfig(wazero.NewFSConfig().WithFSMount(newInputFS(r.in, &r.meter), "/in")).
+		WithFSConfig(fsc).
 		WithWalltime(r.clock.walltime, resolution).
 		WithNanotime(r.clock.nanotime, resolution).
 		WithNanosleep(r.clock.sleep)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/assayhq/assay/wasm"
@@ -210,6 +211,34 @@ func TestSandbox_Run_evidence(t *testing.T) {
 		wasm.Input{Artifact: []byte("a"), Evidence: []byte("counterexample")}, wasm.DefaultLimits())
 	if !strings.Contains(out.Stdout, "/in/evidence: \"counterexample\" false\n") || !strings.Contains(out.Stdout, "/in: [artifact evidence]\n") {
 		t.Errorf("evidence not mounted:\n%s", out.Stdout)
+	}
+}
+
+// TestSandbox_Run_mounts: a front-end's Args replace argv, its Mounts sit
+// beside /in without changing it, and a bad mount is refused.
+func TestSandbox_Run_mounts(t *testing.T) {
+	sb := newSandbox(t, wasm.Config{})
+	lib := fstest.MapFS{"lib/x.txt": {Data: []byte("x")}}
+	out := sb.Run(context.Background(), fixture(t, "probe.wasm"), wasm.Input{
+		Artifact: []byte("a"),
+		Args:     []string{"python", "-I"},
+		Mounts:   []wasm.Mount{{Dir: "/usr/local", FS: lib}},
+	}, wasm.DefaultLimits())
+	if out.Kind != wasm.KindPass {
+		t.Fatalf("kind %s: %s\n%s", out.Kind, out.Detail, out.Stderr)
+	}
+	for _, want := range []string{"args: [python -I]\n", "/in: [artifact]\n", "passwd: true\n", "env: 0\n"} {
+		if !strings.Contains(out.Stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out.Stdout)
+		}
+	}
+	for _, dir := range []string{"/in", "/in/lib", "/", "usr", "/usr/../etc", ""} {
+		out := sb.Run(context.Background(), fixture(t, "pass.wasm"), wasm.Input{
+			Mounts: []wasm.Mount{{Dir: dir, FS: lib}},
+		}, wasm.DefaultLimits())
+		if out.Kind != wasm.KindInvalidChecker {
+			t.Errorf("mount at %q: kind %s, want invalid_checker", dir, out.Kind)
+		}
 	}
 }
 
