@@ -1,0 +1,118 @@
+// Package rail is the payment rail behind Assay's wallets: where money comes
+// from when an agent deposits and goes to when it withdraws. A rail settles
+// outside Assay; inside, its money is one ledger account (Account), so that
+// every deposit and withdrawal is a double-entry posting against it and the
+// ledger still sums to zero.
+//
+// Every rail must be able to reverse a payment (Refund): the market sells
+// recourse, and a rail that cannot give money back cannot honour it. The
+// interface makes Refund a requirement, not an option.
+//
+// The dev rail (Dev) settles instantly and simulates refunds. An x402 rail
+// (HTTP 402 with the PAYMENT-REQUIRED, PAYMENT-SIGNATURE and PAYMENT-RESPONSE
+// headers of x402 v2, USDC on Base) plugs in behind the same interface; the
+// header names are defined here for it.
+package rail
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+)
+
+// x402 v2: a server answers 402 with PAYMENT-REQUIRED (what to pay), the
+// client retries with PAYMENT-SIGNATURE (the signed payment), and the
+// server answers PAYMENT-RESPONSE (the settlement).
+const (
+	StatusPaymentRequired  = http.StatusPaymentRequired
+	HeaderPaymentRequired  = "PAYMENT-REQUIRED"
+	HeaderPaymentSignature = "PAYMENT-SIGNATURE"
+	HeaderPaymentResponse  = "PAYMENT-RESPONSE"
+)
+
+// Payment is money moving between an agent and a rail, in the rail's
+// currency's minor units.
+type Payment struct {
+	// ID is unique per payment and stable across retries: a rail uses it
+	// to make Collect, Payout and Refund idempotent.
+	ID       string
+	Agent    string
+	Amount   int64
+	Currency string
+	// Proof is what the agent presented to pay, e.g. an x402
+	// PAYMENT-SIGNATURE header; the dev rail needs none.
+	Proof string
+}
+
+// Rail moves money between agents and Assay.
+type Rail interface {
+	// Name names the rail, e.g. "dev".
+	Name() string
+	// Account is the ledger account that stands for money on the rail.
+	Account() string
+	// Collect takes p.Amount from the agent and answers the rail's
+	// reference for the payment.
+	//
+	// # Errors
+	//
+	// An error when the payment was not made; nothing was taken.
+	Collect(ctx context.Context, p Payment) (ref string, err error)
+	// Payout sends p.Amount to the agent and answers a reference.
+	Payout(ctx context.Context, p Payment) (ref string, err error)
+	// Refund reverses amount of the collected payment ref and answers the
+	// refund's reference.
+	//
+	// # Notes
+	//
+	// Required of every rail: a rail that cannot reverse a payment cannot
+	// honour the market's recourse.
+	Refund(ctx context.Context, ref string, amount int64) (refundRef string, err error)
+}
+
+// Dev is the development rail: it settles every payment at once and
+// simulates refunds. Its references are derived from the payment id, so a
+// retried call answers the same reference.
+type Dev struct{}
+
+// Interface guard.
+var _ Rail = Dev{}
+
+// DevAccount is the ledger account of the dev rail.
+const DevAccount = "rail:dev"
+
+// Name implements Rail.
+func (Dev) Name() string { return "dev" }
+
+// Account implements Rail.
+func (Dev) Account() string { return DevAccount }
+
+// Collect implements Rail.
+func (Dev) Collect(_ context.Context, p Payment) (string, error) {
+	if p.Amount <= 0 {
+		return "", fmt.Errorf("rail: collect a positive amount, not %d", p.Amount)
+	}
+	return devRef("in", p.ID), nil
+}
+
+// Payout implements Rail.
+func (Dev) Payout(_ context.Context, p Payment) (string, error) {
+	if p.Amount <= 0 {
+		return "", fmt.Errorf("rail: pay out a positive amount, not %d", p.Amount)
+	}
+	return devRef("out", p.ID), nil
+}
+
+// Refund implements Rail.
+func (Dev) Refund(_ context.Context, ref string, amount int64) (string, error) {
+	if amount <= 0 {
+		return "", fmt.Errorf("rail: refund a positive amount, not %d", amount)
+	}
+	return devRef("refund", fmt.Sprintf("%s/%d", ref, amount)), nil
+}
+
+func devRef(kind, id string) string {
+	sum := sha256.Sum256([]byte(kind + "/" + id))
+	return "dev:" + kind + ":" + hex.EncodeToString(sum[:8])
+}
