@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"sync"
 )
 
@@ -58,21 +57,23 @@ func (g *groupSync) wait() error {
 	return g.err
 }
 
-// syncFiles makes everything committed so far durable: badger's own Sync
-// (the active memtable's write-ahead log and the value log), then the logs
-// of memtables rotated out since, which badger keeps unsynced until it has
-// flushed them to a synced table. Those are all but the newest *.mem file;
-// usually there are none.
+// syncFiles makes everything committed so far durable: it fdatasyncs the
+// write-ahead logs of the memtables (*.mem: the active one and any rotated
+// out and not yet flushed to a table) and the value logs (*.vlog). It does
+// not call badger's DB.Sync, which holds the database's lock through the
+// sync and so stalls every commit behind it; syncing the files through
+// their own descriptors writes the same pages (badger writes them through
+// shared mappings) without stopping the writers.
 func (d *DB) syncFiles() error {
-	if err := d.db.Sync(); err != nil {
-		return err
+	var files []string
+	for _, pattern := range []string{"*.mem", "*.vlog"} {
+		m, err := filepath.Glob(filepath.Join(d.dir, pattern))
+		if err != nil {
+			return err
+		}
+		files = append(files, m...)
 	}
-	logs, err := filepath.Glob(filepath.Join(d.dir, "*.mem"))
-	if err != nil || len(logs) < 2 {
-		return err
-	}
-	sort.Strings(logs) // fixed-width numbers: the newest, the active one, is last
-	for _, name := range logs[:len(logs)-1] {
+	for _, name := range files {
 		f, err := os.Open(name)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // flushed and removed meanwhile
