@@ -1,0 +1,804 @@
+package matters
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/idem"
+	"github.com/assayhq/assay/runtime/receipt"
+	"github.com/assayhq/assay/runtime/store"
+)
+
+// OpenRequest is the body of POST /api/v1/economic/matters/open.
+type OpenRequest struct {
+	RequesterID    string          `json:"requester_id"`
+	ActionDigest   string          `json:"action_digest,omitempty"`
+	Question       string          `json:"question"`
+	StakesUSDC     string          `json:"stakes_usdc"`
+	Deadline       string          `json:"deadline"`
+	RiskClass      string          `json:"risk_class"`
+	VerdictSchema  json.RawMessage `json:"verdict_schema"`
+	IdempotencyKey string          `json:"idempotency_key"`
+}
+
+// AssignRequest is the body of POST …/assign.
+type AssignRequest struct {
+	MatterID       string `json:"matter_id"`
+	SolverID       string `json:"solver_id"`
+	SolverKind     string `json:"solver_kind"`
+	Qualification  string `json:"qualification,omitempty"`
+	ConflictFree   *bool  `json:"conflict_free"`
+	IdempotencyKey string `json:"idempotency_key"`
+}
+
+// AcceptRequest is the body of POST …/accept.
+type AcceptRequest struct {
+	MatterID       string `json:"matter_id"`
+	SolverID       string `json:"solver_id"`
+	IdempotencyKey string `json:"idempotency_key"`
+}
+
+// VerdictRequest is the body of POST …/verdict.
+type VerdictRequest struct {
+	MatterID       string          `json:"matter_id"`
+	SolverID       string          `json:"solver_id"`
+	SolverKind     string          `json:"solver_kind"`
+	ActionDigest   string          `json:"action_digest,omitempty"`
+	Verdict        json.RawMessage `json:"verdict"`
+	IdempotencyKey string          `json:"idempotency_key"`
+}
+
+// SettleRequest is the body of POST …/settle.
+type SettleRequest struct {
+	MatterID       string `json:"matter_id"`
+	IdempotencyKey string `json:"idempotency_key"`
+}
+
+// DisputeRequest is the body of POST …/dispute.
+type DisputeRequest struct {
+	MatterID       string `json:"matter_id"`
+	Reason         string `json:"reason"`
+	ActionDigest   string `json:"action_digest,omitempty"`
+	IdempotencyKey string `json:"idempotency_key"`
+}
+
+// TickRequest is the body of POST …/tick.
+type TickRequest struct {
+	IdempotencyKey string `json:"idempotency_key"`
+}
+
+// Changed is the answer to every mutation but tick: the Matter's redacted
+// projection and the receipt the transition signed.
+type Changed struct {
+	Matter  Public          `json:"matter"`
+	Receipt receipt.Receipt `json:"receipt"`
+}
+
+// Ticked is the answer to tick: the Matters it expired and their receipts.
+type Ticked struct {
+	EvaluatedAt time.Time         `json:"evaluated_at"`
+	Expired     []Public          `json:"expired"`
+	Receipts    []receipt.Receipt `json:"receipts"`
+}
+
+// Subject is the credentialSubject of every Matter receipt.
+type Subject struct {
+	Schema              string `json:"schema"`
+	Kind                string `json:"kind"`
+	MatterID            string `json:"matter_id"`
+	Sequence            int    `json:"sequence"`
+	PreviousReceiptHash string `json:"previous_receipt_hash"` // "" for the first
+	Status              Status `json:"status"`
+	RiskClass           string `json:"risk_class"`
+	SolverKind          string `json:"solver_kind"` // "unassigned" before an assignment
+	TenantHash          string `json:"tenant_id_sha256"`
+	RequesterHash       string `json:"requester_id_sha256"`
+	ActionDigest        string `json:"action_digest,omitempty"`
+	QuestionHash        string `json:"question_sha256"`
+	SchemaHash          string `json:"verdict_schema_sha256"`
+	StakesUSDC          string `json:"stakes_usdc"`
+	Deadline            string `json:"deadline"`
+	SolverHash          string `json:"solver_id_sha256,omitempty"`
+	SolverStatus        string `json:"solver_status,omitempty"`
+	VerdictHash         string `json:"verdict_sha256,omitempty"`
+	VerdictSchemaOK     *bool  `json:"verdict_schema_ok,omitempty"`
+	SolverPaid          *bool  `json:"solver_paid,omitempty"`
+	Settlement          string `json:"settlement,omitempty"`
+	ReasonHash          string `json:"reason_sha256,omitempty"`
+	At                  string `json:"at"`
+}
+
+// Settlement is what matter_settled says about money: nothing moved.
+const Settlement = "non_custodial_flag_only_no_usdc_moved"
+
+// lazy is returned by a transaction function that committed an expiry the
+// request found due, while the request itself fails with err.
+type lazy struct{ err error }
+
+func (e *lazy) Error() string { return e.err.Error() }
+
+// fingerprint is what "same content" means for idempotency: the operation
+// and the request in RFC 8785 form.
+func fingerprint(op string, req any) string {
+	b, err := json.Marshal(req)
+	if err != nil {
+		b = []byte(fmt.Sprint(req))
+	}
+	if c, err := receipt.CanonicalJSON(b); err == nil {
+		b = c
+	}
+	h := sha256.New()
+	h.Write([]byte(op + "\n"))
+	h.Write(b)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func scope(parts ...string) string { return "matters:" + strings.Join(parts, ":") }
+
+// mutate runs fn in one transaction that first looks the request's key up
+// and, when fn succeeds, stores its reply under the key.
+func (s *Service) mutate(ctx context.Context, r idem.Request, fn func(tx store.Tx, now time.Time) (Reply, error)) (Reply, error) {
+	var (
+		out   Reply
+		after error
+	)
+	err := s.st.Update(ctx, func(tx store.Tx) error {
+		out, after = Reply{}, nil
+		if rep, err := idem.Lookup(tx, r); err != nil {
+			return err
+		} else if rep != nil {
+			out = *rep
+			return nil
+		}
+		rep, err := fn(tx, s.now().UTC())
+		var lz *lazy
+		if errors.As(err, &lz) {
+			after = lz.err
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if err := idem.Save(tx, r, rep); err != nil {
+			return err
+		}
+		out = rep
+		return nil
+	})
+	if err != nil {
+		return Reply{}, err
+	}
+	return out, after
+}
+
+func need(a Actor, scope string) error {
+	if !a.Can(scope) {
+		return fault.New(fault.Forbidden, ECodeInsufficientScope, "this call needs the %s scope", scope)
+	}
+	return nil
+}
+
+func needRole(a Actor, roles ...string) error {
+	for _, r := range roles {
+		if a.Has(r) {
+			return nil
+		}
+	}
+	return fault.New(fault.Forbidden, ECodeForbidden, "this call needs the role %s", strings.Join(roles, " or "))
+}
+
+func notFound(id string) error {
+	return fault.New(fault.NotFound, ECodeMatterNotFound, "no matter %q", id)
+}
+
+// load reads a Matter the actor's tenant owns; any other is not found.
+func load(tx store.Tx, a Actor, id string) (*Matter, error) {
+	if id == "" {
+		return nil, invalid(ECodeMissingField, "matter_id is required")
+	}
+	var m Matter
+	err := store.GetJSON(tx, matterKey(id), &m)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && m.Tenant != a.Tenant) {
+		return nil, notFound(id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// ownerOrOperator allows the Matter's requester and the tenant's operators.
+func ownerOrOperator(a Actor, m *Matter) error {
+	if a.Open || a.Has(RoleOperator) || (a.Has(RoleRequester) && a.KeyID == m.RequesterID) {
+		return nil
+	}
+	return fault.New(fault.Forbidden, ECodeForbidden, "only the matter's requester or an operator may do this")
+}
+
+func due(m *Matter, now time.Time) bool {
+	return m.Status == StatusOpen && !now.Before(m.Deadline)
+}
+
+// record signs the Matter's next receipt of kind, chained to the last one,
+// and writes the Matter.
+func (s *Service) record(tx store.Tx, m *Matter, kind string, now time.Time, fill func(*Subject)) (receipt.Receipt, error) {
+	seq := len(m.Receipts)
+	sub := Subject{
+		Schema: ReceiptSchema, Kind: kind, MatterID: m.ID, Sequence: seq,
+		PreviousReceiptHash: m.LastReceiptHash, Status: m.Status, RiskClass: m.RiskClass,
+		SolverKind: "unassigned", TenantHash: hashHex(m.Tenant), RequesterHash: hashHex(m.RequesterID),
+		ActionDigest: m.ActionDigest, QuestionHash: m.QuestionHash, SchemaHash: m.SchemaHash,
+		StakesUSDC: m.StakesUSDC, Deadline: m.Deadline.Format(time.RFC3339Nano),
+		VerdictHash: m.VerdictHash, At: now.Format(time.RFC3339Nano),
+	}
+	if k := m.solverKind(); k != "" {
+		sub.SolverKind = k
+	}
+	if m.Solver != nil {
+		sub.SolverHash = hashHex(m.Solver.ID)
+		sub.SolverStatus = string(m.Solver.Status)
+	}
+	if fill != nil {
+		fill(&sub)
+	}
+	rid := receiptID(m.ID, seq)
+	r, err := s.signer.Sign(receiptTypes[kind], rid, sub)
+	if err != nil {
+		return receipt.Receipt{}, fmt.Errorf("matters: sign %s: %w", kind, err)
+	}
+	if err := store.SetJSON(tx, receiptKey(m.ID, seq), r); err != nil {
+		return receipt.Receipt{}, err
+	}
+	m.Receipts = append(m.Receipts, rid)
+	m.LastReceiptHash = r.Proof.SubjectHash
+	if err := store.SetJSON(tx, matterKey(m.ID), m); err != nil {
+		return receipt.Receipt{}, err
+	}
+	if m.Status != StatusOpen {
+		if err := tx.Delete(openPrefix(m.Tenant) + m.ID); err != nil {
+			return receipt.Receipt{}, err
+		}
+	}
+	return r, nil
+}
+
+func changed(m *Matter, r receipt.Receipt, created bool) (Reply, error) {
+	b, err := json.Marshal(Changed{Matter: m.Public(), Receipt: r})
+	if err != nil {
+		return Reply{}, err
+	}
+	return Reply{Body: b, Created: created}, nil
+}
+
+// expire moves a due Matter to expired and signs matter_expired.
+func (s *Service) expire(tx store.Tx, m *Matter, now time.Time) (receipt.Receipt, error) {
+	m.Status = StatusExpired
+	m.ExpiredAt = now
+	return s.record(tx, m, KindExpired, now, nil)
+}
+
+// loadLive loads a Matter for a mutation and expires it when due; an
+// expired-now Matter fails the request with err after the expiry commits.
+func (s *Service) loadLive(tx store.Tx, a Actor, id string, now time.Time, whenDue error) (*Matter, error) {
+	m, err := load(tx, a, id)
+	if err != nil {
+		return nil, err
+	}
+	if due(m, now) {
+		if _, err := s.expire(tx, m, now); err != nil {
+			return nil, err
+		}
+		return nil, &lazy{whenDue}
+	}
+	return m, nil
+}
+
+func notOpen(m *Matter) error {
+	return fault.New(fault.Conflict, ECodeMatterNotOpen, "matter %s is %s, not open", m.ID, m.Status)
+}
+
+// Open records a new Matter in state open and signs matter_opened.
+//
+// # Errors
+//
+// missing_field, field_too_long, invalid_action_digest, invalid_stakes,
+// invalid_deadline, invalid_risk_class, invalid_schema,
+// invalid_idempotency_key (400); forbidden, insufficient_scope,
+// requester_mismatch (403); idempotency_conflict (409).
+func (s *Service) Open(ctx context.Context, a Actor, req OpenRequest) (Reply, error) {
+	if err := need(a, ScopeWrite); err != nil {
+		return Reply{}, err
+	}
+	if err := needRole(a, RoleRequester); err != nil {
+		return Reply{}, err
+	}
+	if !a.Open {
+		if req.RequesterID == "" {
+			req.RequesterID = a.KeyID
+		}
+		if req.RequesterID != a.KeyID {
+			return Reply{}, fault.New(fault.Forbidden, ECodeRequesterMismatch, "requester_id must be the signing principal's key id %q", a.KeyID)
+		}
+	}
+	if err := text("requester_id", req.RequesterID, MaxIDBytes); err != nil {
+		return Reply{}, err
+	}
+	if err := validDigest("action_digest", req.ActionDigest, !a.Open); err != nil {
+		return Reply{}, err
+	}
+	if err := text("question", req.Question, MaxQuestionBytes); err != nil {
+		return Reply{}, err
+	}
+	if err := validStakes(req.StakesUSDC); err != nil {
+		return Reply{}, err
+	}
+	deadline, err := parseDeadline(req.Deadline, s.now())
+	if err != nil {
+		return Reply{}, err
+	}
+	if err := validRiskClass(req.RiskClass); err != nil {
+		return Reply{}, err
+	}
+	if _, err := compileVerdictSchema(req.VerdictSchema); err != nil {
+		return Reply{}, err
+	}
+	if err := validIdemKey(req.IdempotencyKey); err != nil {
+		return Reply{}, err
+	}
+	canonSchema, err := receipt.CanonicalJSON(req.VerdictSchema)
+	if err != nil {
+		return Reply{}, invalid(ECodeInvalidSchema, "verdict_schema: %v", err)
+	}
+	ir := idem.Request{Scope: scope("open", hashHex(a.Tenant), hashHex(req.RequesterID)), Key: req.IdempotencyKey, Fingerprint: fingerprint("open", req)}
+	id := "mat-" + s.newID()
+	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
+		if !deadline.After(now) {
+			return Reply{}, invalid(ECodeInvalidDeadline, "deadline %s is not in the future", req.Deadline)
+		}
+		m := &Matter{
+			ID: id, Schema: ServiceSchema, Tenant: a.Tenant, RequesterID: req.RequesterID,
+			ActionDigest: req.ActionDigest, Question: req.Question, StakesUSDC: req.StakesUSDC,
+			Deadline: deadline, RiskClass: req.RiskClass, VerdictSchema: canonSchema, Status: StatusOpen,
+			QuestionHash: hashHex(req.Question), SchemaHash: hashHex(string(canonSchema)),
+			Receipts: []string{}, CreatedAt: now,
+		}
+		if err := tx.Set(tenantPrefix(a.Tenant)+id, nil); err != nil {
+			return Reply{}, err
+		}
+		if err := tx.Set(openPrefix(a.Tenant)+id, nil); err != nil {
+			return Reply{}, err
+		}
+		r, err := s.record(tx, m, KindOpened, now, nil)
+		if err != nil {
+			return Reply{}, err
+		}
+		return changed(m, r, true)
+	})
+}
+
+// Assign records the Matter's one solver (invited) and signs
+// solver_assigned.
+//
+// # Errors
+//
+// missing_field, field_too_long, invalid_solver_kind,
+// invalid_qualification, unknown_solver (400); solver_conflict (409: no
+// conflict_free=true assertion, or the solver is the requester);
+// matter_not_found (404); matter_not_open, solver_already_assigned,
+// idempotency_conflict (409); forbidden, insufficient_scope (403).
+func (s *Service) Assign(ctx context.Context, a Actor, req AssignRequest) (Reply, error) {
+	if err := need(a, ScopeWrite); err != nil {
+		return Reply{}, err
+	}
+	if err := needRole(a, RoleRequester, RoleOperator); err != nil {
+		return Reply{}, err
+	}
+	if err := text("matter_id", req.MatterID, MaxIDBytes); err != nil {
+		return Reply{}, err
+	}
+	if err := text("solver_id", req.SolverID, MaxIDBytes); err != nil {
+		return Reply{}, err
+	}
+	if err := validSolverKind(req.SolverKind); err != nil {
+		return Reply{}, err
+	}
+	if len(req.Qualification) > MaxQualificationBytes || strings.ContainsFunc(req.Qualification, func(r rune) bool { return r < 0x20 && r != '\n' && r != '\t' }) {
+		return Reply{}, invalid(ECodeInvalidQualification, "qualification must be at most %d bytes of text", MaxQualificationBytes)
+	}
+	if req.ConflictFree == nil || !*req.ConflictFree {
+		return Reply{}, fault.New(fault.Conflict, ECodeSolverConflict, "assigning a solver requires the assertion conflict_free=true")
+	}
+	if err := validIdemKey(req.IdempotencyKey); err != nil {
+		return Reply{}, err
+	}
+	ir := idem.Request{Scope: scope("assign", hashHex(a.Tenant), req.MatterID), Key: req.IdempotencyKey, Fingerprint: fingerprint("assign", req)}
+	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
+		m, err := load(tx, a, req.MatterID)
+		if err != nil {
+			return Reply{}, err
+		}
+		if err := ownerOrOperator(a, m); err != nil {
+			return Reply{}, err
+		}
+		if due(m, now) {
+			if _, err := s.expire(tx, m, now); err != nil {
+				return Reply{}, err
+			}
+			return Reply{}, &lazy{notOpen(m)}
+		}
+		if m.Status != StatusOpen {
+			return Reply{}, notOpen(m)
+		}
+		if m.Solver != nil {
+			return Reply{}, fault.New(fault.Conflict, ECodeSolverAlreadyAssigned, "matter %s already has a solver; v1 has no replacement", m.ID)
+		}
+		if req.SolverID == m.RequesterID {
+			return Reply{}, fault.New(fault.Conflict, ECodeSolverConflict, "the requester cannot be the matter's solver")
+		}
+		if !a.Open {
+			p, err := getPrincipal(tx, req.SolverID)
+			if err != nil || p.Tenant != a.Tenant || !p.RevokedAt.IsZero() || !p.actor().Has(RoleSolver) {
+				return Reply{}, invalid(ECodeUnknownSolver, "solver_id must be the key id of an active solver principal of this tenant")
+			}
+		}
+		m.Solver = &Solver{ID: req.SolverID, Kind: req.SolverKind, Qualification: req.Qualification,
+			ConflictFree: true, Status: SolverInvited, AssignedAt: now}
+		r, err := s.record(tx, m, KindAssigned, now, nil)
+		if err != nil {
+			return Reply{}, err
+		}
+		return changed(m, r, false)
+	})
+}
+
+// solverID binds the body's solver_id to the signing principal.
+func solverID(a Actor, id string) (string, error) {
+	if a.Open {
+		return id, text("solver_id", id, MaxIDBytes)
+	}
+	if id == "" {
+		id = a.KeyID
+	}
+	if id != a.KeyID {
+		return "", fault.New(fault.Forbidden, ECodeSolverMismatch, "solver_id must be the signing principal's key id %q", a.KeyID)
+	}
+	return id, nil
+}
+
+// Accept moves the assigned solver from invited to accepted and signs
+// solver_accepted.
+//
+// # Errors
+//
+// missing_field (400); solver_mismatch, forbidden, insufficient_scope
+// (403); matter_not_found (404); matter_not_open, solver_not_assigned,
+// solver_not_accepting, idempotency_conflict (409).
+func (s *Service) Accept(ctx context.Context, a Actor, req AcceptRequest) (Reply, error) {
+	if err := need(a, ScopeWrite); err != nil {
+		return Reply{}, err
+	}
+	if err := needRole(a, RoleSolver); err != nil {
+		return Reply{}, err
+	}
+	if err := text("matter_id", req.MatterID, MaxIDBytes); err != nil {
+		return Reply{}, err
+	}
+	sid, err := solverID(a, req.SolverID)
+	if err != nil {
+		return Reply{}, err
+	}
+	req.SolverID = sid
+	if err := validIdemKey(req.IdempotencyKey); err != nil {
+		return Reply{}, err
+	}
+	ir := idem.Request{Scope: scope("accept", hashHex(a.Tenant), req.MatterID, hashHex(sid)), Key: req.IdempotencyKey, Fingerprint: fingerprint("accept", req)}
+	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
+		m, err := load(tx, a, req.MatterID)
+		if err != nil {
+			return Reply{}, err
+		}
+		if due(m, now) {
+			if _, err := s.expire(tx, m, now); err != nil {
+				return Reply{}, err
+			}
+			return Reply{}, &lazy{notOpen(m)}
+		}
+		if m.Status != StatusOpen {
+			return Reply{}, notOpen(m)
+		}
+		if m.Solver == nil || m.Solver.ID != sid {
+			return Reply{}, fault.New(fault.Conflict, ECodeSolverNotAssigned, "solver %q is not assigned to matter %s", sid, m.ID)
+		}
+		if m.Solver.Status != SolverInvited {
+			return Reply{}, fault.New(fault.Conflict, ECodeSolverNotAccepting, "the solver of matter %s is %s, not invited", m.ID, m.Solver.Status)
+		}
+		m.Solver.Status = SolverAccepted
+		m.Solver.AcceptedAt = now
+		r, err := s.record(tx, m, KindAccepted, now, nil)
+		if err != nil {
+			return Reply{}, err
+		}
+		return changed(m, r, false)
+	})
+}
+
+// Verdict records the first valid verdict of the accepted assigned solver:
+// the Matter becomes judged and verdict_submitted is signed with
+// verdict_schema_ok=true. Every later verdict fails with matter_not_open.
+//
+// # Errors
+//
+// missing_field, invalid_solver_kind, invalid_verdict,
+// invalid_action_digest (400); verdict_schema_mismatch (422);
+// solver_mismatch, forbidden, insufficient_scope (403); matter_not_found
+// (404); matter_not_open, solver_not_assigned, solver_not_accepted,
+// solver_kind_mismatch, idempotency_conflict (409).
+func (s *Service) Verdict(ctx context.Context, a Actor, req VerdictRequest) (Reply, error) {
+	if err := need(a, ScopeWrite); err != nil {
+		return Reply{}, err
+	}
+	if err := needRole(a, RoleSolver); err != nil {
+		return Reply{}, err
+	}
+	if err := text("matter_id", req.MatterID, MaxIDBytes); err != nil {
+		return Reply{}, err
+	}
+	sid, err := solverID(a, req.SolverID)
+	if err != nil {
+		return Reply{}, err
+	}
+	req.SolverID = sid
+	if err := validSolverKind(req.SolverKind); err != nil {
+		return Reply{}, err
+	}
+	if err := validDigest("action_digest", req.ActionDigest, false); err != nil {
+		return Reply{}, err
+	}
+	if isNull(req.Verdict) || !isObject(req.Verdict) {
+		return Reply{}, invalid(ECodeInvalidVerdict, "verdict is required: a JSON object (not an array)")
+	}
+	if len(req.Verdict) > MaxVerdictBytes {
+		return Reply{}, invalid(ECodeInvalidVerdict, "verdict is %d bytes; at most %d", len(req.Verdict), MaxVerdictBytes)
+	}
+	canonVerdict, err := receipt.CanonicalJSON(req.Verdict)
+	if err != nil {
+		return Reply{}, invalid(ECodeInvalidVerdict, "verdict: %v", err)
+	}
+	if err := validIdemKey(req.IdempotencyKey); err != nil {
+		return Reply{}, err
+	}
+	ir := idem.Request{Scope: scope("verdict", hashHex(a.Tenant), req.MatterID, hashHex(sid)), Key: req.IdempotencyKey, Fingerprint: fingerprint("verdict", req)}
+	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
+		m, err := s.loadLive(tx, a, req.MatterID, now, nil)
+		var lz *lazy
+		if errors.As(err, &lz) {
+			return Reply{}, &lazy{fault.New(fault.Conflict, ECodeMatterNotOpen, "matter %s passed its deadline and expired", req.MatterID)}
+		} else if err != nil {
+			return Reply{}, err
+		}
+		if m.Status != StatusOpen {
+			return Reply{}, notOpen(m)
+		}
+		switch {
+		case m.Solver == nil && !a.Open:
+			return Reply{}, fault.New(fault.Conflict, ECodeSolverNotAssigned, "matter %s has no assigned solver; signed mode takes verdicts only from one", m.ID)
+		case m.Solver != nil && m.Solver.ID != sid:
+			return Reply{}, fault.New(fault.Conflict, ECodeSolverNotAssigned, "solver %q is not assigned to matter %s", sid, m.ID)
+		case m.Solver != nil && m.Solver.Status != SolverAccepted:
+			return Reply{}, fault.New(fault.Conflict, ECodeSolverNotAccepted, "the solver of matter %s has not accepted the assignment", m.ID)
+		case m.Solver != nil && m.Solver.Kind != req.SolverKind:
+			return Reply{}, fault.New(fault.Conflict, ECodeSolverKindMismatch, "solver_kind %q does not match the assignment's %q", req.SolverKind, m.Solver.Kind)
+		}
+		if m.ActionDigest != "" && req.ActionDigest != m.ActionDigest {
+			return Reply{}, invalid(ECodeInvalidActionDigest, "the verdict must carry the matter's action_digest")
+		}
+		sc, err := compileVerdictSchema(m.VerdictSchema)
+		if err != nil {
+			return Reply{}, err
+		}
+		if err := sc.Validate(canonVerdict); err != nil {
+			return Reply{}, fault.New(fault.Unprocessable, ECodeVerdictSchemaMismatch, "the verdict does not match verdict_schema: %v", err)
+		}
+		m.Status = StatusJudged
+		m.Verdict = canonVerdict
+		m.VerdictHash = hashHex(string(canonVerdict))
+		m.VerdictSolverKind = req.SolverKind
+		m.VerdictSolverHash = hashHex(sid)
+		m.VerdictSchemaOK = true
+		m.JudgedAt = now
+		ok := true
+		r, err := s.record(tx, m, KindVerdict, now, func(sub *Subject) {
+			sub.VerdictSchemaOK = &ok
+			sub.SolverHash = m.VerdictSolverHash
+		})
+		if err != nil {
+			return Reply{}, err
+		}
+		return changed(m, r, false)
+	})
+}
+
+// Settle marks a judged Matter settled with solver_paid=true and signs
+// matter_settled, which says no funds moved.
+//
+// # Errors
+//
+// missing_field (400); forbidden, insufficient_scope (403);
+// matter_not_found (404); matter_not_settleable, idempotency_conflict (409).
+func (s *Service) Settle(ctx context.Context, a Actor, req SettleRequest) (Reply, error) {
+	if err := need(a, ScopeWrite); err != nil {
+		return Reply{}, err
+	}
+	if err := text("matter_id", req.MatterID, MaxIDBytes); err != nil {
+		return Reply{}, err
+	}
+	if err := validIdemKey(req.IdempotencyKey); err != nil {
+		return Reply{}, err
+	}
+	ir := idem.Request{Scope: scope("settle", hashHex(a.Tenant), req.MatterID), Key: req.IdempotencyKey, Fingerprint: fingerprint("settle", req)}
+	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
+		m, err := load(tx, a, req.MatterID)
+		if err != nil {
+			return Reply{}, err
+		}
+		if err := ownerOrOperator(a, m); err != nil {
+			return Reply{}, err
+		}
+		notSettleable := func() error {
+			return fault.New(fault.Conflict, ECodeMatterNotSettleable, "matter %s is %s; only a judged matter settles", m.ID, m.Status)
+		}
+		if due(m, now) {
+			if _, err := s.expire(tx, m, now); err != nil {
+				return Reply{}, err
+			}
+			return Reply{}, &lazy{notSettleable()}
+		}
+		if m.Status != StatusJudged {
+			return Reply{}, notSettleable()
+		}
+		m.Status = StatusSettled
+		m.SolverPaid = true
+		m.SettledAt = now
+		paid := true
+		r, err := s.record(tx, m, KindSettled, now, func(sub *Subject) {
+			sub.SolverPaid = &paid
+			sub.Settlement = Settlement
+		})
+		if err != nil {
+			return Reply{}, err
+		}
+		return changed(m, r, false)
+	})
+}
+
+// Dispute moves an open or judged Matter to disputed with a reason and
+// signs matter_disputed.
+//
+// # Errors
+//
+// missing_field, invalid_reason, invalid_action_digest (400); forbidden,
+// insufficient_scope (403); matter_not_found (404);
+// matter_not_disputable, idempotency_conflict (409).
+func (s *Service) Dispute(ctx context.Context, a Actor, req DisputeRequest) (Reply, error) {
+	if err := need(a, ScopeWrite); err != nil {
+		return Reply{}, err
+	}
+	if err := text("matter_id", req.MatterID, MaxIDBytes); err != nil {
+		return Reply{}, err
+	}
+	if req.Reason == "" || len(req.Reason) > MaxReasonBytes {
+		return Reply{}, invalid(ECodeInvalidReason, "reason is required: 1 to %d bytes", MaxReasonBytes)
+	}
+	if err := validDigest("action_digest", req.ActionDigest, false); err != nil {
+		return Reply{}, err
+	}
+	if err := validIdemKey(req.IdempotencyKey); err != nil {
+		return Reply{}, err
+	}
+	ir := idem.Request{Scope: scope("dispute", hashHex(a.Tenant), req.MatterID), Key: req.IdempotencyKey, Fingerprint: fingerprint("dispute", req)}
+	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
+		m, err := load(tx, a, req.MatterID)
+		if err != nil {
+			return Reply{}, err
+		}
+		if err := ownerOrOperator(a, m); err != nil {
+			return Reply{}, err
+		}
+		notDisputable := func() error {
+			return fault.New(fault.Conflict, ECodeMatterNotDisputable, "matter %s is %s; only an open or judged matter is disputed", m.ID, m.Status)
+		}
+		if due(m, now) {
+			if _, err := s.expire(tx, m, now); err != nil {
+				return Reply{}, err
+			}
+			return Reply{}, &lazy{notDisputable()}
+		}
+		if m.Status != StatusOpen && m.Status != StatusJudged {
+			return Reply{}, notDisputable()
+		}
+		if !a.Open && m.ActionDigest != "" && req.ActionDigest != m.ActionDigest {
+			return Reply{}, invalid(ECodeInvalidActionDigest, "a dispute must carry the matter's action_digest")
+		}
+		m.Status = StatusDisputed
+		m.DisputeReason = req.Reason
+		m.DisputedAt = now
+		r, err := s.record(tx, m, KindDisputed, now, func(sub *Subject) { sub.ReasonHash = hashHex(req.Reason) })
+		if err != nil {
+			return Reply{}, err
+		}
+		return changed(m, r, false)
+	})
+}
+
+// Tick expires every open Matter of the actor's tenant at or past its
+// deadline (at most MaxList per call) and answers what it expired. A
+// replay of its key answers the original receipts again.
+//
+// # Errors
+//
+// invalid_idempotency_key (400); forbidden, insufficient_scope (403);
+// idempotency_conflict (409).
+func (s *Service) Tick(ctx context.Context, a Actor, req TickRequest) (Reply, error) {
+	if err := need(a, ScopeWrite); err != nil {
+		return Reply{}, err
+	}
+	if err := needRole(a, RoleOperator); err != nil {
+		return Reply{}, err
+	}
+	if err := validIdemKey(req.IdempotencyKey); err != nil {
+		return Reply{}, err
+	}
+	ir := idem.Request{Scope: scope("tick", hashHex(a.Tenant)), Key: req.IdempotencyKey, Fingerprint: fingerprint("tick", req)}
+	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
+		out := Ticked{EvaluatedAt: now, Expired: []Public{}, Receipts: []receipt.Receipt{}}
+		ids, err := scanIDs(tx, openPrefix(a.Tenant), 0)
+		if err != nil {
+			return Reply{}, err
+		}
+		for _, id := range ids {
+			m, err := load(tx, a, id)
+			if err != nil {
+				return Reply{}, err
+			}
+			if !due(m, now) {
+				continue
+			}
+			r, err := s.expire(tx, m, now)
+			if err != nil {
+				return Reply{}, err
+			}
+			out.Expired = append(out.Expired, m.Public())
+			out.Receipts = append(out.Receipts, r)
+			if len(out.Expired) == MaxList {
+				break
+			}
+		}
+		b, err := json.Marshal(out)
+		if err != nil {
+			return Reply{}, err
+		}
+		return Reply{Body: b}, nil
+	})
+}
+
+// scanIDs lists the ids under an index prefix, at most limit (0: all).
+func scanIDs(tx store.Tx, prefix string, limit int) ([]string, error) {
+	var ids []string
+	err := tx.Scan(prefix, false, func(k string, _ []byte) error {
+		ids = append(ids, strings.TrimPrefix(k, prefix))
+		if limit > 0 && len(ids) >= limit {
+			return store.ErrStop
+		}
+		return nil
+	})
+	if errors.Is(err, store.ErrStop) {
+		err = nil
+	}
+	return ids, err
+}

@@ -1,0 +1,164 @@
+package matters
+
+import (
+	"context"
+	"time"
+
+	"github.com/assayhq/assay/runtime/receipt"
+	"github.com/assayhq/assay/runtime/store"
+)
+
+// View is a Matter as one actor may see it: the full Matter when the
+// actor holds economic:private, and the redacted projection otherwise.
+type View struct {
+	Private *Matter
+	Public  Public
+}
+
+// Value returns what to serve.
+func (v View) Value() any {
+	if v.Private != nil {
+		return v.Private
+	}
+	return v.Public
+}
+
+func view(a Actor, m *Matter) View {
+	if a.Can(ScopePrivate) {
+		return View{Private: m, Public: m.Public()}
+	}
+	return View{Public: m.Public()}
+}
+
+// evaluate loads the Matters by id and expires those due, in one
+// transaction when any is due.
+func (s *Service) evaluate(ctx context.Context, a Actor, ids []string) ([]*Matter, error) {
+	var (
+		out    []*Matter
+		anyDue bool
+	)
+	err := s.st.View(ctx, func(tx store.Tx) error {
+		out, anyDue = out[:0], false
+		now := s.now().UTC()
+		for _, id := range ids {
+			m, err := load(tx, a, id)
+			if err != nil {
+				return err
+			}
+			anyDue = anyDue || due(m, now)
+			out = append(out, m)
+		}
+		return nil
+	})
+	if err != nil || !anyDue {
+		return out, err
+	}
+	err = s.st.Update(ctx, func(tx store.Tx) error {
+		out = out[:0]
+		now := s.now().UTC()
+		for _, id := range ids {
+			m, err := load(tx, a, id)
+			if err != nil {
+				return err
+			}
+			if due(m, now) {
+				if _, err := s.expire(tx, m, now); err != nil {
+					return err
+				}
+			}
+			out = append(out, m)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Get returns one Matter of the actor's tenant, expiring it first when it
+// is open at or past its deadline.
+//
+// # Errors
+//
+// insufficient_scope (403); matter_not_found (404).
+func (s *Service) Get(ctx context.Context, a Actor, id string) (View, error) {
+	if err := need(a, ScopeRead); err != nil {
+		return View{}, err
+	}
+	if id == "" {
+		return View{}, notFound(id)
+	}
+	ms, err := s.evaluate(ctx, a, []string{id})
+	if err != nil {
+		return View{}, err
+	}
+	return view(a, ms[0]), nil
+}
+
+// List returns the actor's tenant's Matters, oldest id first, at most
+// MaxList: only the open ones, or all when all is set. Open Matters past
+// their deadline expire first, and so leave the open list.
+//
+// # Errors
+//
+// insufficient_scope (403).
+func (s *Service) List(ctx context.Context, a Actor, all bool) ([]View, error) {
+	if err := need(a, ScopeRead); err != nil {
+		return nil, err
+	}
+	prefix := openPrefix(a.Tenant)
+	if all {
+		prefix = tenantPrefix(a.Tenant)
+	}
+	var ids []string
+	err := s.st.View(ctx, func(tx store.Tx) error {
+		var err error
+		ids, err = scanIDs(tx, prefix, MaxList)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	ms, err := s.evaluate(ctx, a, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]View, 0, len(ms))
+	for _, m := range ms {
+		if !all && m.Status != StatusOpen {
+			continue
+		}
+		out = append(out, view(a, m))
+	}
+	return out, nil
+}
+
+// Receipts returns a Matter's receipts, oldest first: the chain, each
+// carrying the previous one's proof.subjectHash.
+//
+// # Errors
+//
+// insufficient_scope (403); matter_not_found (404).
+func (s *Service) Receipts(ctx context.Context, a Actor, id string) ([]receipt.Receipt, error) {
+	if err := need(a, ScopeRead); err != nil {
+		return nil, err
+	}
+	var out []receipt.Receipt
+	err := s.st.View(ctx, func(tx store.Tx) error {
+		out = out[:0]
+		m, err := load(tx, a, id)
+		if err != nil {
+			return err
+		}
+		for i := range m.Receipts {
+			var r receipt.Receipt
+			if err := store.GetJSON(tx, receiptKey(m.ID, i), &r); err != nil {
+				return err
+			}
+			out = append(out, r)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// now is exposed for the transport's signature freshness checks.
+func (s *Service) Now() time.Time { return s.now() }

@@ -1,0 +1,180 @@
+package matters
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/assayhq/assay/adjudicate"
+	"github.com/assayhq/assay/runtime/fault"
+)
+
+// The seed's error codes, and this package's own for generic bad input.
+const (
+	ECodeInvalidRiskClass      = "invalid_risk_class"
+	ECodeInvalidSchema         = "invalid_schema"
+	ECodeInvalidSolverKind     = "invalid_solver_kind"
+	ECodeInvalidVerdict        = "invalid_verdict"
+	ECodeVerdictSchemaMismatch = "verdict_schema_mismatch"
+	ECodeInvalidActionDigest   = "invalid_action_digest"
+	ECodeInvalidQualification  = "invalid_qualification"
+	ECodeSolverConflict        = "solver_conflict"
+	ECodeSolverAlreadyAssigned = "solver_already_assigned"
+	ECodeSolverNotAssigned     = "solver_not_assigned"
+	ECodeSolverNotAccepted     = "solver_not_accepted"
+	ECodeSolverNotAccepting    = "solver_not_accepting"
+	ECodeSolverKindMismatch    = "solver_kind_mismatch"
+	ECodeMatterNotFound        = "matter_not_found"
+	ECodeMatterNotOpen         = "matter_not_open"
+	ECodeMatterNotSettleable   = "matter_not_settleable"
+	ECodeMatterNotDisputable   = "matter_not_disputable"
+
+	ECodeIdempotencyConflict = "idempotency_conflict"
+	ECodeMissingField        = "missing_field"
+	ECodeFieldTooLong        = "field_too_long"
+	ECodeInvalidStakes       = "invalid_stakes"
+	ECodeInvalidDeadline     = "invalid_deadline"
+	ECodeInvalidIdemKey      = "invalid_idempotency_key"
+	ECodeInvalidReason       = "invalid_reason"
+	ECodeForbidden           = "forbidden"
+	ECodeInsufficientScope   = "insufficient_scope"
+	ECodeRequesterMismatch   = "requester_mismatch"
+	ECodeSolverMismatch      = "solver_mismatch"
+	ECodeUnknownSolver       = "unknown_solver"
+)
+
+var (
+	digestRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	stakesRE = regexp.MustCompile(`^(0|[1-9][0-9]{0,17})(\.[0-9]{1,6})?$`)
+)
+
+var riskClasses = map[string]bool{"spend": true, "publish": true, "irreversible": true}
+
+func invalid(code, format string, args ...any) error {
+	return fault.New(fault.Invalid, code, format, args...)
+}
+
+// text checks a required string field of at most max bytes.
+func text(field, v string, max int) error {
+	switch {
+	case v == "":
+		return invalid(ECodeMissingField, "%s is required and must not be empty", field)
+	case len(v) > max:
+		return invalid(ECodeFieldTooLong, "%s is %d bytes; at most %d", field, len(v), max)
+	case !utf8.ValidString(v):
+		return invalid(ECodeMissingField, "%s must be valid UTF-8", field)
+	}
+	return nil
+}
+
+func validIdemKey(k string) error {
+	if k == "" {
+		return invalid(ECodeInvalidIdemKey, "idempotency_key is required: every mutation takes one (1 to %d bytes)", MaxIDBytes)
+	}
+	if len(k) > MaxIDBytes || !utf8.ValidString(k) || strings.ContainsFunc(k, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return invalid(ECodeInvalidIdemKey, "idempotency_key must be 1 to %d bytes of printable UTF-8", MaxIDBytes)
+	}
+	return nil
+}
+
+func validDigest(field, d string, required bool) error {
+	if d == "" {
+		if required {
+			return invalid(ECodeInvalidActionDigest, "%s is required: the SHA-256 (64 lowercase hex digits) of the exact external action", field)
+		}
+		return nil
+	}
+	if !digestRE.MatchString(d) {
+		return invalid(ECodeInvalidActionDigest, "%s must be 64 lowercase hex digits (a SHA-256)", field)
+	}
+	return nil
+}
+
+func validStakes(s string) error {
+	if s == "" {
+		return invalid(ECodeInvalidStakes, `stakes_usdc is required: a positive decimal string like "12.5", at most %d fractional digits`, MaxStakesDecimals)
+	}
+	if !stakesRE.MatchString(s) || strings.Trim(s, "0.") == "" {
+		return invalid(ECodeInvalidStakes, `stakes_usdc must be a positive decimal string like "12.5" with at most %d fractional digits`, MaxStakesDecimals)
+	}
+	return nil
+}
+
+func parseDeadline(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, invalid(ECodeInvalidDeadline, "deadline is required: an ISO-8601 (RFC 3339) time in the future, e.g. 2026-05-01T12:00:00Z")
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, invalid(ECodeInvalidDeadline, "deadline must be an ISO-8601 (RFC 3339) time with a zone, e.g. 2026-05-01T12:00:00Z")
+	}
+	if !t.After(now) {
+		return time.Time{}, invalid(ECodeInvalidDeadline, "deadline %s is not in the future", s)
+	}
+	return t.UTC(), nil
+}
+
+func validRiskClass(c string) error {
+	if !riskClasses[c] {
+		return invalid(ECodeInvalidRiskClass, `risk_class must be "spend", "publish" or "irreversible"`)
+	}
+	return nil
+}
+
+func validSolverKind(k string) error {
+	if k != "human" && k != "model" {
+		return invalid(ECodeInvalidSolverKind, `solver_kind must be "human" or "model"`)
+	}
+	return nil
+}
+
+func isNull(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) == 0 || string(t) == "null"
+}
+
+func isObject(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) > 0 && t[0] == '{'
+}
+
+// compileVerdictSchema checks the seed's rules (a non-array object whose
+// required is a non-empty array) and compiles the schema through
+// adjudicate's bounded subset.
+func compileVerdictSchema(raw json.RawMessage) (*adjudicate.Schema, error) {
+	if isNull(raw) {
+		return nil, invalid(ECodeInvalidSchema, "verdict_schema is required: an object whose required is a non-empty array")
+	}
+	if len(raw) > MaxSchemaBytes {
+		return nil, invalid(ECodeInvalidSchema, "verdict_schema is %d bytes; at most %d", len(raw), MaxSchemaBytes)
+	}
+	if !isObject(raw) {
+		return nil, invalid(ECodeInvalidSchema, "verdict_schema must be a JSON object")
+	}
+	var top struct {
+		Required json.RawMessage `json:"required"`
+	}
+	if err := json.Unmarshal(raw, &top); err != nil {
+		return nil, invalid(ECodeInvalidSchema, "verdict_schema: %v", err)
+	}
+	var req []json.RawMessage
+	if isNull(top.Required) || json.Unmarshal(top.Required, &req) != nil || len(req) == 0 {
+		return nil, invalid(ECodeInvalidSchema, "verdict_schema.required must be a non-empty array of property names")
+	}
+	sc, err := adjudicate.CompileSchema(raw)
+	if err != nil {
+		var ae *adjudicate.Error
+		msg := err.Error()
+		if errorsAs(err, &ae) {
+			msg = ae.Message
+		}
+		return nil, invalid(ECodeInvalidSchema, "verdict_schema: %s", strings.TrimPrefix(msg, "schema: "))
+	}
+	return sc, nil
+}
+
+func errorsAs(err error, target **adjudicate.Error) bool { return errors.As(err, target) }
