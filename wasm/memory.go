@@ -10,6 +10,7 @@ type limitedMemory struct {
 	limit   uint64 // bytes
 	buf     []byte
 	refused bool
+	freed   int // len(buf) when wazero freed it, as it does when the module closes
 }
 
 // Allocate implements experimental.MemoryAllocator. wazero calls it once per
@@ -38,14 +39,20 @@ func (m *limitedMemory) Reallocate(size uint64) []byte {
 }
 
 // Free implements experimental.LinearMemory.
-func (m *limitedMemory) Free() { m.buf = nil }
+func (m *limitedMemory) Free() {
+	m.freed = max(m.freed, len(m.buf))
+	m.buf = nil
+}
 
-// pages returns the size of memory in 64 KiB pages. Memory never shrinks, so
-// this is also its peak.
-func (m *limitedMemory) pages() uint32 { return uint32(len(m.buf) / pageSize) }
+// size returns the size of memory in bytes, before it was freed. Memory
+// never shrinks, so this is also its peak.
+func (m *limitedMemory) size() int { return max(len(m.buf), m.freed) }
+
+// pages returns the size of memory in 64 KiB pages.
+func (m *limitedMemory) pages() uint32 { return uint32(m.size() / pageSize) }
 
 // reachedLimit reports whether the guest asked for more than the limit, or
 // grew to exactly the limit.
 func (m *limitedMemory) reachedLimit() bool {
-	return m.refused || uint64(len(m.buf)) >= m.limit
+	return m.refused || uint64(m.size()) >= m.limit
 }
