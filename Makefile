@@ -70,6 +70,10 @@ fixtures: ## rebuild every .wasm fixture from its source
 		(cd "$$d" && GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath -ldflags="-s -w" -o "$$(basename $$d).wasm" . && mv "$$(basename $$d).wasm" ..) || exit 1; \
 	done
 
+.PHONY: python-wasm
+python-wasm: ## rebuild checkers/python/runtime (CPython 3.11.2 for WASI) from Debian's sources
+	checkers/python/build.sh
+
 .PHONY: clean
 clean: ## remove build outputs (not the committed fixtures)
 	rm -rf bin .cache

@@ -1,6 +1,7 @@
 // Package checkers knows what a checker is: a reference by content hash and
 // limits, where checkers are kept (a content-addressed Source), and the
-// Runner that replays them in the wasm sandbox.
+// Runner that replays them in the wasm sandbox, wasm modules as they are and
+// Python checkers through the interpreter of checkers/python.
 package checkers
 
 import (
@@ -14,22 +15,30 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/assayhq/assay/checkers/python"
 	"github.com/assayhq/assay/wasm"
 )
 
-// Kinds of checker. Only wasm runs here today; python arrives as a
-// front-end that compiles to the same ABI.
+// Kinds of checker. A wasm checker is a module of checker ABI v1; a python
+// checker is Python source, run by the interpreter of checkers/python, which
+// is itself such a module.
 const (
-	KindWasm = "wasm"
+	KindWasm   = "wasm"
+	KindPython = "python"
 )
 
 // Ref names one checker in a criteria object by the SHA-256 of its bytes,
 // with the limits it runs under. Zero limits take the sandbox's defaults.
+// An empty Kind is wasm.
 type Ref struct {
 	SHA256    string `json:"sha256"`
 	Kind      string `json:"kind,omitempty"`
 	Fuel      uint64 `json:"fuel,omitempty"`
 	MemoryMiB uint32 `json:"memory_mib,omitempty"`
+	// ArtifactType is the type of artifact a python checker is given
+	// (python.Types); empty is python.DefaultType. Only python checkers
+	// have one.
+	ArtifactType string `json:"artifact_type,omitempty"`
 }
 
 // Validate reports whether r is well formed: a lowercase hex SHA-256, a
@@ -41,8 +50,17 @@ func (r Ref) Validate() error {
 	if _, err := hex.DecodeString(r.SHA256); err != nil {
 		return fmt.Errorf("checker sha256 %q is not hex", r.SHA256)
 	}
-	if r.Kind != "" && r.Kind != KindWasm {
-		return fmt.Errorf("checker kind %q is not supported (want %q)", r.Kind, KindWasm)
+	switch r.Kind {
+	case "", KindWasm:
+		if r.ArtifactType != "" {
+			return fmt.Errorf("checker artifact_type %q: only python checkers have one", r.ArtifactType)
+		}
+	case KindPython:
+		if r.ArtifactType != "" && !python.ValidType(r.ArtifactType) {
+			return fmt.Errorf("checker artifact_type %q is not one of %s", r.ArtifactType, strings.Join(python.Types, ", "))
+		}
+	default:
+		return fmt.Errorf("checker kind %q is not supported (want %q or %q)", r.Kind, KindWasm, KindPython)
 	}
 	if r.MemoryMiB > wasm.MaxMemoryMiB {
 		return fmt.Errorf("checker memory_mib %d is over the most a checker may have, %d", r.MemoryMiB, wasm.MaxMemoryMiB)
@@ -85,7 +103,8 @@ type Dir struct {
 
 var _ Source = (*Dir)(nil)
 
-// OpenDir indexes the .wasm files of a directory (not its subdirectories).
+// OpenDir indexes the .wasm and .py files of a directory (not its
+// subdirectories).
 func OpenDir(path string) (*Dir, error) {
 	d := &Dir{path: path}
 	if err := d.index(); err != nil {
@@ -101,7 +120,7 @@ func (d *Dir) index() error {
 	}
 	byHash := map[string]string{}
 	for _, e := range entries {
-		if e.IsDir() || filepath.Ext(e.Name()) != ".wasm" {
+		if ext := filepath.Ext(e.Name()); e.IsDir() || (ext != ".wasm" && ext != ".py") {
 			continue
 		}
 		p := filepath.Join(d.path, e.Name())
@@ -164,9 +183,34 @@ func (r *Runner) Run(ctx context.Context, ref Ref, in wasm.Input) (wasm.Outcome,
 	if err := ref.Validate(); err != nil {
 		return wasm.Outcome{}, err
 	}
-	module, err := r.src.Checker(ref.SHA256)
+	b, err := r.src.Checker(ref.SHA256)
 	if err != nil {
 		return wasm.Outcome{}, err
 	}
-	return r.sb.Run(ctx, module, in, ref.Limits()), nil
+	if ref.Kind == KindPython {
+		return python.Run(ctx, r.sb, b, ref.ArtifactType, in, ref.Limits()), nil
+	}
+	return r.sb.Run(ctx, b, in, ref.Limits()), nil
+}
+
+// Validate reports whether b is a checker of the given kind that sb can
+// run: for wasm, what wasm.Sandbox.Validate checks; for python, UTF-8 source
+// within python.MaxCheckerBytes (its syntax is judged when it runs). Either
+// way the module that will run is compiled, so that a first run starts at
+// once.
+//
+// # Errors
+//
+// An error saying what is wrong with b, or that kind is unknown.
+func Validate(ctx context.Context, sb *wasm.Sandbox, kind string, b []byte) error {
+	switch kind {
+	case "", KindWasm:
+		return sb.Validate(ctx, b)
+	case KindPython:
+		if err := python.CheckSource(b); err != nil {
+			return err
+		}
+		return sb.Validate(ctx, python.Module())
+	}
+	return fmt.Errorf("checker kind %q is not supported (want %q or %q)", kind, KindWasm, KindPython)
 }

@@ -68,7 +68,11 @@ func TestRef_Validate(t *testing.T) {
 		{"ErrShort", checkers.Ref{SHA256: "abc"}, false},
 		{"ErrUpper", checkers.Ref{SHA256: strings.ToUpper(good)}, false},
 		{"ErrNotHex", checkers.Ref{SHA256: strings.Repeat("zz", 32)}, false},
+		{"OKPython", checkers.Ref{SHA256: good, Kind: checkers.KindPython}, true},
+		{"OKPythonType", checkers.Ref{SHA256: good, Kind: checkers.KindPython, ArtifactType: "code"}, true},
 		{"ErrKind", checkers.Ref{SHA256: good, Kind: "lua"}, false},
+		{"ErrPythonType", checkers.Ref{SHA256: good, Kind: checkers.KindPython, ArtifactType: "blob"}, false},
+		{"ErrWasmType", checkers.Ref{SHA256: good, ArtifactType: "code"}, false},
 		{"ErrMemory", checkers.Ref{SHA256: good, MemoryMiB: wasm.MaxMemoryMiB + 1}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -113,5 +117,47 @@ func TestRunner_Run(t *testing.T) {
 	}
 	if _, err := r.Run(context.Background(), checkers.Ref{SHA256: "nope"}, wasm.Input{}); err == nil {
 		t.Errorf("malformed ref ran")
+	}
+}
+
+func TestRunner_RunPython(t *testing.T) {
+	dir := t.TempDir()
+	check := []byte("assert add(2, 2) == 4, 'add is wrong'\n")
+	if err := os.WriteFile(filepath.Join(dir, "check.py"), check, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, err := checkers.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := wasm.NewSandbox(context.Background(), wasm.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close(context.Background())
+	if err := checkers.Validate(context.Background(), sb, checkers.KindPython, check); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	if err := checkers.Validate(context.Background(), sb, checkers.KindPython, []byte("\xff")); err == nil {
+		t.Errorf("Validate of non-UTF-8 python succeeded")
+	}
+	r := checkers.NewRunner(sb, d)
+	ref := checkers.Ref{SHA256: checkers.SHA256(check), Kind: checkers.KindPython, ArtifactType: "code"}
+	for _, tc := range []struct {
+		name, artifact string
+		kind           wasm.Kind
+	}{
+		{"OK", "def add(a, b):\n    return a + b\n", wasm.KindPass},
+		{"ErrWrong", "def add(a, b):\n    return a - b\n", wasm.KindFail},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := r.Run(context.Background(), ref, wasm.Input{Artifact: []byte(tc.artifact)})
+			if err != nil || out.Kind != tc.kind {
+				t.Fatalf("Run: %v %s %s", err, out.Kind, out.Detail)
+			}
+			if out.CheckerSHA256 != ref.SHA256 {
+				t.Errorf("checker_sha256 %s, want the source's %s", out.CheckerSHA256, ref.SHA256)
+			}
+		})
 	}
 }

@@ -9,8 +9,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/assayhq/assay/checkers"
+	"github.com/assayhq/assay/checkers/python"
 	"github.com/assayhq/assay/wasm"
 )
 
@@ -28,14 +31,17 @@ func cmdCheck(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: assay check --checker PATH --artifact PATH [--evidence PATH] [--fuel N] [--memory-mib N] [--timeout DURATION] [--json]")
+		fmt.Fprintln(stderr, "usage: assay check --checker PATH --artifact PATH [--kind wasm|python] [--type TYPE] [--evidence PATH] [--fuel N] [--memory-mib N] [--timeout DURATION] [--json]")
 		fmt.Fprintln(stderr, "\nRuns a checker in the sandbox exactly as the court does and prints the outcome.")
+		fmt.Fprintln(stderr, "A .py checker (or --kind python) is Python, run by the built-in CPython 3.11 for WASI.")
 		fmt.Fprintln(stderr, "Exit status: 0 pass, 1 any other deciding outcome, 2 usage or unreadable file, 3 invalid checker, 4 timeout.")
 		fmt.Fprintln(stderr)
 		fs.PrintDefaults()
 	}
 	var (
-		checker   = fs.String("checker", "", "the checker module (`PATH` to a .wasm file)")
+		checker   = fs.String("checker", "", "the checker (`PATH` to a .wasm module or a .py file)")
+		kind      = fs.String("kind", "", "checker kind, wasm or python (default: python for a .py file, else wasm)")
+		artType   = fs.String("type", "", "artifact type for a python checker: "+strings.Join(python.Types, "|")+" (default "+python.DefaultType+")")
 		artifact  = fs.String("artifact", "", "the artifact (`PATH`), given on stdin and as /in/artifact")
 		evidence  = fs.String("evidence", "", "a challenger's counterexample (`PATH`), given as /in/evidence")
 		fuel      = fs.Uint64("fuel", wasm.DefaultFuel, "fuel budget; 0 runs unmetered, for measurement only")
@@ -64,6 +70,23 @@ func cmdCheck(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "assay check: --timeout must be positive")
 		return exitUsage
 	}
+	if *kind == "" {
+		*kind = checkers.KindWasm
+		if strings.EqualFold(filepath.Ext(*checker), ".py") {
+			*kind = checkers.KindPython
+		}
+	}
+	switch {
+	case *kind != checkers.KindWasm && *kind != checkers.KindPython:
+		fmt.Fprintf(stderr, "assay check: --kind must be %s or %s\n", checkers.KindWasm, checkers.KindPython)
+		return exitUsage
+	case *artType != "" && *kind != checkers.KindPython:
+		fmt.Fprintln(stderr, "assay check: --type applies to python checkers only")
+		return exitUsage
+	case *artType != "" && !python.ValidType(*artType):
+		fmt.Fprintf(stderr, "assay check: --type must be one of %s\n", strings.Join(python.Types, ", "))
+		return exitUsage
+	}
 
 	module, err := os.ReadFile(*checker)
 	if err != nil {
@@ -88,11 +111,17 @@ func cmdCheck(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "assay check: %v\n", err)
 		return exitUsage
 	}
-	out := sb.Run(ctx, module, in, wasm.Limits{
+	lim := wasm.Limits{
 		Fuel:      *fuel,
 		MemoryMiB: uint32(*memoryMiB),
 		Timeout:   *timeout,
-	})
+	}
+	var out wasm.Outcome
+	if *kind == checkers.KindPython {
+		out = python.Run(ctx, sb, module, *artType, in, lim)
+	} else {
+		out = sb.Run(ctx, module, in, lim)
+	}
 	// A guest left running by a timeout is ended by the process's exit.
 	closeCtx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()

@@ -130,3 +130,51 @@ func TestCheck_usage(t *testing.T) {
 		})
 	}
 }
+
+// TestCheck_python runs Python checkers: by extension or --kind, with the
+// artifact type from --type.
+func TestCheck_python(t *testing.T) {
+	cache := t.TempDir()
+	art := writeFile(t, "artifact.json", `{"rows": [1, 2, 3]}`)
+	code := writeFile(t, "solution.py", "def total(xs):\n    return sum(xs)\n")
+	passPy := writeFile(t, "check.py", "assert sum(data['rows']) == 6, f\"sum is {sum(data['rows'])}\"\n")
+	failPy := writeFile(t, "fail.py", "assert len(data['rows']) == 4, f\"{len(data['rows'])} rows\"\n")
+	noExt := writeFile(t, "checker", "assert data is not None\n")
+	codePy := writeFile(t, "code_check.py", "assert total([1, 2, 3]) == 6\n")
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		code  int
+		kind  string
+		inOut string
+	}{
+		{"OK", []string{"--checker", passPy, "--artifact", art}, exitOK, "pass", ""},
+		{"OKKind", []string{"--checker", noExt, "--kind", "python", "--artifact", art}, exitOK, "pass", ""},
+		{"OKCode", []string{"--checker", codePy, "--type", "code", "--artifact", code}, exitOK, "pass", ""},
+		{"Fail", []string{"--checker", failPy, "--artifact", art}, exitNo, "fail", "AssertionError: 3 rows"},
+		{"Fuel", []string{"--checker", passPy, "--artifact", art, "--fuel", "1000000"}, exitNo, "fuel_exhausted", ""},
+		{"ErrType", []string{"--checker", passPy, "--artifact", art, "--type", "blob"}, exitUsage, "", ""},
+		{"ErrTypeWasm", []string{"--checker", fixturePath("pass.wasm"), "--artifact", art, "--type", "code"}, exitUsage, "", ""},
+		{"ErrKind", []string{"--checker", passPy, "--artifact", art, "--kind", "lua"}, exitUsage, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runAssay(t, append([]string{"check", "--cache", cache, "--json"}, tc.args...)...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d; stdout %s stderr %s", code, tc.code, stdout, stderr)
+			}
+			if tc.kind == "" {
+				return
+			}
+			var out map[string]any
+			if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+				t.Fatalf("stdout is not one JSON object: %v\n%s", err, stdout)
+			}
+			if out["kind"] != tc.kind {
+				t.Errorf("kind %v, want %s: %v", out["kind"], tc.kind, out["detail"])
+			}
+			if d, _ := out["detail"].(string); !strings.Contains(d, tc.inOut) {
+				t.Errorf("detail %q lacks %q", d, tc.inOut)
+			}
+		})
+	}
+}

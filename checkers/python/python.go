@@ -1,0 +1,296 @@
+// Package python is the python checker kind: SOLVED-style Python assertion
+// code run by CPython 3.11.2 compiled to WASI, inside the same sandbox, under
+// the same fuel and memory limits, as any wasm checker.
+//
+// The interpreter (runtime/python.wasm) and its standard library
+// (runtime/usr/local/lib/python311.zip, bytecode only) are built by
+// build.sh (`make python-wasm`) and embedded, so that a Python checker runs
+// with nothing installed. A run is one run of python.wasm with:
+//
+//	argv   /usr/local/bin/python3.11 -I -S -B /checker/harness.py TYPE
+//	/in    the artifact, evidence and criteria.json, as for any checker
+//	/usr/local  the standard library (read-only, shared by every run)
+//	/checker    harness.py and the checker as check.py (read-only)
+//
+// harness.py gives the checker the artifact (see its doc comment): for a
+// code artifact the artifact's source runs first and the checker after it
+// in the same namespace; for the other types the checker finds it as the
+// string artifact, and as data when it parses as JSON. Completion is pass;
+// an uncaught exception is fail, with the exception's type, message and a
+// bounded traceback in the outcome's detail.
+//
+// The interpreter is metered and compiled once per sandbox, like any
+// module, and its start-up costs fuel: see StartupFuel.
+package python
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/assayhq/assay/wasm"
+)
+
+// Artifact types, as the market's listings name them. Code is the one a
+// checker treats differently: it runs the artifact's source.
+const (
+	TypeCode      = "code"
+	TypeSolution  = "solution"
+	TypeDataset   = "dataset"
+	TypeEmbedding = "embedding"
+	TypeDocument  = "document"
+	TypeDataFeed  = "data_feed"
+
+	// DefaultType is the type a checker gets when none is given.
+	DefaultType = TypeSolution
+)
+
+// Types lists every artifact type in the order the market documents them.
+var Types = []string{TypeSolution, TypeDataset, TypeEmbedding, TypeCode, TypeDocument, TypeDataFeed}
+
+// ValidType reports whether t names an artifact type.
+func ValidType(t string) bool {
+	for _, x := range Types {
+		if t == x {
+			return true
+		}
+	}
+	return false
+}
+
+// MaxCheckerBytes bounds a checker's source.
+const MaxCheckerBytes = 1 << 20
+
+//go:embed runtime/python.wasm
+var module []byte
+
+//go:embed runtime/usr
+var stdlib embed.FS
+
+//go:embed harness.py
+var harness []byte
+
+// usrLocal is the tree mounted at /usr/local.
+var usrLocal = mustSub(stdlib, "runtime/usr/local")
+
+func mustSub(f fs.FS, dir string) fs.FS {
+	sub, err := fs.Sub(f, dir)
+	if err != nil {
+		panic(err) // impossible: dir is embedded
+	}
+	return sub
+}
+
+// Module returns the interpreter, python.wasm: the module every Python
+// checker runs as. The caller must not modify it.
+func Module() []byte { return module }
+
+// ModuleSHA256 is the interpreter's SHA-256 (lowercase hex). Outcomes of
+// Python checkers are reproducible for a given interpreter: a different
+// build spends different fuel.
+var ModuleSHA256 = hexSum(module)
+
+func hexSum(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// args is argv: isolated mode (no environment, no user site, script's
+// directory not on sys.path), no site module, no bytecode writes.
+// argv[0] names an executable under /usr/local/bin (there is none) so that
+// Python finds its prefix, /usr/local, by the zip beside it.
+var args = []string{"/usr/local/bin/python3.11", "-I", "-S", "-B", "/checker/harness.py"}
+
+// Exit statuses of harness.py beyond 0 (pass).
+const (
+	exitException = 1 // an uncaught exception: a traceback on stderr
+	exitUsage     = 2 // the harness was run wrongly: a bug here
+)
+
+// CheckSource reports whether src can be a Python checker: UTF-8 text of at
+// most MaxCheckerBytes. Syntax is the interpreter's to judge: a checker
+// that does not compile fails every run with a SyntaxError.
+func CheckSource(src []byte) error {
+	switch {
+	case len(src) == 0:
+		return errors.New("python checker is empty")
+	case len(src) > MaxCheckerBytes:
+		return fmt.Errorf("python checker is %d bytes, over the limit of %d", len(src), MaxCheckerBytes)
+	case !utf8.Valid(src):
+		return errors.New("python checker is not UTF-8 text")
+	case bytes.IndexByte(src, 0) >= 0:
+		return errors.New("python checker contains a NUL byte")
+	}
+	return nil
+}
+
+// Input returns the sandbox input that runs the checker src against in for
+// an artifact of type typ ("" is DefaultType). in's own Args and Mounts are
+// replaced.
+func Input(src []byte, typ string, in wasm.Input) (wasm.Input, error) {
+	if typ == "" {
+		typ = DefaultType
+	}
+	if !ValidType(typ) {
+		return wasm.Input{}, fmt.Errorf("artifact type %q is not one of %s", typ, strings.Join(Types, ", "))
+	}
+	if err := CheckSource(src); err != nil {
+		return wasm.Input{}, err
+	}
+	in.Args = append(append([]string(nil), args...), typ)
+	in.Mounts = []wasm.Mount{
+		{Dir: "/usr/local", FS: usrLocal},
+		{Dir: "/checker", FS: dirFS{"harness.py": harness, "check.py": src}},
+	}
+	return in, nil
+}
+
+// Run runs the Python checker src against in, for an artifact of type typ,
+// in sb under lim. Like wasm.Sandbox.Run it always returns an Outcome: a
+// checker that cannot run (not UTF-8, an unknown type) is invalid_checker.
+//
+// The outcome's CheckerSHA256 is the checker source's; the interpreter's is
+// ModuleSHA256. A fail from an uncaught exception has the exception's type
+// and message, then the bounded traceback, as its detail.
+func Run(ctx context.Context, sb *wasm.Sandbox, src []byte, typ string, in wasm.Input, lim wasm.Limits) wasm.Outcome {
+	pin, err := Input(src, typ, in)
+	if err != nil {
+		return wasm.Outcome{
+			Kind:          wasm.KindInvalidChecker,
+			ExitCode:      -1,
+			FuelLimit:     lim.Fuel,
+			CheckerSHA256: hexSum(src),
+			InputSHA256:   hexSum(in.Artifact),
+			Detail:        "invalid checker: " + err.Error(),
+		}
+	}
+	out := sb.Run(ctx, module, pin, lim)
+	out.CheckerSHA256 = hexSum(src)
+	switch {
+	case out.Kind == wasm.KindFail && out.ExitCode == exitException:
+		if d := exceptionDetail(out.Stderr); d != "" {
+			out.Detail = d
+		}
+	case out.Kind == wasm.KindFail && out.ExitCode == exitUsage:
+		out.Detail = "python harness misused: " + lastLine(out.Stderr)
+	case out.Kind == wasm.KindTrap && strings.HasSuffix(out.Detail, "out of bounds memory access"):
+		// The interpreter's C stack sits below its data, so running out of
+		// it reads below address 0.
+		out.Detail += " (in python.wasm, the interpreter's C stack running out: deep recursion in C, such as repr of deeply nested data after sys.setrecursionlimit)"
+	}
+	return out
+}
+
+// exceptionDetail turns the harness's report on stderr into a detail: the
+// exception line, then the traceback. It returns "" when stderr does not
+// hold a report (it was cut off by the output cap, say).
+func exceptionDetail(stderr string) string {
+	const mark = "Traceback (most recent call last):\n"
+	i := strings.LastIndex(stderr, mark)
+	if i < 0 {
+		return ""
+	}
+	tb := strings.TrimRight(stderr[i:], "\n")
+	// The exception's message may span lines: it starts at the first line
+	// of the report that is not indented.
+	lines := strings.Split(tb, "\n")
+	for j := 1; j < len(lines); j++ {
+		if lines[j] != "" && lines[j][0] != ' ' {
+			return strings.Join(lines[j:], "\n") + "\n" + strings.Join(lines[:j], "\n")
+		}
+	}
+	return ""
+}
+
+func lastLine(s string) string {
+	s = strings.TrimRight(s, "\n")
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return s
+}
+
+// dirFS is a flat, read-only, in-memory directory. Its files share the
+// slices they were given: nothing is copied per run.
+type dirFS map[string][]byte
+
+// Open implements fs.FS.
+func (d dirFS) Open(name string) (fs.File, error) {
+	if name == "." {
+		return &dirFile{d: d}, nil
+	}
+	data, ok := d[name]
+	if !ok {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+	}
+	return &memFile{info: info{name: name, size: int64(len(data))}, Reader: bytes.NewReader(data)}, nil
+}
+
+type memFile struct {
+	info info
+	*bytes.Reader
+}
+
+func (f *memFile) Stat() (fs.FileInfo, error) { return f.info, nil }
+func (f *memFile) Close() error               { return nil }
+
+type dirFile struct {
+	d    dirFS
+	done bool
+}
+
+func (f *dirFile) Stat() (fs.FileInfo, error) { return info{name: ".", dir: true}, nil }
+func (f *dirFile) Close() error               { return nil }
+func (f *dirFile) Read([]byte) (int, error) {
+	return 0, &fs.PathError{Op: "read", Path: ".", Err: errors.New("is a directory")}
+}
+
+// ReadDir implements fs.ReadDirFile, in name order.
+func (f *dirFile) ReadDir(n int) ([]fs.DirEntry, error) {
+	if f.done {
+		if n > 0 {
+			return nil, io.EOF
+		}
+		return nil, nil
+	}
+	f.done = true
+	names := make([]string, 0, len(f.d))
+	for name := range f.d {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	entries := make([]fs.DirEntry, len(names))
+	for i, name := range names {
+		entries[i] = fs.FileInfoToDirEntry(info{name: name, size: int64(len(f.d[name]))})
+	}
+	return entries, nil
+}
+
+// info describes a dirFS entry, dated the Unix epoch.
+type info struct {
+	name string
+	size int64
+	dir  bool
+}
+
+func (i info) Name() string { return i.name }
+func (i info) Size() int64  { return i.size }
+func (i info) Mode() fs.FileMode {
+	if i.dir {
+		return fs.ModeDir | 0o555
+	}
+	return 0o444
+}
+func (i info) ModTime() time.Time { return time.Unix(0, 0).UTC() }
+func (i info) IsDir() bool        { return i.dir }
+func (i info) Sys() any           { return nil }
