@@ -189,7 +189,9 @@ func validKey(k string) bool {
 
 // parseParams reads `("a" "b");created=1;keyid="k"`.
 func parseParams(s string) (Params, error) {
-	bad := func(why string) (Params, error) { return Params{}, fmt.Errorf("%w: Signature-Input: %s", ErrMalformed, why) }
+	bad := func(why string) (Params, error) {
+		return Params{}, fmt.Errorf("%w: Signature-Input: %s", ErrMalformed, why)
+	}
 	if !strings.HasPrefix(s, "(") {
 		return bad("not an inner list")
 	}
