@@ -19,6 +19,7 @@ import (
 
 	"github.com/assayhq/assay/runtime/escrow"
 	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/matters"
 	"github.com/assayhq/assay/runtime/receipt"
 )
 
@@ -43,6 +44,11 @@ type Config struct {
 	// InFlight, when set, counts the requests being handled, so that a
 	// graceful shutdown can wait for them.
 	InFlight *atomic.Int64
+	// Matters serves the judgment routes under /api/v1/economic/matters;
+	// nil leaves them out. MattersAuth is how they authenticate
+	// (MattersSigned when empty).
+	Matters     *matters.Service
+	MattersAuth MattersAuth
 }
 
 //go:embed skill.md
@@ -109,6 +115,7 @@ func New(cfg Config) *fiber.App {
 	app.Get("/accounts/:id", s.account)
 	app.Get("/ledger", s.ledger)
 
+	s.mattersRoutes(app)
 	for path, h := range hints {
 		app.Get(path, hint(h))
 	}

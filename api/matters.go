@@ -1,0 +1,307 @@
+package api
+
+import (
+	"crypto/ed25519"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/assayhq/assay/api/httpsig"
+	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/matters"
+	"github.com/assayhq/assay/runtime/receipt"
+)
+
+// MattersAuth is how the judgment routes authenticate callers.
+type MattersAuth string
+
+// The modes. Signed is the default: RFC 9421 Ed25519 signatures by
+// registered principals. Open takes identities from the body, for local use.
+const (
+	MattersSigned MattersAuth = "signed"
+	MattersOpen   MattersAuth = "open"
+)
+
+// MaxClockSkew bounds how far a signature's created may be from the
+// server's clock, either way.
+const MaxClockSkew = 5 * time.Minute
+
+// The judgment routes' own auth codes (401).
+const (
+	codeSignatureMissing   = "signature_missing"
+	codeSignatureMalformed = "signature_malformed"
+	codeSignatureExpired   = "signature_expired"
+	codeSignatureInvalid   = "signature_invalid"
+	codeUnknownKey         = "unknown_key"
+	codeDigestMismatch     = "content_digest_mismatch"
+)
+
+// requiredComponents must be covered by every signature.
+var requiredComponents = []string{"@method", "@path", "@authority", "content-digest"}
+
+const mattersBase = "/api/v1/economic/matters"
+
+// mattersRoutes registers the judgment service's routes when it is
+// configured.
+func (s *server) mattersRoutes(app *fiber.App) {
+	if s.cfg.Matters == nil {
+		return
+	}
+	g := app.Group(mattersBase, s.mattersAuth)
+	g.Post("/open", s.matterOpen)
+	g.Post("/assign", s.matterAssign)
+	g.Post("/accept", s.matterAccept)
+	g.Post("/verdict", s.matterVerdict)
+	g.Post("/settle", s.matterSettle)
+	g.Post("/dispute", s.matterDispute)
+	g.Post("/tick", s.matterTick)
+	g.Get("/", s.matterList(false))
+	g.Get("/all", s.matterList(true))
+	g.Get("/:id", s.matterGet)
+	g.Get("/:id/receipts", s.matterReceipts)
+}
+
+func unauthorized(code, format string, args ...any) error {
+	return fault.New(fault.Unauthorized, code, format, args...)
+}
+
+// mattersAuth authenticates the caller and leaves its matters.Actor in
+// c.Locals("actor").
+func (s *server) mattersAuth(c *fiber.Ctx) error {
+	if s.cfg.MattersAuth == MattersOpen {
+		c.Locals("actor", matters.OpenActor())
+		return c.Next()
+	}
+	a, err := s.verifySignature(c)
+	if err != nil {
+		c.Set(fiber.HeaderWWWAuthenticate, `Signature realm="assay-matters"`)
+		return err
+	}
+	c.Locals("actor", a)
+	return c.Next()
+}
+
+func (s *server) verifySignature(c *fiber.Ctx) (matters.Actor, error) {
+	in, sigField := c.Get("Signature-Input"), c.Get("Signature")
+	if in == "" || sigField == "" {
+		return matters.Actor{}, unauthorized(codeSignatureMissing,
+			`sign the request (RFC 9421, Ed25519) covering ("@method" "@path" "@authority" "content-digest") with created, keyid, nonce and alg="ed25519"`)
+	}
+	p, sig, err := httpsig.Parse(in, sigField, "")
+	if err != nil {
+		return matters.Actor{}, unauthorized(codeSignatureMalformed, "%s", strings.TrimPrefix(err.Error(), "httpsig: "))
+	}
+	for _, rc := range requiredComponents {
+		if !p.Covers(rc) {
+			return matters.Actor{}, unauthorized(codeSignatureMalformed, "the signature must cover %s", rc)
+		}
+	}
+	switch {
+	case p.KeyID == "" || p.Nonce == "" || p.Created == 0:
+		return matters.Actor{}, unauthorized(codeSignatureMalformed, "the signature needs the parameters created, keyid and nonce")
+	case p.Alg != "" && p.Alg != "ed25519":
+		return matters.Actor{}, unauthorized(codeSignatureMalformed, `alg must be "ed25519"`)
+	case len(p.Nonce) > 128:
+		return matters.Actor{}, unauthorized(codeSignatureMalformed, "nonce is longer than 128 bytes")
+	}
+	now := s.cfg.Matters.Now()
+	created := time.Unix(p.Created, 0)
+	if d := now.Sub(created); d > MaxClockSkew || d < -MaxClockSkew {
+		return matters.Actor{}, unauthorized(codeSignatureExpired, "created is %s from the server's clock; at most %s either way", d.Round(time.Second), MaxClockSkew)
+	}
+	if p.Expires != 0 && !now.Before(time.Unix(p.Expires, 0)) {
+		return matters.Actor{}, unauthorized(codeSignatureExpired, "the signature expired")
+	}
+	ctx := c.UserContext()
+	pr, err := s.cfg.Matters.Principal(ctx, p.KeyID)
+	if fault.CodeOf(err) == matters.ECodePrincipalNotFound || (err == nil && !pr.RevokedAt.IsZero()) {
+		return matters.Actor{}, unauthorized(codeUnknownKey, "keyid %q is not an active principal", p.KeyID)
+	} else if err != nil {
+		return matters.Actor{}, err
+	}
+	pub, err := receipt.ParsePublicKey(pr.PublicKey)
+	if err != nil {
+		return matters.Actor{}, err
+	}
+	if err := httpsig.CheckContentDigest(c.Get("Content-Digest"), c.Request().Body()); err != nil {
+		return matters.Actor{}, unauthorized(codeDigestMismatch, "Content-Digest must be sha-256=:<base64 of the body's SHA-256>: and match the body")
+	}
+	req := c.Request()
+	path := string(req.URI().PathOriginal())
+	path, query, _ := strings.Cut(path, "?")
+	msg := httpsig.Message{
+		Method: c.Method(), Authority: string(req.Host()), Path: path, Query: query,
+		Scheme: c.Protocol(),
+		Header: func(n string) []string {
+			var vs []string
+			for _, v := range req.Header.PeekAll(n) {
+				vs = append(vs, string(v))
+			}
+			return vs
+		},
+	}
+	if err := httpsig.Verify(ed25519.PublicKey(pub), msg, p, sig); err != nil {
+		if errors.Is(err, httpsig.ErrNoComponent) || errors.Is(err, httpsig.ErrMalformed) {
+			return matters.Actor{}, unauthorized(codeSignatureMalformed, "%s", strings.TrimPrefix(err.Error(), "httpsig: "))
+		}
+		return matters.Actor{}, unauthorized(codeSignatureInvalid, "the signature does not verify with keyid %q's public key", p.KeyID)
+	}
+	if err := s.cfg.Matters.UseNonce(ctx, p.KeyID, p.Nonce, created); err != nil {
+		return matters.Actor{}, err
+	}
+	return pr.Actor(), nil
+}
+
+func actorOf(c *fiber.Ctx) matters.Actor {
+	a, _ := c.Locals("actor").(matters.Actor)
+	return a
+}
+
+// matterBody decodes a judgment mutation's body into v and returns the
+// Idempotency-Key header, which the body's idempotency_key may also carry.
+func (s *server) matterBody(c *fiber.Ctx, v any, fields string) error {
+	b, err := body(c, s.cfg.MaxBodyBytes)
+	if err != nil {
+		return err
+	}
+	return decode(b, v, fields)
+}
+
+// idemKey merges the Idempotency-Key header into the body's key.
+func idemKey(c *fiber.Ctx, key *string) error {
+	h := c.Get("Idempotency-Key")
+	switch {
+	case h == "":
+	case *key == "":
+		*key = h
+	case *key != h:
+		return fault.New(fault.Invalid, matters.ECodeInvalidIdemKey, "the Idempotency-Key header and idempotency_key differ; send one")
+	}
+	return nil
+}
+
+const (
+	openFields    = "requester_id, action_digest, question, stakes_usdc, deadline, risk_class, verdict_schema, idempotency_key"
+	assignFields  = "matter_id, solver_id, solver_kind, qualification, conflict_free, idempotency_key"
+	acceptFields  = "matter_id, solver_id, idempotency_key"
+	verdictFields = "matter_id, solver_id, solver_kind, action_digest, verdict, idempotency_key"
+	settleFields  = "matter_id, idempotency_key"
+	mDispFields   = "matter_id, reason, action_digest, idempotency_key"
+	tickFields    = "idempotency_key"
+)
+
+func (s *server) matterOpen(c *fiber.Ctx) error {
+	var req matters.OpenRequest
+	if err := s.matterBody(c, &req, openFields); err != nil {
+		return err
+	}
+	if err := idemKey(c, &req.IdempotencyKey); err != nil {
+		return err
+	}
+	r, err := s.cfg.Matters.Open(c.UserContext(), actorOf(c), req)
+	return reply(c, r, err)
+}
+
+func (s *server) matterAssign(c *fiber.Ctx) error {
+	var req matters.AssignRequest
+	if err := s.matterBody(c, &req, assignFields); err != nil {
+		return err
+	}
+	if err := idemKey(c, &req.IdempotencyKey); err != nil {
+		return err
+	}
+	r, err := s.cfg.Matters.Assign(c.UserContext(), actorOf(c), req)
+	return reply(c, r, err)
+}
+
+func (s *server) matterAccept(c *fiber.Ctx) error {
+	var req matters.AcceptRequest
+	if err := s.matterBody(c, &req, acceptFields); err != nil {
+		return err
+	}
+	if err := idemKey(c, &req.IdempotencyKey); err != nil {
+		return err
+	}
+	r, err := s.cfg.Matters.Accept(c.UserContext(), actorOf(c), req)
+	return reply(c, r, err)
+}
+
+func (s *server) matterVerdict(c *fiber.Ctx) error {
+	var req matters.VerdictRequest
+	if err := s.matterBody(c, &req, verdictFields); err != nil {
+		return err
+	}
+	if err := idemKey(c, &req.IdempotencyKey); err != nil {
+		return err
+	}
+	r, err := s.cfg.Matters.Verdict(c.UserContext(), actorOf(c), req)
+	return reply(c, r, err)
+}
+
+func (s *server) matterSettle(c *fiber.Ctx) error {
+	var req matters.SettleRequest
+	if err := s.matterBody(c, &req, settleFields); err != nil {
+		return err
+	}
+	if err := idemKey(c, &req.IdempotencyKey); err != nil {
+		return err
+	}
+	r, err := s.cfg.Matters.Settle(c.UserContext(), actorOf(c), req)
+	return reply(c, r, err)
+}
+
+func (s *server) matterDispute(c *fiber.Ctx) error {
+	var req matters.DisputeRequest
+	if err := s.matterBody(c, &req, mDispFields); err != nil {
+		return err
+	}
+	if err := idemKey(c, &req.IdempotencyKey); err != nil {
+		return err
+	}
+	r, err := s.cfg.Matters.Dispute(c.UserContext(), actorOf(c), req)
+	return reply(c, r, err)
+}
+
+func (s *server) matterTick(c *fiber.Ctx) error {
+	var req matters.TickRequest
+	if err := s.matterBody(c, &req, tickFields); err != nil {
+		return err
+	}
+	if err := idemKey(c, &req.IdempotencyKey); err != nil {
+		return err
+	}
+	r, err := s.cfg.Matters.Tick(c.UserContext(), actorOf(c), req)
+	return reply(c, r, err)
+}
+
+func (s *server) matterList(all bool) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		vs, err := s.cfg.Matters.List(c.UserContext(), actorOf(c), all)
+		if err != nil {
+			return err
+		}
+		out := make([]any, len(vs))
+		for i, v := range vs {
+			out[i] = v.Value()
+		}
+		return c.JSON(fiber.Map{"count": len(out), "matters": out})
+	}
+}
+
+func (s *server) matterGet(c *fiber.Ctx) error {
+	v, err := s.cfg.Matters.Get(c.UserContext(), actorOf(c), c.Params("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"matter": v.Value()})
+}
+
+func (s *server) matterReceipts(c *fiber.Ctx) error {
+	rs, err := s.cfg.Matters.Receipts(c.UserContext(), actorOf(c), c.Params("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"count": len(rs), "receipts": rs})
+}
