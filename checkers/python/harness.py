@@ -28,6 +28,9 @@ MAX_MESSAGE = 2000
 # The first line the Go side looks for in stderr.
 MARK = "Traceback (most recent call last):"
 
+# The bytes a JSON text can start with.
+JSON_STARTS = b'{["-0123456789tfn'
+
 CODE = "code"
 TYPES = {CODE, "solution", "dataset", "embedding", "document", "data_feed"}
 
@@ -74,7 +77,6 @@ def main():
         return 2
     kind = sys.argv[1]
     import builtins
-    import json
 
     raw = read("/in/artifact")
     evidence = read("/in/evidence", optional=True)
@@ -94,11 +96,18 @@ def main():
         "data": None,
     })
     if criteria is not None:
+        import json
+
         try:
             ns["criteria"] = json.loads(criteria)
         except ValueError:
             pass
-    if kind != CODE:
+    # Only what may be JSON is parsed, so that a checker of text does not
+    # pay for importing json.
+    head = raw.lstrip()[:1]
+    if kind != CODE and head and head in JSON_STARTS:
+        import json
+
         try:
             ns["data"] = json.loads(raw)
         except ValueError:

@@ -68,6 +68,13 @@ func ValidType(t string) bool {
 	return false
 }
 
+// StartupFuel bounds the fuel a Python checker spends before its first
+// line runs: the interpreter's start (about 120 million), the harness
+// (about 36 million), and importing json to parse a JSON artifact (about
+// 103 million). The default budget, wasm.DefaultFuel, is 38 times this; a
+// limit below it ends every Python checker fuel_exhausted.
+const StartupFuel = 300_000_000
+
 // MaxCheckerBytes bounds a checker's source.
 const MaxCheckerBytes = 1 << 20
 
@@ -187,6 +194,8 @@ func Run(ctx context.Context, sb *wasm.Sandbox, src []byte, typ string, in wasm.
 		// The interpreter's C stack sits below its data, so running out of
 		// it reads below address 0.
 		out.Detail += " (in python.wasm, the interpreter's C stack running out: deep recursion in C, such as repr of deeply nested data after sys.setrecursionlimit)"
+	case out.Kind == wasm.KindFuelExhausted && lim.Fuel < StartupFuel:
+		out.Detail += fmt.Sprintf(" (a python checker's start-up alone takes up to %d)", StartupFuel)
 	}
 	return out
 }

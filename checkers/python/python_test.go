@@ -172,6 +172,24 @@ func TestRun_Hostile(t *testing.T) {
 	})
 }
 
+// TestRun_StartupFuel: an empty checker of a JSON artifact, the dearest
+// start, stays within StartupFuel, and a budget below it says why it ran
+// out.
+func TestRun_StartupFuel(t *testing.T) {
+	sb := newSandbox(t, wasm.Config{})
+	out := run(t, sb, "pass\n", "", `{"a": 1}`)
+	if out.Kind != wasm.KindPass || out.FuelUsed >= python.StartupFuel {
+		t.Fatalf("%s with %d fuel, want pass within %d", out.Kind, out.FuelUsed, python.StartupFuel)
+	}
+	t.Logf("start-up: %d fuel", out.FuelUsed)
+	lim := limits()
+	lim.Fuel = 1_000_000
+	out = python.Run(context.Background(), sb, []byte("pass\n"), "", wasm.Input{Artifact: []byte("x")}, lim)
+	if out.Kind != wasm.KindFuelExhausted || !strings.Contains(out.Detail, "start-up") {
+		t.Errorf("%s: %s", out.Kind, out.Detail)
+	}
+}
+
 // TestRun_Deterministic runs the same checker and artifact again and on
 // wazero's interpreter: every field but the wall time is the same.
 func TestRun_Deterministic(t *testing.T) {
