@@ -25,13 +25,15 @@
 //	ledger/entry/<account>/<transfer>/<leg>  one leg of a transfer (append-only)
 //	idem/<scope>/<key>                   a stored response for an idempotency key (escrow: idem/escrow/<key>)
 //	checker/<sha256>                     checker metadata; checker-bytes/<sha256> its bytes
-//	matters/matter/<id>                  a judgment Matter (private projection)
-//	matters/tenant/<sha256(tenant)>/<id> index: every Matter of a tenant
-//	matters/open/<sha256(tenant)>/<id>   index: a tenant's open Matters
-//	matters/receipt/<id>/<seq:04d>       a Matter's receipt chain, oldest first
-//	matters/principal/<key id>           a registered signing principal
-//	matters/nonce/<key id>/<nonce>       a signature nonce already used
-//	idem/matters:<op>:<scope…>/<key>     the judgment service's idempotency scopes
+//	market/listing/<id>                  a market listing; market/artifact/<id> its artifact, market/search/<id> its tokens
+//	market/fp/<fingerprint>/<id>         index: listings by problem fingerprint
+//	market/checker/<sha256>              a python checker's source, kept by the market
+//	market/purchase/<id>                 a purchase; market/bought/<listing>/<buyer> -> its id
+//	market/open/<listing>/<purchase>     index: purchases whose window is open
+//	market/due/<unixnano:020d>/<purchase>  index: when a held purchase settles
+//	market/challenge/<id>                a challenge; market/evidence/<id> its evidence
+//	market/agent/<did>                   an agent's market record (first seen, sales, challenges lost)
+//	market/wallet/<did>                  a counter every wallet debit rewrites, so that debits conflict
 //
 // DIDs and idempotency keys are path-escaped (url.PathEscape) in keys.
 //

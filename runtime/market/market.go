@@ -1,0 +1,374 @@
+package market
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"net/url"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/assayhq/assay/checkers"
+	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/idem"
+	"github.com/assayhq/assay/runtime/rail"
+	"github.com/assayhq/assay/runtime/receipt"
+	"github.com/assayhq/assay/runtime/store"
+	"github.com/assayhq/assay/wasm"
+)
+
+// Receipt kinds the market signs.
+const (
+	KindListing    = "AssayListing"    // a publication, with its checker replay
+	KindPurchase   = "AssayPurchase"   // a purchase: artifact hash, payment reference, recourse, purpose
+	KindSettlement = "AssaySettlement" // a window closed: the seller and the platform paid
+	KindChallenge  = "AssayChallenge"  // a challenge and how it was resolved
+	KindRefund     = "AssayRefund"     // a refund of price and fee
+	KindReplay     = "AssayReplay"     // a sample or buyer-requested replay
+)
+
+// Listing states.
+const (
+	ListingActive  = "active"
+	ListingRetired = "retired" // the seller deactivated it
+	ListingPulled  = "pulled"  // a challenge was upheld or a sample replay failed
+)
+
+// Purchase states.
+const (
+	PurchaseHeld       = "held"       // proceeds held; the window is open
+	PurchaseChallenged = "challenged" // a challenge awaits the operator; nothing settles
+	PurchaseSettled    = "settled"    // the seller and the platform were paid
+	PurchaseRefunded   = "refunded"   // the buyer got price and fee back
+)
+
+// Challenge states.
+const (
+	ChallengeOpen     = "open"
+	ChallengeUpheld   = "upheld"
+	ChallengeRejected = "rejected"
+)
+
+// Bounds.
+const (
+	MaxAgentBytes    = 256
+	MaxTitleBytes    = 512
+	MaxProblemBytes  = 64 << 10
+	MaxArtifactBytes = 4 << 20
+	MaxEvidenceBytes = 256 << 10
+	MaxTextBytes     = 4096
+	// SamplesForLevel3: passed replays after publication, with no failure,
+	// that make a level-1 listing level 3.
+	SamplesForLevel3 = 3
+	// DefaultHousePrefix names the house (seed) agents: the seed's G17.
+	DefaultHousePrefix = "g17-"
+	settleBatch        = 256
+)
+
+// ArtifactTypes are the seed's artifact types.
+var ArtifactTypes = []string{"solution", "dataset", "embedding", "code", "document", "data_feed"}
+
+// Signer signs receipts; *receipt.Keyring implements it.
+type Signer interface {
+	Sign(kind, id string, subject any) (receipt.Receipt, error)
+}
+
+// Runner replays a checker; *checkers.Runner implements it.
+type Runner interface {
+	Run(ctx context.Context, ref checkers.Ref, in wasm.Input) (wasm.Outcome, error)
+}
+
+// Interface guards.
+var (
+	_ Signer = (*receipt.Keyring)(nil)
+	_ Runner = (*checkers.Runner)(nil)
+)
+
+// Config configures a Service. Store and Signer are required.
+type Config struct {
+	Store  store.Store
+	Signer Signer
+	// Sandbox replays checkers. Nil: listings with a checker are refused
+	// (checkers_unavailable), and level-2 listings still work.
+	Sandbox *wasm.Sandbox
+	// Checkers is where wasm checkers named by SHA-256 are found: the
+	// court's registry (escrow.Service.Checkers), filled by POST /checkers.
+	// Python checker sources arrive with their listing and are kept by the
+	// market.
+	Checkers checkers.Source
+	// Rail is the payment rail; rail.Dev when nil.
+	Rail rail.Rail
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+	// NewID returns a fresh random id of 16 lowercase hex digits; crypto
+	// random when nil.
+	NewID func() string
+	// Rand picks sample listings: a number in [0, n). math/rand when nil.
+	Rand func(n int) int
+	// HousePrefix names house agents, whose listings carry seed=true and
+	// whose purchases are not organic demand; DefaultHousePrefix when empty.
+	HousePrefix string
+	// PlatformAccount receives fees; "platform:market" when empty.
+	PlatformAccount string
+}
+
+// Service is the artifact market over a store. It is safe for concurrent
+// use.
+type Service struct {
+	st       store.Store
+	signer   Signer
+	runner   Runner
+	rail     rail.Rail
+	now      func() time.Time
+	newID    func() string
+	rand     func(int) int
+	house    string
+	platform string
+}
+
+// New returns a Service.
+func New(cfg Config) (*Service, error) {
+	if cfg.Store == nil || cfg.Signer == nil {
+		return nil, errors.New("market: Config.Store and Config.Signer are required")
+	}
+	s := &Service{st: cfg.Store, signer: cfg.Signer, rail: cfg.Rail, now: cfg.Now, newID: cfg.NewID,
+		rand: cfg.Rand, house: cfg.HousePrefix, platform: cfg.PlatformAccount}
+	if s.rail == nil {
+		s.rail = rail.Dev{}
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.newID == nil {
+		s.newID = randomID
+	}
+	if s.rand == nil {
+		s.rand = mrand.IntN
+	}
+	if s.house == "" {
+		s.house = DefaultHousePrefix
+	}
+	if s.platform == "" {
+		s.platform = "platform:market"
+	}
+	if cfg.Sandbox != nil {
+		s.runner = checkers.NewRunner(cfg.Sandbox, source{st: cfg.Store, next: cfg.Checkers})
+	}
+	return s, nil
+}
+
+// NewWithRunner is New with a given Runner in place of the sandbox's: for
+// tests and for a runner that memoises or scales out.
+func NewWithRunner(cfg Config, r Runner) (*Service, error) {
+	s, err := New(cfg)
+	if err == nil {
+		s.runner = r
+	}
+	return s, err
+}
+
+// Store returns the store the Service runs on.
+func (s *Service) Store() store.Store { return s.st }
+
+// Rail returns the payment rail.
+func (s *Service) Rail() rail.Rail { return s.rail }
+
+func randomID() string {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("market: crypto/rand: " + err.Error())
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// Key prefixes; storage/doc.go lists them.
+const (
+	keyListing   = "market/listing/"   // <id> -> Listing
+	keyArtifact  = "market/artifact/"  // <id> -> the artifact as published (JSON)
+	keySearch    = "market/search/"    // <id> -> searchDoc
+	keyFP        = "market/fp/"        // <fingerprint>/<id> -> ""
+	keyChecker   = "market/checker/"   // <sha256> -> python checker source
+	keyPurchase  = "market/purchase/"  // <id> -> Purchase
+	keyBought    = "market/bought/"    // <listing>/<buyer> -> purchase id
+	keyOpen      = "market/open/"      // <listing>/<purchase> -> "": purchases whose window is open
+	keyDue       = "market/due/"       // <unixnano:020d>/<purchase> -> "": when a hold closes
+	keyChallenge = "market/challenge/" // <id> -> Challenge
+	keyEvidence  = "market/evidence/"  // <challenge id> -> evidence as sent (JSON)
+	keyAgent     = "market/agent/"     // <did> -> agentRecord
+	keyWallet    = "market/wallet/"    // <did> -> debit counter, so concurrent debits conflict
+	keyReceipt   = "receipt/"          // <id> -> receipt.Receipt (the court's layout)
+	keyAgentRcpt = "receipt-by-agent/" // <did>/<unixnano:020d>-<id> -> receipt id
+)
+
+func esc(s string) string           { return url.PathEscape(s) }
+func listingKey(id string) string   { return keyListing + id }
+func purchaseKey(id string) string  { return keyPurchase + id }
+func challengeKey(id string) string { return keyChallenge + id }
+func boughtKey(listing, buyer string) string {
+	return keyBought + listing + "/" + esc(buyer)
+}
+func openKey(listing, purchase string) string { return keyOpen + listing + "/" + purchase }
+func dueKey(at time.Time, purchase string) string {
+	return fmt.Sprintf("%s%020d/%s", keyDue, at.UnixNano(), purchase)
+}
+
+// Ledger accounts.
+
+// WalletAccount is an agent's market wallet: what Assay owes the agent.
+func WalletAccount(did string) string { return "agent:" + did }
+
+func holdAccount(purchase string) string { return "hold:market:" + purchase }
+func bondAccount(listing string) string  { return "hold:bond:" + listing }
+
+// Idem is a request's idempotency key and the fingerprint of what it
+// asked, as api/ computes it. The market's keys live in the scope
+// "market".
+type Idem struct {
+	Key         string
+	Fingerprint string
+}
+
+func (i Idem) request() idem.Request {
+	return idem.Request{Scope: "market", Key: i.Key, Fingerprint: i.Fingerprint}
+}
+
+// Reply is a mutation's answer: the JSON body the client gets.
+type Reply = idem.Reply
+
+func (s *Service) replay(ctx context.Context, i Idem) (*Reply, error) {
+	if i.Key == "" {
+		return nil, nil
+	}
+	var r *Reply
+	err := s.st.View(ctx, func(tx store.Tx) error {
+		var err error
+		r, err = idem.Lookup(tx, i.request())
+		return err
+	})
+	return r, err
+}
+
+// mutate runs fn in one transaction that checks idem first and stores
+// fn's reply under it.
+func (s *Service) mutate(ctx context.Context, i Idem, fn func(tx store.Tx) (Reply, error)) (Reply, error) {
+	var out Reply
+	err := s.st.Update(ctx, func(tx store.Tx) error {
+		out = Reply{}
+		if r, err := idem.Lookup(tx, i.request()); err != nil {
+			return err
+		} else if r != nil {
+			out = *r
+			return nil
+		}
+		r, err := fn(tx)
+		if err != nil {
+			return err
+		}
+		out = r
+		return idem.Save(tx, i.request(), r)
+	})
+	return out, err
+}
+
+func validAgent(field, did string) error {
+	switch {
+	case did == "":
+		return fault.New(fault.Invalid, "missing_field", "%s is required: the acting agent's id, e.g. g17-mathema or did:key:…", field)
+	case len(did) > MaxAgentBytes || !utf8.ValidString(did):
+		return fault.New(fault.Invalid, "invalid_agent", "%s must be valid UTF-8 of at most %d bytes", field, MaxAgentBytes)
+	case strings.ContainsFunc(did, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) || r == '/' }):
+		return fault.New(fault.Invalid, "invalid_agent", "%s must not hold spaces, control characters or slashes", field)
+	}
+	return nil
+}
+
+// lockWallet makes concurrent debits of one wallet conflict: each reads
+// and rewrites the wallet's counter, so the store serialises them and a
+// balance read after it is current.
+func lockWallet(tx store.Tx, did string) error {
+	var n int64
+	if err := store.GetJSON(tx, keyWallet+esc(did), &n); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	return store.SetJSON(tx, keyWallet+esc(did), n+1)
+}
+
+// receiptID derives a receipt id from what it is about and its purpose:
+// the same on every retry of the transaction that signs it.
+func receiptID(subject, purpose string) string {
+	sum := sha256.Sum256([]byte("market/" + subject + "/" + purpose))
+	return hex.EncodeToString(sum[:8])
+}
+
+// sign signs and stores a receipt and indexes it under its parties.
+func (s *Service) sign(tx store.Tx, kind, rid string, at time.Time, subject any, parties ...string) (json.RawMessage, error) {
+	r, err := s.signer.Sign(kind, rid, subject)
+	if err != nil {
+		return nil, err
+	}
+	body, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.Set(keyReceipt+rid, body); err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for _, p := range parties {
+		if p == "" || seen[p] {
+			continue
+		}
+		seen[p] = true
+		if err := tx.Set(fmt.Sprintf("%s%s/%020d-%s", keyAgentRcpt, esc(p), at.UnixNano(), rid), []byte(rid)); err != nil {
+			return nil, err
+		}
+	}
+	return body, nil
+}
+
+// source finds python checker sources kept by the market, then anything
+// else in next.
+type source struct {
+	st   store.Store
+	next checkers.Source
+}
+
+// Checker implements checkers.Source.
+func (src source) Checker(sum string) ([]byte, error) {
+	var b []byte
+	err := src.st.View(context.Background(), func(tx store.Tx) error {
+		var err error
+		b, err = tx.Get(keyChecker + sum)
+		return err
+	})
+	if err == nil {
+		return b, nil
+	}
+	if !errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
+	if src.next == nil {
+		return nil, fmt.Errorf("%w: %s", checkers.ErrNotFound, sum)
+	}
+	return src.next.Checker(sum)
+}
+
+// decisiveFail reports whether an outcome fails the artifact: every kind
+// but pass, except a timeout (not reproducible) and a rejected checker.
+func decisiveFail(o wasm.Outcome) bool {
+	return !o.Pass && o.Kind != wasm.KindTimeout && o.Kind != wasm.KindInvalidChecker
+}
+
+// signedOutcome is an outcome as receipts carry it: without the wall time,
+// the one field that differs between runs.
+func signedOutcome(o wasm.Outcome) wasm.Outcome {
+	o.WallNS = 0
+	return o
+}

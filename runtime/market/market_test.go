@@ -1,0 +1,387 @@
+package market_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/assayhq/assay/checkers"
+	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/market"
+	"github.com/assayhq/assay/runtime/receipt"
+	"github.com/assayhq/assay/storage"
+	"github.com/assayhq/assay/wasm"
+)
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time            { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Add(d time.Duration)       { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+func raw(s string) json.RawMessage         { return json.RawMessage(s) }
+func amount(s string) market.AmountRequest { return market.AmountRequest{AmountUSD: raw(s)} }
+
+type env struct {
+	svc     *market.Service
+	ck      *clock
+	squares string // sha256 of fixtures/checkers/squares.wasm
+	fail    string
+}
+
+func newEnv(tb testing.TB) *env {
+	tb.Helper()
+	ctx := context.Background()
+	db, err := storage.Open("", storage.Options{InMemory: true})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	ck := &clock{t: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}
+	keys, err := receipt.OpenKeyring(receipt.KeyringConfig{Dir: tb.TempDir(), Now: ck.Now, Rand: rand.NewChaCha8([32]byte{7})})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	sb, err := wasm.NewSandbox(ctx, wasm.Config{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { sb.Close(ctx) })
+	dir, err := checkers.OpenDir("../../fixtures/checkers")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var n atomic.Uint64
+	svc, err := market.New(market.Config{Store: db, Signer: keys, Sandbox: sb, Checkers: dir, Now: ck.Now,
+		NewID: func() string { return fmt.Sprintf("%016x", n.Add(1)) }, Rand: func(n int) int { return 0 }})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e := &env{svc: svc, ck: ck}
+	for name, p := range map[string]*string{"squares.wasm": &e.squares, "fail.wasm": &e.fail} {
+		b, err := os.ReadFile("../../fixtures/checkers/" + name)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		*p = checkers.SHA256(b)
+	}
+	return e
+}
+
+func (e *env) balance(tb testing.TB, did string) market.USD {
+	tb.Helper()
+	w, err := e.svc.WalletOf(context.Background(), did)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return w.Balance
+}
+
+func (e *env) zero(tb testing.TB) {
+	tb.Helper()
+	sums, err := e.svc.LedgerSums(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for c, v := range sums {
+		if v != 0 {
+			tb.Fatalf("ledger sums to %d %s", v, c)
+		}
+	}
+}
+
+func must[T any](v T, err error) func(testing.TB) T {
+	return func(tb testing.TB) T {
+		tb.Helper()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return v
+	}
+}
+
+func wantCode(tb testing.TB, err error, code string) {
+	tb.Helper()
+	if fault.CodeOf(err) != code {
+		tb.Fatalf("err %v, want %s", err, code)
+	}
+}
+
+const table = `"1 1\n2 4\n3 9\n"`
+
+func (e *env) publishSquares(tb testing.TB, seller, problem string) string {
+	tb.Helper()
+	r := must(e.svc.Publish(context.Background(), market.PublishRequest{Agent: seller, Title: "squares", ProblemStatement: problem,
+		Artifact: raw(table), ArtifactType: "dataset", PriceUSD: raw("2.50"),
+		Checker: &market.CheckerSpec{SHA256: e.squares}}, market.Idem{}))(tb)
+	var p market.Published
+	if err := json.Unmarshal(r.Body, &p); err != nil {
+		tb.Fatal(err)
+	}
+	return p.Listing.ListingID
+}
+
+func TestService_Lifecycle(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	must(e.svc.Deposit(ctx, "buyer", amount("10"), market.Idem{}))(t)
+	id := e.publishSquares(t, "seller", "table of squares of 3 integers")
+	v := must(e.svc.Get(ctx, id))(t)
+	if v.Level != 1 || !v.HasChecker || v.Bond != 0 {
+		t.Fatalf("listing %+v", v)
+	}
+	r := must(e.svc.Buy(ctx, id, market.PurchaseRequest{Agent: "buyer", Purpose: "homework"}, market.Idem{}))(t)
+	var b market.Bought
+	json.Unmarshal(r.Body, &b)
+	if string(b.Artifact) != table || b.TotalUSD != 2_575_000 || b.Recourse.ChallengeWindowHours != 1 {
+		t.Fatalf("bought %s", r.Body)
+	}
+	if got := e.balance(t, "buyer"); got != 10_000_000-2_575_000 {
+		t.Fatalf("buyer %s", got)
+	}
+	_, err := e.svc.Buy(ctx, id, market.PurchaseRequest{Agent: "buyer"}, market.Idem{})
+	wantCode(t, err, "already_purchased")
+	_, err = e.svc.Buy(ctx, id, market.PurchaseRequest{Agent: "poor"}, market.Idem{})
+	wantCode(t, err, "insufficient_funds")
+	if got := e.balance(t, "seller"); got != 0 {
+		t.Fatalf("seller paid %s before the window closed", got)
+	}
+	e.ck.Add(time.Hour)
+	if got := e.balance(t, "seller"); got != 2_500_000 {
+		t.Fatalf("seller %s after the window", got)
+	}
+	if got := e.balance(t, "platform-is-not-an-agent"); got != 0 {
+		t.Fatal(got)
+	}
+	_, err = e.svc.Challenge(ctx, id, market.ChallengeRequest{Agent: "buyer", Evidence: raw(`"4"`)}, market.Idem{})
+	wantCode(t, err, "purchase_closed")
+	p := must(e.svc.AgentProfile(ctx, "seller"))(t)
+	if p.TradesSold != 1 || p.ChallengesLost != 0 {
+		t.Fatalf("profile %+v", p)
+	}
+	e.zero(t)
+}
+
+func TestService_Publish(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	t.Run("ErrCheckerFailed", func(t *testing.T) {
+		_, err := e.svc.Publish(ctx, market.PublishRequest{Agent: "s", Title: "t", ProblemStatement: "squares table",
+			Artifact: raw(`"2 5\n"`), ArtifactType: "dataset", PriceUSD: raw("1"), Checker: &market.CheckerSpec{SHA256: e.squares}}, market.Idem{})
+		wantCode(t, err, "checker_failed")
+	})
+	t.Run("ErrBondFunds", func(t *testing.T) {
+		_, err := e.svc.Publish(ctx, market.PublishRequest{Agent: "s", Title: "t", ProblemStatement: "squares table",
+			Artifact: raw(`"x"`), ArtifactType: "dataset", PriceUSD: raw("10")}, market.Idem{})
+		wantCode(t, err, "insufficient_funds")
+	})
+	t.Run("ErrInput", func(t *testing.T) {
+		for code, req := range map[string]market.PublishRequest{
+			"invalid_amount":        {Agent: "s", Title: "t", ProblemStatement: "pq rs", Artifact: raw(`1`), ArtifactType: "dataset", PriceUSD: raw("1.0000001")},
+			"level_reserved":        {Agent: "s", Title: "t", ProblemStatement: "pq rs", Artifact: raw(`1`), ArtifactType: "dataset", PriceUSD: raw("1"), VerificationLevel: 4},
+			"invalid_artifact_type": {Agent: "s", Title: "t", ProblemStatement: "pq rs", Artifact: raw(`1`), ArtifactType: "x", PriceUSD: raw("1")},
+			"missing_field":         {Agent: "s", Title: "t", ProblemStatement: "pq rs", ArtifactType: "dataset", PriceUSD: raw("1")},
+			"unknown_checker":       {Agent: "s", Title: "t", ProblemStatement: "pq rs", Artifact: raw(`1`), ArtifactType: "dataset", PriceUSD: raw("1"), Checker: &market.CheckerSpec{SHA256: fmt.Sprintf("%064d", 0)}},
+		} {
+			_, err := e.svc.Publish(ctx, req, market.Idem{})
+			wantCode(t, err, code)
+		}
+	})
+	t.Run("Level2Bond", func(t *testing.T) {
+		must(e.svc.Deposit(ctx, "s2", amount("1"), market.Idem{}))(t)
+		r := must(e.svc.Publish(ctx, market.PublishRequest{Agent: "s2", Title: "t", ProblemStatement: "squares table",
+			Artifact: raw(`"x"`), ArtifactType: "dataset", PriceUSD: raw("2")}, market.Idem{}))(t)
+		var p market.Published
+		json.Unmarshal(r.Body, &p)
+		if p.Listing.Level != 2 || p.Listing.Bond != 500_000 || e.balance(t, "s2") != 500_000 {
+			t.Fatalf("level 2 %s", r.Body)
+		}
+		// Clean retirement with no window open returns the bond.
+		must(e.svc.Deactivate(ctx, p.Listing.ListingID, market.DeactivateRequest{Agent: "s2"}, market.Idem{}))(t)
+		if e.balance(t, "s2") != 1_000_000 {
+			t.Fatal("bond not returned")
+		}
+	})
+	e.zero(t)
+}
+
+func TestService_Challenge(t *testing.T) {
+	ctx := context.Background()
+	t.Run("UpheldByReplay", func(t *testing.T) {
+		e := newEnv(t)
+		must(e.svc.Deposit(ctx, "buyer", amount("10"), market.Idem{}))(t)
+		id := e.publishSquares(t, "seller", "table of squares")
+		must(e.svc.Buy(ctx, id, market.PurchaseRequest{Agent: "buyer"}, market.Idem{}))(t)
+		r := must(e.svc.Challenge(ctx, id, market.ChallengeRequest{Agent: "buyer", Evidence: raw(`"4"`)}, market.Idem{}))(t)
+		var out struct{ Challenge market.Challenge }
+		json.Unmarshal(r.Body, &out)
+		if out.Challenge.Status != market.ChallengeUpheld || out.Challenge.Replay == nil || out.Challenge.Replay.Pass {
+			t.Fatalf("challenge %s", r.Body)
+		}
+		if e.balance(t, "buyer") != 10_000_000 {
+			t.Fatal("not refunded price and fee")
+		}
+		if v := must(e.svc.Get(ctx, id))(t); v.Status != market.ListingPulled {
+			t.Fatalf("listing %s", v.Status)
+		}
+		e.ck.Add(2 * time.Hour)
+		if e.balance(t, "seller") != 0 {
+			t.Fatal("seller paid after an upheld challenge")
+		}
+		e.zero(t)
+	})
+	t.Run("PassingReplayGoesToOperator", func(t *testing.T) {
+		e := newEnv(t)
+		must(e.svc.Deposit(ctx, "buyer", amount("10"), market.Idem{}))(t)
+		id := e.publishSquares(t, "seller", "table of squares")
+		must(e.svc.Buy(ctx, id, market.PurchaseRequest{Agent: "buyer"}, market.Idem{}))(t)
+		r := must(e.svc.Challenge(ctx, id, market.ChallengeRequest{Agent: "buyer", Evidence: raw(`"3"`)}, market.Idem{}))(t)
+		var out struct{ Challenge market.Challenge }
+		json.Unmarshal(r.Body, &out)
+		if out.Challenge.Status != market.ChallengeOpen {
+			t.Fatalf("challenge %s", r.Body)
+		}
+		e.ck.Add(2 * time.Hour)
+		if e.balance(t, "seller") != 0 {
+			t.Fatal("settled while a challenge was open")
+		}
+		_, err := e.svc.Challenge(ctx, id, market.ChallengeRequest{Agent: "buyer", Evidence: raw(`"3"`)}, market.Idem{})
+		wantCode(t, err, "already_challenged")
+		must(e.svc.Resolve(ctx, out.Challenge.ID, market.ResolveRequest{Verdict: "reject", Reason: "table is right"}, market.Idem{}))(t)
+		if e.balance(t, "seller") != 2_500_000 {
+			t.Fatal("not settled after the operator rejected")
+		}
+		e.zero(t)
+	})
+	t.Run("ErrWindowClosed", func(t *testing.T) {
+		e := newEnv(t)
+		must(e.svc.Deposit(ctx, "buyer", amount("10"), market.Idem{}))(t)
+		must(e.svc.Deposit(ctx, "seller", amount("1"), market.Idem{}))(t)
+		r := must(e.svc.Publish(ctx, market.PublishRequest{Agent: "seller", Title: "t", ProblemStatement: "squares table",
+			Artifact: raw(`"x"`), ArtifactType: "dataset", PriceUSD: raw("5")}, market.Idem{}))(t)
+		var p market.Published
+		json.Unmarshal(r.Body, &p)
+		must(e.svc.Buy(ctx, p.Listing.ListingID, market.PurchaseRequest{Agent: "buyer"}, market.Idem{}))(t)
+		e.ck.Add(72 * time.Hour)
+		_, err := e.svc.Challenge(ctx, p.Listing.ListingID, market.ChallengeRequest{Agent: "buyer", Evidence: raw(`"bad"`)}, market.Idem{})
+		wantCode(t, err, "challenge_window_closed")
+		e.zero(t)
+	})
+	t.Run("Level2UpheldForfeitsBond", func(t *testing.T) {
+		e := newEnv(t)
+		must(e.svc.Deposit(ctx, "buyer", amount("10"), market.Idem{}))(t)
+		must(e.svc.Deposit(ctx, "seller", amount("1"), market.Idem{}))(t)
+		r := must(e.svc.Publish(ctx, market.PublishRequest{Agent: "seller", Title: "t", ProblemStatement: "squares table",
+			Artifact: raw(`"x"`), ArtifactType: "dataset", PriceUSD: raw("1")}, market.Idem{}))(t)
+		var p market.Published
+		json.Unmarshal(r.Body, &p)
+		lid := p.Listing.ListingID
+		must(e.svc.Buy(ctx, lid, market.PurchaseRequest{Agent: "buyer"}, market.Idem{}))(t)
+		must(e.svc.Deactivate(ctx, lid, market.DeactivateRequest{Agent: "seller"}, market.Idem{}))(t)
+		if e.balance(t, "seller") != 500_000 {
+			t.Fatal("bond returned with a window open")
+		}
+		r = must(e.svc.Challenge(ctx, lid, market.ChallengeRequest{Agent: "buyer", Evidence: raw(`"wrong"`)}, market.Idem{}))(t)
+		var out struct{ Challenge market.Challenge }
+		json.Unmarshal(r.Body, &out)
+		must(e.svc.Resolve(ctx, out.Challenge.ID, market.ResolveRequest{Verdict: "uphold"}, market.Idem{}))(t)
+		if got := e.balance(t, "buyer"); got != 10_000_000+500_000 {
+			t.Fatalf("buyer %s: want refund plus bond", got)
+		}
+		if got := must(e.svc.AgentProfile(ctx, "seller"))(t); got.ChallengesLost != 1 || got.StakeForfeitedUSD != 500_000 {
+			t.Fatalf("profile %+v", got)
+		}
+		e.zero(t)
+	})
+}
+
+func TestService_Level3(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	id := e.publishSquares(t, "seller", "table of squares")
+	for range 3 {
+		must(e.svc.Tick(ctx, market.TickRequest{Samples: 1}))(t)
+	}
+	if v := must(e.svc.Get(ctx, id))(t); v.Level != 3 || v.ReplaysPassed != 3 {
+		t.Fatalf("level %d after %d replays", v.Level, v.ReplaysPassed)
+	}
+}
+
+func TestService_Idempotency(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	k := market.Idem{Key: "k1", Fingerprint: "f1"}
+	a := must(e.svc.Deposit(ctx, "buyer", amount("5"), k))(t)
+	b := must(e.svc.Deposit(ctx, "buyer", amount("5"), k))(t)
+	if string(a.Body) != string(b.Body) || !b.Replayed || e.balance(t, "buyer") != 5_000_000 {
+		t.Fatalf("replay %s %s", a.Body, b.Body)
+	}
+	_, err := e.svc.Deposit(ctx, "buyer", amount("6"), market.Idem{Key: "k1", Fingerprint: "f2"})
+	wantCode(t, err, "idempotency_conflict")
+	e.zero(t)
+}
+
+func TestService_Concurrent(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	id := e.publishSquares(t, "seller", "table of squares")
+	const n = 20
+	// One buyer, twenty concurrent purchases: one wins.
+	must(e.svc.Deposit(ctx, "buyer", amount("100"), market.Idem{}))(t)
+	var wins atomic.Int32
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			if _, err := e.svc.Buy(ctx, id, market.PurchaseRequest{Agent: "buyer"}, market.Idem{}); err == nil {
+				wins.Add(1)
+			} else if fault.CodeOf(err) != "already_purchased" {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if wins.Load() != 1 {
+		t.Fatalf("%d purchases won", wins.Load())
+	}
+	// A wallet with money for one purchase, many listings: no overdraft.
+	must(e.svc.Deposit(ctx, "thin", amount("2.575"), market.Idem{}))(t)
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = e.publishSquares(t, fmt.Sprintf("s%d", i), "table of squares")
+	}
+	wins.Store(0)
+	for _, lid := range ids {
+		wg.Go(func() {
+			if _, err := e.svc.Buy(ctx, lid, market.PurchaseRequest{Agent: "thin"}, market.Idem{}); err == nil {
+				wins.Add(1)
+			} else if fault.CodeOf(err) != "insufficient_funds" {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if wins.Load() != 1 || e.balance(t, "thin") != 0 {
+		t.Fatalf("%d purchases from a wallet for one", wins.Load())
+	}
+	// Concurrent settlement: many readers after the window, one settlement.
+	e.ck.Add(time.Hour)
+	for range n {
+		wg.Go(func() {
+			if _, err := e.svc.WalletOf(ctx, "seller"); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if got := e.balance(t, "seller"); got != 2_500_000 {
+		t.Fatalf("seller %s: want one settlement", got)
+	}
+	e.zero(t)
+}

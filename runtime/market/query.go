@@ -1,0 +1,493 @@
+package market
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/ledger"
+	"github.com/assayhq/assay/runtime/store"
+)
+
+// Profile is an agent's public numeric reputation.
+type Profile struct {
+	AgentID           string  `json:"agent_id"`
+	TradesSold        int     `json:"trades_sold"`
+	ChallengesLost    int     `json:"challenges_lost"`
+	ChallengeLossRate float64 `json:"challenge_loss_rate"`
+	StakeForfeitedUSD USD     `json:"stake_forfeited_usd"`
+	AccountAgeDays    float64 `json:"account_age_days"`
+	Seed              bool    `json:"seed"`
+}
+
+func (s *Service) profile(tx store.Tx, did string, now time.Time) (Profile, error) {
+	a, ok, err := loadAgent(tx, did)
+	if err != nil {
+		return Profile{}, err
+	}
+	p := Profile{AgentID: did, TradesSold: a.TradesSold, ChallengesLost: a.ChallengesLost, StakeForfeitedUSD: a.StakeForfeited,
+		Seed: strings.HasPrefix(did, s.house)}
+	if n := a.TradesSold + a.ChallengesLost; n > 0 {
+		p.ChallengeLossRate = round2(float64(a.ChallengesLost) / float64(n))
+	}
+	if ok {
+		p.AccountAgeDays = round2(now.Sub(a.FirstSeen).Hours() / 24)
+	}
+	return p, nil
+}
+
+// AgentProfile is agent_profile: challenge_loss_rate is challenges lost
+// over sales closed (settled or lost).
+func (s *Service) AgentProfile(ctx context.Context, did string) (Profile, error) {
+	if err := validAgent("agent", did); err != nil {
+		return Profile{}, err
+	}
+	if err := s.SettleDue(ctx); err != nil {
+		return Profile{}, err
+	}
+	var p Profile
+	err := s.st.View(ctx, func(tx store.Tx) error {
+		var err error
+		p, err = s.profile(tx, did, s.now().UTC())
+		return err
+	})
+	return p, err
+}
+
+// SearchRequest is search_listings' input: query or query_fingerprint.
+type SearchRequest struct {
+	Query            string `json:"query,omitempty"`
+	QueryFingerprint string `json:"query_fingerprint,omitempty"`
+	Limit            int    `json:"limit,omitempty"`
+}
+
+// Result is one search result.
+type Result struct {
+	View
+	Match Match `json:"match"`
+}
+
+// Results is search_listings' answer.
+type Results struct {
+	Results         []Result `json:"results"`
+	Count           int      `json:"count"`
+	NoReliableMatch bool     `json:"no_reliable_match"`
+	Advisory        string   `json:"advisory,omitempty"`
+}
+
+var fpRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// Search finds active listings: exact fingerprint hits first, then by
+// confidence. A query by fingerprint alone finds exact hits only.
+//
+// # Errors
+//
+// missing_field, invalid_fingerprint, invalid_query, invalid_limit (400).
+func (s *Service) Search(ctx context.Context, req SearchRequest) (Results, error) {
+	switch {
+	case req.Query == "" && req.QueryFingerprint == "":
+		return Results{}, fault.New(fault.Invalid, "missing_field", "query or query_fingerprint is required")
+	case req.QueryFingerprint != "" && !fpRE.MatchString(req.QueryFingerprint):
+		return Results{}, fault.New(fault.Invalid, "invalid_fingerprint", "query_fingerprint is the lowercase hex SHA-256 of the normalised token set")
+	case len(req.Query) > MaxProblemBytes || !utf8Valid(req.Query):
+		return Results{}, fault.New(fault.Invalid, "invalid_query", "query must be valid UTF-8 of at most %d bytes", MaxProblemBytes)
+	case req.Limit < 0 || req.Limit > 100:
+		return Results{}, fault.New(fault.Invalid, "invalid_limit", "limit is 1 to 100")
+	}
+	if req.Limit == 0 {
+		req.Limit = 20
+	}
+	if err := s.SettleDue(ctx); err != nil {
+		return Results{}, err
+	}
+	fp := req.QueryFingerprint
+	var qt []string
+	var qc []Constraint
+	if req.Query != "" {
+		qt, qc = Tokens(req.Query), Constraints(req.Query)
+		if fp == "" {
+			fp = Fingerprint(req.Query)
+		}
+	}
+	now := s.now().UTC()
+	out := Results{Results: []Result{}}
+	type hit struct {
+		id string
+		m  Match
+	}
+	var hits []hit
+	err := s.st.View(ctx, func(tx store.Tx) error {
+		if req.Query == "" {
+			err := tx.Scan(keyFP+fp+"/", false, func(k string, _ []byte) error {
+				hits = append(hits, hit{k[len(keyFP+fp+"/"):], Score(nil, nil, fp, nil, nil, fp)})
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		} else {
+			err := tx.Scan(keySearch, false, func(k string, v []byte) error {
+				var d searchDoc
+				if err := json.Unmarshal(v, &d); err != nil {
+					return err
+				}
+				m := Score(qt, qc, fp, d.Tokens, d.Constraints, d.Fingerprint)
+				if m.Class == ClassExact || m.Confidence > 0 {
+					hits = append(hits, hit{k[len(keySearch):], m})
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		slices.SortStableFunc(hits, func(a, b hit) int {
+			if r := classRank(a.m.Class) - classRank(b.m.Class); a.m.Class == ClassExact || b.m.Class == ClassExact {
+				if r != 0 {
+					return r
+				}
+			}
+			switch {
+			case a.m.Confidence > b.m.Confidence:
+				return -1
+			case a.m.Confidence < b.m.Confidence:
+				return 1
+			}
+			return strings.Compare(a.id, b.id)
+		})
+		for _, h := range hits {
+			if len(out.Results) == req.Limit {
+				break
+			}
+			l, err := loadListing(tx, h.id)
+			if err != nil {
+				return err
+			}
+			if l.Status != ListingActive {
+				continue
+			}
+			v, err := s.view(tx, l, now)
+			if err != nil {
+				return err
+			}
+			out.Results = append(out.Results, Result{View: v, Match: h.m})
+		}
+		return nil
+	})
+	out.Count = len(out.Results)
+	out.NoReliableMatch = !slices.ContainsFunc(out.Results, func(r Result) bool {
+		return r.Match.Class == ClassExact || r.Match.Class == ClassStrong
+	})
+	if out.NoReliableMatch {
+		out.Advisory = "no exact or strong match: treat these results as leads and verify them before buying"
+	}
+	return out, err
+}
+
+// Stats is marketplace_stats: live totals. Organic figures leave out
+// house agents (HousePrefix).
+type Stats struct {
+	ListingsActive    int            `json:"listings_active"`
+	ListingsTotal     int            `json:"listings_total"`
+	ListingsByLevel   map[string]int `json:"listings_by_level"`
+	SeedListings      int            `json:"seed_listings"`
+	Purchases         int            `json:"purchases"`
+	OrganicPurchases  int            `json:"organic_purchases"`
+	PurchasesHeld     int            `json:"purchases_held"`
+	PurchasesSettled  int            `json:"purchases_settled"`
+	PurchasesRefunded int            `json:"purchases_refunded"`
+	ChallengesOpen    int            `json:"challenges_open"`
+	ChallengesUpheld  int            `json:"challenges_upheld"`
+	ChallengesDenied  int            `json:"challenges_rejected"`
+	VolumeSettledUSD  USD            `json:"volume_settled_usd"`
+	OrganicVolumeUSD  USD            `json:"organic_volume_settled_usd"`
+	FeesUSD           USD            `json:"fees_usd"`
+	HeldUSD           USD            `json:"held_usd"`
+	BondsEscrowedUSD  USD            `json:"bonds_escrowed_usd"`
+	HousePrefix       string         `json:"house_prefix"`
+}
+
+// Stats returns live totals.
+func (s *Service) Stats(ctx context.Context) (Stats, error) {
+	if err := s.SettleDue(ctx); err != nil {
+		return Stats{}, err
+	}
+	st := Stats{ListingsByLevel: map[string]int{}, HousePrefix: s.house}
+	err := s.st.View(ctx, func(tx store.Tx) error {
+		err := tx.Scan(keyListing, false, func(_ string, v []byte) error {
+			var l Listing
+			if err := json.Unmarshal(v, &l); err != nil {
+				return err
+			}
+			st.ListingsTotal++
+			if l.Status == ListingActive {
+				st.ListingsActive++
+				st.ListingsByLevel[string(rune('0'+l.Level))]++
+			}
+			if l.Seed {
+				st.SeedListings++
+			}
+			if l.BondHeld {
+				st.BondsEscrowedUSD += l.Bond
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		err = tx.Scan(keyPurchase, false, func(_ string, v []byte) error {
+			var p Purchase
+			if err := json.Unmarshal(v, &p); err != nil {
+				return err
+			}
+			organic := !strings.HasPrefix(p.Buyer, s.house)
+			st.Purchases++
+			if organic {
+				st.OrganicPurchases++
+			}
+			switch p.Status {
+			case PurchaseHeld, PurchaseChallenged:
+				st.PurchasesHeld++
+				st.HeldUSD += p.Price + p.Fee
+			case PurchaseSettled:
+				st.PurchasesSettled++
+				st.VolumeSettledUSD += p.Price
+				st.FeesUSD += p.Fee
+				if organic {
+					st.OrganicVolumeUSD += p.Price
+				}
+			case PurchaseRefunded:
+				st.PurchasesRefunded++
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		return tx.Scan(keyChallenge, false, func(_ string, v []byte) error {
+			var c Challenge
+			if err := json.Unmarshal(v, &c); err != nil {
+				return err
+			}
+			switch c.Status {
+			case ChallengeOpen:
+				st.ChallengesOpen++
+			case ChallengeUpheld:
+				st.ChallengesUpheld++
+			case ChallengeRejected:
+				st.ChallengesDenied++
+			}
+			return nil
+		})
+	})
+	return st, err
+}
+
+// LedgerSums returns the sum of every leg per currency: all zero unless
+// the ledger is broken.
+func (s *Service) LedgerSums(ctx context.Context) (map[string]int64, error) {
+	var sums map[string]int64
+	err := s.st.View(ctx, func(tx store.Tx) error {
+		var err error
+		sums, err = ledger.Sums(tx)
+		return err
+	})
+	return sums, err
+}
+
+// TickRequest is the operator's tick: settle what is due and replay up to
+// Samples random listings with checkers.
+type TickRequest struct {
+	Samples int `json:"samples,omitempty"`
+}
+
+// Ticked is what a tick did.
+type Ticked struct {
+	Settled  int      `json:"settled"`
+	Sampled  []string `json:"sampled"`
+	Promoted []string `json:"promoted"`
+	Pulled   []string `json:"pulled"`
+}
+
+// Tick settles every purchase whose window has closed and replays up to
+// req.Samples random active listings that have a checker: a scheduler
+// calls it, and so can an operator or a test.
+func (s *Service) Tick(ctx context.Context, req TickRequest) (Ticked, error) {
+	if req.Samples < 0 || req.Samples > 1000 {
+		return Ticked{}, fault.New(fault.Invalid, "invalid_samples", "samples is 0 to 1000")
+	}
+	t := Ticked{Sampled: []string{}, Promoted: []string{}, Pulled: []string{}}
+	n, err := s.settleDue(ctx)
+	t.Settled = n
+	if err != nil || req.Samples == 0 {
+		return t, err
+	}
+	var ids []string
+	err = s.st.View(ctx, func(tx store.Tx) error {
+		return tx.Scan(keyListing, false, func(k string, v []byte) error {
+			var l Listing
+			if err := json.Unmarshal(v, &l); err != nil {
+				return err
+			}
+			if l.Status == ListingActive && l.Checker != nil {
+				ids = append(ids, l.ID)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return t, err
+	}
+	for len(ids) > 0 && len(t.Sampled) < req.Samples {
+		j := s.rand(len(ids))
+		id := ids[j]
+		ids = append(ids[:j], ids[j+1:]...)
+		r, err := s.sample(ctx, id, "")
+		if err != nil {
+			return t, err
+		}
+		t.Sampled = append(t.Sampled, id)
+		if r.Promoted {
+			t.Promoted = append(t.Promoted, id)
+		}
+		if r.Pulled {
+			t.Pulled = append(t.Pulled, id)
+		}
+	}
+	return t, nil
+}
+
+// ReplayRequest is a buyer's request to replay a listing's checker.
+type ReplayRequest struct {
+	Agent string `json:"agent"`
+}
+
+// Replayed is one sample replay's result.
+type Replayed struct {
+	ListingID string          `json:"listing_id"`
+	Pass      bool            `json:"pass"`
+	Level     int             `json:"verification_level"`
+	Promoted  bool            `json:"promoted"`
+	Pulled    bool            `json:"pulled"`
+	Refunded  []string        `json:"refunded"`
+	Receipt   json.RawMessage `json:"receipt"`
+}
+
+// Replay replays a listing's checker on its artifact at a buyer's request;
+// it counts toward level 3 like a sample.
+//
+// # Errors
+//
+// invalid_agent (400); listing_not_found, purchase_not_found (404);
+// no_checker, listing_not_active (409).
+func (s *Service) Replay(ctx context.Context, listingID string, req ReplayRequest) (Replayed, error) {
+	if err := validAgent("agent", req.Agent); err != nil {
+		return Replayed{}, err
+	}
+	err := s.st.View(ctx, func(tx store.Tx) error {
+		if _, err := tx.Get(boughtKey(listingID, req.Agent)); errors.Is(err, store.ErrNotFound) {
+			return fault.New(fault.NotFound, "purchase_not_found", "only a buyer of %s may ask for a replay", listingID)
+		} else {
+			return err
+		}
+	})
+	if err != nil {
+		return Replayed{}, err
+	}
+	return s.sample(ctx, listingID, req.Agent)
+}
+
+// sample replays a listing's checker on its artifact. A pass counts toward
+// level 3; a failure pulls the listing and refunds every purchase whose
+// window is open.
+func (s *Service) sample(ctx context.Context, id, by string) (Replayed, error) {
+	var (
+		l   *Listing
+		art []byte
+	)
+	err := s.st.View(ctx, func(tx store.Tx) error {
+		var err error
+		if l, err = loadListing(tx, id); err != nil {
+			return err
+		}
+		art, err = tx.Get(keyArtifact + id)
+		return err
+	})
+	if err != nil {
+		return Replayed{}, err
+	}
+	if l.Checker == nil {
+		return Replayed{}, fault.New(fault.Conflict, "no_checker", "listing %s has no checker to replay", id)
+	}
+	if l.Status != ListingActive {
+		return Replayed{}, fault.New(fault.Conflict, "listing_not_active", "listing %s is %s", id, l.Status)
+	}
+	o, err := s.runChecker(ctx, *l.Checker, artifactInput(art), nil)
+	if err != nil {
+		return Replayed{}, err
+	}
+	o = signedOutcome(o)
+	now := s.now().UTC()
+	rid := "rpl-" + s.newID()
+	var r Replayed
+	err = s.st.Update(ctx, func(tx store.Tx) error {
+		l, err := loadListing(tx, id)
+		if err != nil {
+			return err
+		}
+		r = Replayed{ListingID: id, Pass: o.Pass, Refunded: []string{}}
+		if l.Status != ListingActive {
+			return fault.New(fault.Conflict, "listing_not_active", "listing %s is %s", id, l.Status)
+		}
+		switch {
+		case o.Pass:
+			l.ReplaysPassed++
+			if l.Level == 1 && l.ReplaysPassed >= SamplesForLevel3 && l.ReplaysFailed == 0 {
+				l.Level, r.Promoted = 3, true
+			}
+		case decisiveFail(o):
+			l.ReplaysFailed++
+			l.Status, r.Pulled = ListingPulled, true
+		}
+		r.Level = l.Level
+		if err := store.SetJSON(tx, listingKey(id), l); err != nil {
+			return err
+		}
+		if r.Pulled {
+			var open []string
+			err := tx.Scan(keyOpen+id+"/", false, func(k string, _ []byte) error {
+				open = append(open, k[strings.LastIndexByte(k, '/')+1:])
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			for _, pid := range open {
+				p, err := loadPurchase(tx, pid)
+				if err != nil {
+					return err
+				}
+				if err := s.refund(tx, p, "a sample replay of the seller's checker failed", now); err != nil {
+					return err
+				}
+				r.Refunded = append(r.Refunded, pid)
+				if err := updateAgent(tx, l.Seller, now, func(a *agentRecord) { a.ChallengesLost++ }); err != nil {
+					return err
+				}
+			}
+		}
+		body, err := s.sign(tx, KindReplay, rid[4:], now, map[string]any{
+			"listing_id": id, "requested_by": by, "artifact_sha256": l.ArtifactSHA256, "checker": l.Checker, "outcome": o,
+			"verification_level": l.Level, "replays_passed": l.ReplaysPassed, "replays_failed": l.ReplaysFailed,
+			"pulled": r.Pulled, "refunded": r.Refunded, "at": now.Format(time.RFC3339Nano),
+		}, l.Seller, by)
+		r.Receipt = body
+		return err
+	})
+	return r, err
+}

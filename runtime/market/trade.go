@@ -1,0 +1,523 @@
+package market
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/ledger"
+	"github.com/assayhq/assay/runtime/rail"
+	"github.com/assayhq/assay/runtime/store"
+)
+
+// agentRecord is what the market remembers of an agent for its profile.
+type agentRecord struct {
+	FirstSeen      time.Time `json:"first_seen"`
+	TradesSold     int       `json:"trades_sold"`
+	ChallengesLost int       `json:"challenges_lost"`
+	StakeForfeited USD       `json:"stake_forfeited_usd"`
+}
+
+func loadAgent(tx store.Tx, did string) (agentRecord, bool, error) {
+	var a agentRecord
+	err := store.GetJSON(tx, keyAgent+esc(did), &a)
+	if errors.Is(err, store.ErrNotFound) {
+		return a, false, nil
+	}
+	return a, err == nil, err
+}
+
+func touchAgent(tx store.Tx, did string, now time.Time) error {
+	_, ok, err := loadAgent(tx, did)
+	if err != nil || ok {
+		return err
+	}
+	return store.SetJSON(tx, keyAgent+esc(did), agentRecord{FirstSeen: now})
+}
+
+func updateAgent(tx store.Tx, did string, now time.Time, fn func(*agentRecord)) error {
+	a, ok, err := loadAgent(tx, did)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		a.FirstSeen = now
+	}
+	fn(&a)
+	return store.SetJSON(tx, keyAgent+esc(did), a)
+}
+
+// debit locks an agent's wallet and refuses when it holds less than amount.
+func debit(tx store.Tx, did string, amount USD, what string) error {
+	if err := lockWallet(tx, did); err != nil {
+		return err
+	}
+	bal, err := ledger.Balance(tx, WalletAccount(did), Currency)
+	if err != nil {
+		return err
+	}
+	if USD(bal) < amount {
+		return fault.New(fault.Conflict, "insufficient_funds", "%s needs $%s and wallet %s holds $%s; deposit first", what, amount, did, USD(bal))
+	}
+	return nil
+}
+
+// Wallet is an agent's wallet.
+type Wallet struct {
+	Agent   string `json:"agent"`
+	Balance USD    `json:"balance_usd"`
+	Rail    string `json:"rail"`
+}
+
+// AmountRequest is the body of a deposit or a withdrawal.
+type AmountRequest struct {
+	AmountUSD json.RawMessage `json:"amount_usd"`
+}
+
+// WalletOf returns an agent's wallet, settling first what is due.
+func (s *Service) WalletOf(ctx context.Context, did string) (Wallet, error) {
+	if err := validAgent("agent", did); err != nil {
+		return Wallet{}, err
+	}
+	if err := s.SettleDue(ctx); err != nil {
+		return Wallet{}, err
+	}
+	w := Wallet{Agent: did, Rail: s.rail.Name()}
+	err := s.st.View(ctx, func(tx store.Tx) error {
+		b, err := ledger.Balance(tx, WalletAccount(did), Currency)
+		w.Balance = USD(b)
+		return err
+	})
+	return w, err
+}
+
+func parseAmount(req AmountRequest) (USD, error) {
+	a, err := ParseUSD(req.AmountUSD, "amount_usd")
+	if err == nil && a <= 0 {
+		err = fault.New(fault.Invalid, "invalid_amount", "amount_usd must be more than 0")
+	}
+	return a, err
+}
+
+// Deposit collects money on the rail into an agent's wallet. Only the dev
+// rail takes deposits this way; another rail pays per request.
+//
+// # Errors
+//
+// invalid_agent, invalid_amount, missing_field (400); deposit_unavailable
+// (403) on a rail other than dev; rail_failed (503); idempotency_conflict.
+func (s *Service) Deposit(ctx context.Context, did string, req AmountRequest, i Idem) (Reply, error) {
+	if err := validAgent("agent", did); err != nil {
+		return Reply{}, err
+	}
+	amount, err := parseAmount(req)
+	if err != nil {
+		return Reply{}, err
+	}
+	if s.rail.Name() != (rail.Dev{}).Name() {
+		return Reply{}, fault.New(fault.Forbidden, "deposit_unavailable", "deposits are for the dev rail; this server settles on %s", s.rail.Name())
+	}
+	if r, err := s.replay(ctx, i); err != nil || r != nil {
+		return deref(r), err
+	}
+	id := "dep-" + s.newID()
+	ref, err := s.rail.Collect(ctx, rail.Payment{ID: id, Agent: did, Amount: int64(amount), Currency: Currency})
+	if err != nil {
+		return Reply{}, fault.Wrap(fault.Unavailable, "rail_failed", err)
+	}
+	now := s.now().UTC()
+	r, err := s.mutate(ctx, i, func(tx store.Tx) (Reply, error) {
+		if err := touchAgent(tx, did, now); err != nil {
+			return Reply{}, err
+		}
+		if err := ledger.Post(tx, ledger.Transfer{ID: id, From: s.rail.Account(), To: WalletAccount(did),
+			Amount: int64(amount), Currency: Currency, Memo: "deposit " + ref, At: now}); err != nil {
+			return Reply{}, err
+		}
+		bal, err := ledger.Balance(tx, WalletAccount(did), Currency)
+		if err != nil {
+			return Reply{}, err
+		}
+		body, err := json.Marshal(map[string]any{"agent": did, "amount_usd": amount, "balance_usd": USD(bal), "payment_ref": ref, "rail": s.rail.Name()})
+		return Reply{Body: body, Created: true}, err
+	})
+	if err != nil {
+		// The rail took the money and the ledger did not record it: give
+		// it back.
+		if _, rerr := s.rail.Refund(context.WithoutCancel(ctx), ref, int64(amount)); rerr != nil {
+			return Reply{}, fmt.Errorf("market: deposit %s failed (%w) and its refund failed too: %v", ref, err, rerr)
+		}
+	}
+	return r, err
+}
+
+// Withdraw pays money out of an agent's wallet on the rail.
+//
+// # Errors
+//
+// invalid_agent, invalid_amount (400); insufficient_funds (409);
+// rail_failed (503); idempotency_conflict.
+func (s *Service) Withdraw(ctx context.Context, did string, req AmountRequest, i Idem) (Reply, error) {
+	if err := validAgent("agent", did); err != nil {
+		return Reply{}, err
+	}
+	amount, err := parseAmount(req)
+	if err != nil {
+		return Reply{}, err
+	}
+	if r, err := s.replay(ctx, i); err != nil || r != nil {
+		return deref(r), err
+	}
+	if err := s.SettleDue(ctx); err != nil {
+		return Reply{}, err
+	}
+	id := "wd-" + s.newID()
+	now := s.now().UTC()
+	r, err := s.mutate(ctx, i, func(tx store.Tx) (Reply, error) {
+		if err := debit(tx, did, amount, "a withdrawal"); err != nil {
+			return Reply{}, err
+		}
+		if err := ledger.Post(tx, ledger.Transfer{ID: id, From: WalletAccount(did), To: s.rail.Account(),
+			Amount: int64(amount), Currency: Currency, Memo: "withdrawal", At: now}); err != nil {
+			return Reply{}, err
+		}
+		bal, err := ledger.Balance(tx, WalletAccount(did), Currency)
+		if err != nil {
+			return Reply{}, err
+		}
+		body, err := json.Marshal(map[string]any{"agent": did, "amount_usd": amount, "balance_usd": USD(bal), "payment_ref": id, "rail": s.rail.Name()})
+		return Reply{Body: body}, err
+	})
+	if err != nil || r.Replayed {
+		return r, err
+	}
+	if _, perr := s.rail.Payout(ctx, rail.Payment{ID: id, Agent: did, Amount: int64(amount), Currency: Currency}); perr != nil {
+		// The payout did not happen: put the money back in the wallet.
+		rerr := s.st.Update(context.WithoutCancel(ctx), func(tx store.Tx) error {
+			return ledger.Post(tx, ledger.Transfer{ID: id + ".reversed", From: s.rail.Account(), To: WalletAccount(did),
+				Amount: int64(amount), Currency: Currency, Memo: "withdrawal reversed: payout failed", At: now})
+		})
+		return Reply{}, errors.Join(fault.Wrap(fault.Unavailable, "rail_failed", perr), rerr)
+	}
+	return r, nil
+}
+
+// Purchase is a purchase of record.
+type Purchase struct {
+	ID             string    `json:"purchase_id"`
+	ListingID      string    `json:"listing_id"`
+	Buyer          string    `json:"buyer"`
+	Seller         string    `json:"seller"`
+	Price          USD       `json:"price_usd"`
+	Fee            USD       `json:"fee_usd"`
+	Level          int       `json:"verification_level"`
+	ArtifactSHA256 string    `json:"artifact_sha256"`
+	PaymentRef     string    `json:"payment_ref"`
+	Purpose        string    `json:"purpose,omitempty"`
+	Status         string    `json:"status"`
+	ChallengeID    string    `json:"challenge_id,omitempty"`
+	PurchasedAt    time.Time `json:"purchased_at"`
+	WindowClosesAt time.Time `json:"window_closes_at"`
+	ClosedAt       time.Time `json:"closed_at,omitzero"`
+	Receipts       []string  `json:"receipts"`
+}
+
+// PurchaseRequest is purchase's input.
+type PurchaseRequest struct {
+	Agent   string `json:"agent"`
+	Purpose string `json:"purpose,omitempty"`
+}
+
+// Recourse is what a buyer can do about a purchase.
+type Recourse struct {
+	ChallengeWindowHours float64   `json:"challenge_window_hours"`
+	WindowClosesAt       time.Time `json:"window_closes_at"`
+	BondUSD              USD       `json:"bond_usd"`
+	RefundUSD            USD       `json:"refund_usd"`
+	How                  string    `json:"how"`
+}
+
+// Bought is purchase's answer: the artifact at once, the receipt, the
+// recourse.
+type Bought struct {
+	Purchase Purchase        `json:"purchase"`
+	Artifact json.RawMessage `json:"artifact"`
+	TotalUSD USD             `json:"total_usd"`
+	Recourse Recourse        `json:"recourse"`
+	Receipt  json.RawMessage `json:"receipt"`
+}
+
+func loadPurchase(tx store.Tx, id string) (*Purchase, error) {
+	var p Purchase
+	err := store.GetJSON(tx, purchaseKey(id), &p)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fault.New(fault.NotFound, "purchase_not_found", "no purchase %s", id)
+	}
+	return &p, err
+}
+
+// Buy debits the buyer price + 3%, delivers the artifact, and holds the
+// proceeds until the challenge window closes.
+//
+// # Errors
+//
+// invalid_agent, invalid_purpose (400); listing_not_found (404);
+// listing_not_active, own_listing, already_purchased, insufficient_funds
+// (409); idempotency_conflict.
+func (s *Service) Buy(ctx context.Context, listingID string, req PurchaseRequest, i Idem) (Reply, error) {
+	if err := validAgent("agent", req.Agent); err != nil {
+		return Reply{}, err
+	}
+	if len(req.Purpose) > MaxTextBytes || !utf8Valid(req.Purpose) {
+		return Reply{}, fault.New(fault.Invalid, "invalid_purpose", "purpose must be valid UTF-8 of at most %d bytes", MaxTextBytes)
+	}
+	if r, err := s.replay(ctx, i); err != nil || r != nil {
+		return deref(r), err
+	}
+	now := s.now().UTC()
+	pid := "pur_" + s.newID()
+	return s.mutate(ctx, i, func(tx store.Tx) (Reply, error) {
+		l, err := loadListing(tx, listingID)
+		if err != nil {
+			return Reply{}, err
+		}
+		switch {
+		case l.Status != ListingActive:
+			return Reply{}, fault.New(fault.Conflict, "listing_not_active", "listing %s is %s and sells nothing", l.ID, l.Status)
+		case l.Seller == req.Agent:
+			return Reply{}, fault.New(fault.Conflict, "own_listing", "a seller cannot buy its own listing")
+		}
+		if prev, err := tx.Get(boughtKey(l.ID, req.Agent)); err == nil {
+			return Reply{}, fault.New(fault.Conflict, "already_purchased", "%s already bought %s (purchase %s)", req.Agent, l.ID, prev)
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return Reply{}, err
+		}
+		fee := Fee(l.Price)
+		if err := debit(tx, req.Agent, l.Price+fee, "buying "+l.ID); err != nil {
+			return Reply{}, err
+		}
+		p := Purchase{ID: pid, ListingID: l.ID, Buyer: req.Agent, Seller: l.Seller, Price: l.Price, Fee: fee, Level: l.Level,
+			ArtifactSHA256: l.ArtifactSHA256, PaymentRef: "ledger:" + pid + ".pay", Purpose: req.Purpose, Status: PurchaseHeld,
+			PurchasedAt: now, WindowClosesAt: now.Add(Window(l.Level, l.Price))}
+		if err := touchAgent(tx, req.Agent, now); err != nil {
+			return Reply{}, err
+		}
+		if err := ledger.Post(tx, ledger.Transfer{ID: pid + ".pay", From: WalletAccount(req.Agent), To: holdAccount(pid),
+			Amount: int64(l.Price + fee), Currency: Currency, Memo: "purchase of " + l.ID + ", held until " + p.WindowClosesAt.Format(time.RFC3339), At: now}); err != nil {
+			return Reply{}, err
+		}
+		bond := USD(0)
+		if l.BondHeld {
+			bond = l.Bond
+		}
+		rec := Recourse{ChallengeWindowHours: Window(l.Level, l.Price).Hours(), WindowClosesAt: p.WindowClosesAt, BondUSD: bond,
+			RefundUSD: l.Price + fee, How: "challenge_listing with evidence before window_closes_at; an upheld challenge refunds price and fee" +
+				map[bool]string{true: " and pays the bond to the challenger", false: ""}[bond > 0]}
+		rid := receiptID(pid, "purchase")
+		rc, err := s.sign(tx, KindPurchase, rid, now, map[string]any{
+			"purchase_id": pid, "listing_id": l.ID, "buyer": p.Buyer, "seller": p.Seller, "artifact_sha256": p.ArtifactSHA256,
+			"price_usd": p.Price, "fee_usd": fee, "total_usd": p.Price + fee, "currency": "USD", "payment_ref": p.PaymentRef, "rail": s.rail.Name(),
+			"verification_level": l.Level, "verification_basis": basisOf(l), "purpose": p.Purpose,
+			"window_closes_at": p.WindowClosesAt.Format(time.RFC3339Nano), "purchased_at": now.Format(time.RFC3339Nano),
+		}, p.Buyer, p.Seller)
+		if err != nil {
+			return Reply{}, err
+		}
+		p.Receipts = []string{rid}
+		if err := store.SetJSON(tx, purchaseKey(pid), p); err != nil {
+			return Reply{}, err
+		}
+		for _, k := range []string{openKey(l.ID, pid), dueKey(p.WindowClosesAt, pid)} {
+			if err := tx.Set(k, nil); err != nil {
+				return Reply{}, err
+			}
+		}
+		if err := tx.Set(boughtKey(l.ID, req.Agent), []byte(pid)); err != nil {
+			return Reply{}, err
+		}
+		art, err := tx.Get(keyArtifact + l.ID)
+		if err != nil {
+			return Reply{}, err
+		}
+		body, err := json.Marshal(Bought{Purchase: p, Artifact: art, TotalUSD: p.Price + fee, Recourse: rec, Receipt: rc})
+		return Reply{Body: body, Created: true}, err
+	})
+}
+
+// PurchaseOf returns a purchase, settling it first when its window has
+// closed.
+func (s *Service) PurchaseOf(ctx context.Context, id string) (*Purchase, error) {
+	now := s.now().UTC()
+	var p *Purchase
+	err := s.st.Update(ctx, func(tx store.Tx) error {
+		var err error
+		if p, err = loadPurchase(tx, id); err != nil {
+			return err
+		}
+		return s.settle(tx, p, now)
+	})
+	return p, err
+}
+
+// settle pays out a held purchase whose window has closed: the price to
+// the seller, the fee to the platform. Anything else is left alone.
+func (s *Service) settle(tx store.Tx, p *Purchase, now time.Time) error {
+	if p.Status != PurchaseHeld || now.Before(p.WindowClosesAt) {
+		return nil
+	}
+	for _, t := range []ledger.Transfer{
+		{ID: p.ID + ".seller", From: holdAccount(p.ID), To: WalletAccount(p.Seller), Amount: int64(p.Price), Memo: "sale of " + p.ListingID + " settled"},
+		{ID: p.ID + ".fee", From: holdAccount(p.ID), To: s.platform, Amount: int64(p.Fee), Memo: "3% fee on " + p.ID},
+	} {
+		if t.Amount == 0 {
+			continue
+		}
+		t.Currency, t.At = Currency, now
+		if err := ledger.Post(tx, t); err != nil {
+			return err
+		}
+	}
+	p.Status, p.ClosedAt = PurchaseSettled, now
+	rid := receiptID(p.ID, "settlement")
+	if _, err := s.sign(tx, KindSettlement, rid, now, map[string]any{
+		"purchase_id": p.ID, "listing_id": p.ListingID, "buyer": p.Buyer, "seller": p.Seller, "artifact_sha256": p.ArtifactSHA256,
+		"payment_ref": p.PaymentRef, "seller_paid_usd": p.Price, "platform_fee_usd": p.Fee,
+		"window_closed_at": p.WindowClosesAt.Format(time.RFC3339Nano), "settled_at": now.Format(time.RFC3339Nano),
+	}, p.Buyer, p.Seller); err != nil {
+		return err
+	}
+	p.Receipts = append(p.Receipts, rid)
+	if err := updateAgent(tx, p.Seller, now, func(a *agentRecord) { a.TradesSold++ }); err != nil {
+		return err
+	}
+	return s.close(tx, p, now)
+}
+
+// close stores a purchase that left the held state, drops it from the
+// open and due indexes, and returns a retired listing's bond when this was
+// its last open window.
+func (s *Service) close(tx store.Tx, p *Purchase, now time.Time) error {
+	if err := store.SetJSON(tx, purchaseKey(p.ID), p); err != nil {
+		return err
+	}
+	for _, k := range []string{openKey(p.ListingID, p.ID), dueKey(p.WindowClosesAt, p.ID)} {
+		if err := tx.Delete(k); err != nil {
+			return err
+		}
+	}
+	l, err := loadListing(tx, p.ListingID)
+	if err != nil {
+		return err
+	}
+	if l.Status == ListingRetired && l.BondHeld {
+		if _, err := s.returnBondIfClear(tx, l, now); err != nil {
+			return err
+		}
+		return store.SetJSON(tx, listingKey(l.ID), l)
+	}
+	return nil
+}
+
+// refund returns a purchase's price and fee to its buyer.
+func (s *Service) refund(tx store.Tx, p *Purchase, why string, now time.Time) error {
+	if p.Status != PurchaseHeld && p.Status != PurchaseChallenged {
+		return nil
+	}
+	if err := ledger.Post(tx, ledger.Transfer{ID: p.ID + ".refund", From: holdAccount(p.ID), To: WalletAccount(p.Buyer),
+		Amount: int64(p.Price + p.Fee), Currency: Currency, Memo: "refund: " + why, At: now}); err != nil {
+		return err
+	}
+	p.Status, p.ClosedAt = PurchaseRefunded, now
+	rid := receiptID(p.ID, "refund")
+	if _, err := s.sign(tx, KindRefund, rid, now, map[string]any{
+		"purchase_id": p.ID, "listing_id": p.ListingID, "buyer": p.Buyer, "seller": p.Seller, "artifact_sha256": p.ArtifactSHA256,
+		"payment_ref": p.PaymentRef, "refund_usd": p.Price + p.Fee, "reason": why, "refunded_at": now.Format(time.RFC3339Nano),
+	}, p.Buyer, p.Seller); err != nil {
+		return err
+	}
+	p.Receipts = append(p.Receipts, rid)
+	return s.close(tx, p, now)
+}
+
+// settleListing settles a listing's purchases whose windows have closed.
+func (s *Service) settleListing(tx store.Tx, listing string, now time.Time) error {
+	var ids []string
+	err := tx.Scan(keyOpen+listing+"/", false, func(k string, _ []byte) error {
+		ids = append(ids, k[strings.LastIndexByte(k, '/')+1:])
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		p, err := loadPurchase(tx, id)
+		if err != nil {
+			return err
+		}
+		if err := s.settle(tx, p, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SettleDue settles every purchase whose window has closed by now. Reads
+// and mutations call it (settlement is lazy); so does Tick.
+func (s *Service) SettleDue(ctx context.Context) error {
+	_, err := s.settleDue(ctx)
+	return err
+}
+
+func (s *Service) settleDue(ctx context.Context) (int, error) {
+	now := s.now().UTC()
+	limit := dueKey(now, "~")
+	total := 0
+	for {
+		var ids []string
+		scan := func(tx store.Tx) error {
+			ids = ids[:0]
+			err := tx.Scan(keyDue, false, func(k string, _ []byte) error {
+				if k > limit || len(ids) == settleBatch {
+					return store.ErrStop
+				}
+				ids = append(ids, k[strings.LastIndexByte(k, '/')+1:])
+				return nil
+			})
+			if errors.Is(err, store.ErrStop) {
+				err = nil
+			}
+			return err
+		}
+		if err := s.st.View(ctx, scan); err != nil || len(ids) == 0 {
+			return total, err
+		}
+		n := 0
+		err := s.st.Update(ctx, func(tx store.Tx) error {
+			n = 0
+			for _, id := range ids {
+				p, err := loadPurchase(tx, id)
+				if err != nil {
+					return err
+				}
+				if p.Status == PurchaseHeld && !now.Before(p.WindowClosesAt) {
+					if err := s.settle(tx, p, now); err != nil {
+						return err
+					}
+					n++
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return total, err
+		}
+		total += n
+		if len(ids) < settleBatch || n == 0 {
+			return total, nil
+		}
+	}
+}
