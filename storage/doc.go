@@ -25,6 +25,13 @@
 //	ledger/entry/<account>/<transfer>/<leg>  one leg of a transfer (append-only)
 //	idem/<scope>/<key>                   a stored response for an idempotency key (escrow: idem/escrow/<key>)
 //	checker/<sha256>                     checker metadata; checker-bytes/<sha256> its bytes
+//	matters/matter/<id>                  a judgment Matter (private projection)
+//	matters/tenant/<sha256(tenant)>/<id> index: every Matter of a tenant
+//	matters/open/<sha256(tenant)>/<id>   index: a tenant's open Matters
+//	matters/receipt/<id>/<seq:04d>       a Matter's receipt chain, oldest first
+//	matters/principal/<key id>           a registered signing principal
+//	matters/nonce/<key id>/<nonce>       a signature nonce already used
+//	idem/matters:<op>:<scope…>/<key>     the judgment service's idempotency scopes
 //	market/listing/<id>                  a market listing; market/artifact/<id> its artifact, market/search/<id> its tokens
 //	market/fp/<fingerprint>/<id>         index: listings by problem fingerprint
 //	market/checker/<sha256>              a python checker's source, kept by the market
