@@ -21,6 +21,7 @@ import (
 	"github.com/assayhq/assay/adjudicate/jury"
 	"github.com/assayhq/assay/api"
 	"github.com/assayhq/assay/runtime/escrow"
+	"github.com/assayhq/assay/runtime/matters"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/storage"
 	"github.com/assayhq/assay/wasm"
@@ -61,6 +62,7 @@ func cmdServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", envOr("ASSAY_ADDR", ":8080"), "listen `ADDR` ($ASSAY_ADDR); port 0 picks a free one")
 	data := fs.String("data", envOr("ASSAY_DATA", "data"), "data `DIR` ($ASSAY_DATA): DIR/db the store, DIR/keys the signing keys, DIR/cache compiled checkers")
+	mattersAuth := fs.String("matters-auth", envOr("ASSAY_MATTERS_AUTH", string(api.MattersSigned)), "judgment routes' `MODE` ($ASSAY_MATTERS_AUTH): signed (RFC 9421 principals) or open (identities from the body, local use only)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: assay serve [--addr :8080] [--data ./data]")
 		fmt.Fprintln(stderr, "\nServes the escrow court until SIGINT or SIGTERM, then lets in-flight requests")
@@ -78,9 +80,13 @@ func cmdServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "assay serve: unexpected argument %q\n", fs.Arg(0))
 		return exitUsage
 	}
+	if m := api.MattersAuth(*mattersAuth); m != api.MattersSigned && m != api.MattersOpen {
+		fmt.Fprintf(stderr, "assay serve: --matters-auth must be signed or open, not %q\n", *mattersAuth)
+		return exitUsage
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := serve(ctx, *addr, *data, stdout, stderr); err != nil {
+	if err := serveAuth(ctx, *addr, *data, api.MattersAuth(*mattersAuth), stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "assay serve: %v\n", err)
 		return exitNo
 	}
@@ -89,6 +95,11 @@ func cmdServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 
 // serve runs the server on addr with its state in dir until ctx ends.
 func serve(ctx context.Context, addr, dir string, stdout, stderr io.Writer) error {
+	return serveAuth(ctx, addr, dir, api.MattersSigned, stdout, stderr)
+}
+
+// serveAuth is serve with the judgment routes' authentication mode.
+func serveAuth(ctx context.Context, addr, dir string, mattersAuth api.MattersAuth, stdout, stderr io.Writer) error {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
@@ -119,13 +130,21 @@ func serve(ctx context.Context, addr, dir string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	judgments, err := matters.New(matters.Config{Store: db, Signer: keys, Now: time.Now})
+	if err != nil {
+		return err
+	}
+	log.Info("judgment matters", "auth", string(mattersAuth), "routes", "/api/v1/economic/matters")
+	if mattersAuth == api.MattersOpen {
+		log.Warn("judgment matters in open mode: identities come from request bodies, no signatures are checked; for local use only")
+	}
 	// inflight counts requests in handlers, so that shutdown waits for
 	// them and not for connections that merely linger.
 	var inflight atomic.Int64
 	app := api.New(api.Config{
 		Court: court, Keys: keys, OperatorToken: os.Getenv("ASSAY_OPERATOR_TOKEN"),
 		JurorName: jurorName, JurorModel: jurorModel, Version: version, Logger: log,
-		InFlight: &inflight,
+		InFlight: &inflight, Matters: judgments, MattersAuth: mattersAuth,
 	})
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
