@@ -160,5 +160,6 @@ func (s *Service) Receipts(ctx context.Context, a Actor, id string) ([]receipt.R
 	return out, err
 }
 
-// now is exposed for the transport's signature freshness checks.
+// Now reads the service clock: the transport checks signature freshness
+// against it.
 func (s *Service) Now() time.Time { return s.now() }
