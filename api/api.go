@@ -19,6 +19,7 @@ import (
 
 	"github.com/assayhq/assay/runtime/escrow"
 	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/market"
 	"github.com/assayhq/assay/runtime/matters"
 	"github.com/assayhq/assay/runtime/receipt"
 )
@@ -49,6 +50,8 @@ type Config struct {
 	// (MattersSigned when empty).
 	Matters     *matters.Service
 	MattersAuth MattersAuth
+	// Market serves the artifact market under /market; nil leaves it out.
+	Market *market.Service
 }
 
 //go:embed skill.md
@@ -116,6 +119,7 @@ func New(cfg Config) *fiber.App {
 	app.Get("/ledger", s.ledger)
 
 	s.mattersRoutes(app)
+	registerMarket(app, s)
 	for path, h := range hints {
 		app.Get(path, hint(h))
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/assayhq/assay/adjudicate/jury"
 	"github.com/assayhq/assay/api"
 	"github.com/assayhq/assay/runtime/escrow"
+	"github.com/assayhq/assay/runtime/market"
 	"github.com/assayhq/assay/runtime/matters"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/storage"
@@ -130,6 +131,10 @@ func serveAuth(ctx context.Context, addr, dir string, mattersAuth api.MattersAut
 	if err != nil {
 		return err
 	}
+	bazaar, err := market.New(market.Config{Store: db, Signer: keys, Sandbox: sb, Checkers: court.Checkers(), Now: time.Now})
+	if err != nil {
+		return err
+	}
 	judgments, err := matters.New(matters.Config{Store: db, Signer: keys, Now: time.Now})
 	if err != nil {
 		return err
@@ -145,6 +150,7 @@ func serveAuth(ctx context.Context, addr, dir string, mattersAuth api.MattersAut
 		Court: court, Keys: keys, OperatorToken: os.Getenv("ASSAY_OPERATOR_TOKEN"),
 		JurorName: jurorName, JurorModel: jurorModel, Version: version, Logger: log,
 		InFlight: &inflight, Matters: judgments, MattersAuth: mattersAuth,
+		Market: bazaar,
 	})
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
