@@ -18,6 +18,7 @@ import (
 	"github.com/assayhq/assay/adjudicate"
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/ledger"
+	"github.com/assayhq/assay/runtime/rail"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/store"
 )
@@ -379,12 +380,41 @@ func (s *Service) Get(ctx context.Context, id string) (*Contract, error) {
 	return c, err
 }
 
-// Fund moves the price from the rail into the contract's hold.
+// Fund collects the price from the buyer on the rail and moves it into the
+// contract's hold. The collection comes first, outside the transaction,
+// after a check of the state on a snapshot; when the transaction then does
+// not commit (another request funded the contract first, a deadline
+// passed), the collection is refunded on the rail, so no money is taken
+// without being held.
 func (s *Service) Fund(ctx context.Context, id string, idem Idem) (Reply, error) {
 	if r, err := s.replay(ctx, idem); err != nil || r != nil {
 		return deref(r), err
 	}
 	ck := s.tick()
+	c, err := s.Get(ctx, id)
+	if err != nil {
+		return Reply{}, err
+	}
+	if c.Status != StatusCreated {
+		return Reply{}, wrongState(c, "fund", StatusCreated)
+	}
+	// A payment id of its own per attempt: a losing attempt refunds only
+	// what it collected.
+	pay := rail.Payment{ID: c.ID + ".fund." + s.newID(), Agent: c.Buyer, Amount: c.Price, Currency: c.Currency}
+	ref, err := s.rail.Collect(ctx, pay)
+	if err != nil {
+		return Reply{}, fault.Wrap(fault.Unavailable, "rail_failed", fmt.Errorf("collect %d %s from %s on the %s rail: %w", c.Price, c.Currency, c.Buyer, s.rail.Name(), err))
+	}
+	r, err := s.fund(ctx, id, idem, ck, ref)
+	if err != nil || r.Replayed {
+		if _, rerr := s.rail.Refund(context.WithoutCancel(ctx), ref, c.Price); rerr != nil {
+			return Reply{}, errors.Join(err, fault.Wrap(fault.Internal, "rail_failed", fmt.Errorf("refund %s of a payment not recorded: %w", ref, rerr)))
+		}
+	}
+	return r, err
+}
+
+func (s *Service) fund(ctx context.Context, id string, idem Idem, ck clock, ref string) (Reply, error) {
 	return s.mutate(ctx, idem, func(tx store.Tx) (Reply, error) {
 		c, err := loadContract(tx, id)
 		if err != nil {
@@ -396,8 +426,8 @@ func (s *Service) Fund(ctx context.Context, id string, idem Idem) (Reply, error)
 		if !c.DeliverBy.IsZero() && !ck.now.Before(c.DeliverBy) {
 			return Reply{}, fault.New(fault.Conflict, "deadline_passed", "cannot fund contract %s: its deliver_by %s has passed", id, c.DeliverBy.Format(time.RFC3339))
 		}
-		if err := ledger.Post(tx, ledger.Transfer{ID: c.ID + ".fund", From: s.rail, To: holdAccount(c.ID),
-			Amount: c.Price, Currency: c.Currency, Memo: "fund " + c.ID, At: ck.now}); err != nil {
+		if err := ledger.Post(tx, ledger.Transfer{ID: c.ID + ".fund", From: s.rail.Account(), To: holdAccount(c.ID),
+			Amount: c.Price, Currency: c.Currency, Memo: "fund " + c.ID + " (" + s.rail.Name() + " " + ref + ")", At: ck.now}); err != nil {
 			return Reply{}, err
 		}
 		c.Status, c.FundedAt = StatusFunded, ck.now

@@ -12,6 +12,7 @@ import (
 	"github.com/assayhq/assay/adjudicate"
 	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/runtime/idem"
+	"github.com/assayhq/assay/runtime/rail"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/store"
 	"github.com/assayhq/assay/wasm"
@@ -42,7 +43,6 @@ const (
 const (
 	DefaultCurrency     = "credits"
 	DefaultDeadlineTick = 1000
-	DefaultRailAccount  = "rail:dev"
 	// MaxPrice is the largest price: receipts carry it as an exact JSON
 	// number, which RFC 8785 bounds at 2^53-1.
 	MaxPrice       = 1<<53 - 1
@@ -88,9 +88,11 @@ type Config struct {
 	// NewID returns a fresh random id of 16 lowercase hex digits; crypto
 	// random when nil.
 	NewID func() string
-	// RailAccount is the ledger account funds come from and return to:
-	// the dev rail, which settles instantly. DefaultRailAccount when empty.
-	RailAccount string
+	// Rail is the payment rail a buyer funds a contract from: the money
+	// is collected on the rail, then posted from the rail's ledger account
+	// into the contract's hold; a collection that cannot be recorded is
+	// refunded. rail.Dev{}, which settles instantly, when nil.
+	Rail rail.Rail
 	// ContractPrefix starts every contract id; "esc-" when empty.
 	ContractPrefix string
 }
@@ -104,7 +106,7 @@ type Service struct {
 	juror   adjudicate.Juror
 	now     func() time.Time
 	newID   func() string
-	rail    string
+	rail    rail.Rail
 	prefix  string
 	plans   *adjudicate.Cache
 	seq     atomic.Uint64 // last activity sequence number handed out
@@ -123,7 +125,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		juror:   cfg.Juror,
 		now:     cfg.Now,
 		newID:   cfg.NewID,
-		rail:    cfg.RailAccount,
+		rail:    cfg.Rail,
 		prefix:  cfg.ContractPrefix,
 		plans:   adjudicate.NewCache(4096),
 	}
@@ -133,8 +135,8 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if s.newID == nil {
 		s.newID = randomID
 	}
-	if s.rail == "" {
-		s.rail = DefaultRailAccount
+	if s.rail == nil {
+		s.rail = rail.Dev{}
 	}
 	if s.prefix == "" {
 		s.prefix = "esc-"
