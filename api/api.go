@@ -52,6 +52,9 @@ type Config struct {
 	MattersAuth MattersAuth
 	// Market serves the artifact market under /market; nil leaves it out.
 	Market *market.Service
+	// AdvanceMarketClock, when set, moves the market's test clock forward:
+	// POST /market/clock (operator). Only for tests (ASSAY_TEST_CLOCK=1).
+	AdvanceMarketClock func(time.Duration)
 }
 
 //go:embed skill.md

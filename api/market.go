@@ -3,6 +3,7 @@ package api
 import (
 	"crypto/subtle"
 	"strings"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -174,6 +175,26 @@ func registerMarket(app *fiber.App, s *server) {
 		text := c.Query("text")
 		return c.JSON(fiber.Map{"fingerprint": market.Fingerprint(text), "tokens": market.Tokens(text), "constraints": market.Constraints(text)})
 	})
+	if advance := s.cfg.AdvanceMarketClock; advance != nil {
+		g.Post("/clock", func(c *fiber.Ctx) error { // tests only: ASSAY_TEST_CLOCK=1
+			if err := s.operator(c); err != nil {
+				return err
+			}
+			var req struct {
+				Advance string `json:"advance"`
+			}
+			if _, err := decodeBody(c, s, &req, "advance"); err != nil {
+				return err
+			}
+			d, err := time.ParseDuration(req.Advance)
+			if err != nil || d < 0 {
+				return fault.New(fault.Invalid, "invalid_duration", "advance is a non-negative Go duration, e.g. 2h")
+			}
+			advance(d)
+			return c.JSON(fiber.Map{"advanced": d.String()})
+		})
+	}
+	registerMCP(app, s) // the same operations as the seed's MCP tools
 }
 
 // decodeBody reads a bounded, strict JSON body into v and the request's

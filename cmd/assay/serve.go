@@ -131,7 +131,17 @@ func serveAuth(ctx context.Context, addr, dir string, mattersAuth api.MattersAut
 	if err != nil {
 		return err
 	}
-	bazaar, err := market.New(market.Config{Store: db, Signer: keys, Sandbox: sb, Checkers: court.Checkers(), Now: time.Now})
+	// ASSAY_TEST_CLOCK=1 lets the operator move the market's clock forward
+	// (POST /market/clock), so that end-to-end tests close windows.
+	marketNow := time.Now
+	var advance func(time.Duration)
+	if os.Getenv("ASSAY_TEST_CLOCK") == "1" {
+		var skew atomic.Int64
+		marketNow = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+		advance = func(d time.Duration) { skew.Add(int64(d)) }
+		log.Warn("market test clock: POST /market/clock moves it forward; for tests only")
+	}
+	bazaar, err := market.New(market.Config{Store: db, Signer: keys, Sandbox: sb, Checkers: court.Checkers(), Now: marketNow})
 	if err != nil {
 		return err
 	}
@@ -150,7 +160,7 @@ func serveAuth(ctx context.Context, addr, dir string, mattersAuth api.MattersAut
 		Court: court, Keys: keys, OperatorToken: os.Getenv("ASSAY_OPERATOR_TOKEN"),
 		JurorName: jurorName, JurorModel: jurorModel, Version: version, Logger: log,
 		InFlight: &inflight, Matters: judgments, MattersAuth: mattersAuth,
-		Market: bazaar,
+		Market: bazaar, AdvanceMarketClock: advance,
 	})
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
