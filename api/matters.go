@@ -25,8 +25,9 @@ const (
 )
 
 // MaxClockSkew bounds how far a signature's created may be from the
-// server's clock, either way.
-const MaxClockSkew = 5 * time.Minute
+// server's clock, either way. The judgment service prunes nonces older
+// than twice this, which the bound makes safe.
+const MaxClockSkew = matters.MaxClockSkew
 
 // The judgment routes' own auth codes (401).
 const (

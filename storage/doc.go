@@ -31,6 +31,7 @@
 //	matters/receipt/<id>/<seq:04d>       a Matter's receipt chain, oldest first
 //	matters/principal/<key id>           a registered signing principal
 //	matters/nonce/<key id>/<nonce>       a signature nonce already used
+//	matters/nonce-at/<unix:020d>/<key id>/<nonce>  index: nonces by created, pruned past twice the clock skew
 //	idem/matters:<op>:<scope…>/<key>     the judgment service's idempotency scopes
 //	market/listing/<id>                  a market listing; market/artifact/<id> its artifact, market/search/<id> its tokens
 //	market/fp/<fingerprint>/<id>         index: listings by problem fingerprint

@@ -40,9 +40,12 @@
 //
 // # Idempotency
 //
-// Every mutation takes a key, in the seed's scopes: open in
-// open:<sha256(tenant)>:<sha256(requester)>, verdict per solver hash, and
-// one scope per Matter for assign, accept, settle and dispute; tick per
-// tenant. The same content replays the stored answer; other content under
-// the same key is idempotency_conflict.
+// Every mutation takes a key (1 to 256 bytes, the seed's bound), in the
+// seed's scopes: open in open:<sha256(tenant)>:<sha256(requester)>, verdict
+// in verdict:<sha256(tenant)>:<sha256(solver)>; assign, settle and dispute
+// per tenant and caller, accept per tenant and solver; tick per tenant,
+// with the calling operator part of the content. The scopes hold no Matter
+// id, so the matter_id is content: the same key sent for another Matter is
+// a conflict, not a new request. The same content replays the stored
+// answer; other content under the same key is idempotency_conflict.
 package matters

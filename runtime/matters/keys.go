@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/url"
+	"time"
 )
 
 // Key prefixes; storage/doc.go lists them.
@@ -14,7 +15,8 @@ const (
 	keyOpen      = "matters/open/"      // <sha256(tenant)>/<id> -> "" (the open ones)
 	keyReceipt   = "matters/receipt/"   // <id>/<seq:04d> -> receipt.Receipt
 	keyPrincipal = "matters/principal/" // <key id, escaped> -> Principal
-	keyNonce     = "matters/nonce/"     // <key id, escaped>/<nonce, escaped> -> created (unix seconds)
+	keyNonce     = "matters/nonce/"     // <key id, escaped>/<nonce, escaped> -> created (RFC 3339)
+	keyNonceAt   = "matters/nonce-at/"  // <created unix seconds:020d>/<nonce key suffix> -> "" (nonces by age, for pruning)
 )
 
 func hashHex(s string) string {
@@ -29,7 +31,16 @@ func receiptPrefix(id string) string       { return keyReceipt + id + "/" }
 func receiptKey(id string, seq int) string { return fmt.Sprintf("%s%04d", receiptPrefix(id), seq) }
 func principalKey(keyID string) string     { return keyPrincipal + url.PathEscape(keyID) }
 func nonceKey(keyID, nonce string) string {
-	return keyNonce + url.PathEscape(keyID) + "/" + url.PathEscape(nonce)
+	return keyNonce + nonceSuffix(keyID, nonce)
+}
+func nonceSuffix(keyID, nonce string) string {
+	return url.PathEscape(keyID) + "/" + url.PathEscape(nonce)
+}
+
+// nonceAtKey orders a nonce by its signature's created second; the zero
+// padding makes key order time order.
+func nonceAtKey(created time.Time, keyID, nonce string) string {
+	return fmt.Sprintf("%s%020d/%s", keyNonceAt, max(created.Unix(), 0), nonceSuffix(keyID, nonce))
 }
 
 // receiptID derives the id of a Matter's seq-th receipt: unique, and the

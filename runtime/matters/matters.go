@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/assayhq/assay/runtime/idem"
@@ -253,6 +254,8 @@ type Service struct {
 	signer Signer
 	now    func() time.Time
 	newID  func() string
+	// pruning is held by the one UseNonce that prunes stale nonces.
+	pruning sync.Mutex
 }
 
 // New returns a Service.

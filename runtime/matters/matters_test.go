@@ -38,6 +38,7 @@ type env struct {
 	req   matters.Actor // requester principal "alice" of tenant t1
 	sol   matters.Actor // solver "bob" of t1
 	op    matters.Actor // operator "olga" of t1
+	op2   matters.Actor // operator "oscar" of t1
 	other matters.Actor // requester "eve" of tenant t2
 	n     atomic.Int64
 }
@@ -75,6 +76,7 @@ func mustEnv(tb testing.TB) *env {
 	e.req = add("alice", "t1", matters.RoleRequester)
 	e.sol = add("bob", "t1", matters.RoleSolver)
 	e.op = add("olga", "t1", matters.RoleOperator)
+	e.op2 = add("oscar", "t1", matters.RoleOperator)
 	e.other = add("eve", "t2", matters.RoleRequester, matters.RoleOperator)
 	return e
 }
@@ -113,14 +115,17 @@ func (e *env) ready(tb testing.TB) string {
 	}
 	id := decodeChanged(tb, r).Matter.ID
 	t := true
-	if _, err := e.Assign(ctx, e.req, matters.AssignRequest{MatterID: id, SolverID: "bob", SolverKind: "model", Qualification: "claims desk", ConflictFree: &t, IdempotencyKey: "a"}); err != nil {
+	if _, err := e.Assign(ctx, e.req, matters.AssignRequest{MatterID: id, SolverID: "bob", SolverKind: "model", Qualification: "claims desk", ConflictFree: &t, IdempotencyKey: e.key()}); err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := e.Accept(ctx, e.sol, matters.AcceptRequest{MatterID: id, IdempotencyKey: "c"}); err != nil {
+	if _, err := e.Accept(ctx, e.sol, matters.AcceptRequest{MatterID: id, IdempotencyKey: e.key()}); err != nil {
 		tb.Fatal(err)
 	}
 	return id
 }
+
+// key returns an idempotency key not used before in the env.
+func (e *env) key() string { return fmt.Sprintf("key-%d", e.n.Add(1)) }
 
 func verdict(id, key string) matters.VerdictRequest {
 	return matters.VerdictRequest{MatterID: id, SolverKind: "model", ActionDigest: digest, Verdict: json.RawMessage(`{"approve":true}`), IdempotencyKey: key}
@@ -326,52 +331,6 @@ func must(r matters.Reply, err error) matters.Reply {
 
 func a2(r matters.Reply, err error) (matters.Reply, error) { return r, err }
 
-func TestService_Idempotency(t *testing.T) {
-	e := mustEnv(t)
-	ctx := context.Background()
-	r1 := must(e.Open(ctx, e.req, openReq("same")))
-	r2, err := e.Open(ctx, e.req, openReq("same"))
-	if err != nil || !r2.Replayed || string(r1.Body) != string(r2.Body) {
-		t.Fatalf("open replay: %v %v", err, r2.Replayed)
-	}
-	other := openReq("same")
-	other.Question = "something else"
-	_, err = e.Open(ctx, e.req, other)
-	wantCode(t, err, "idempotency_conflict")
-	// the same key in another tenant's scope is another request
-	o := openReq("same")
-	o.RequesterID = "eve"
-	if _, err := e.Open(ctx, e.other, o); err != nil {
-		t.Fatal(err)
-	}
-
-	id := e.ready(t)
-	v1 := must(e.Verdict(ctx, e.sol, verdict(id, "vk")))
-	v2, err := e.Verdict(ctx, e.sol, verdict(id, "vk"))
-	if err != nil || !v2.Replayed || string(v1.Body) != string(v2.Body) {
-		t.Fatalf("verdict replay: %v", err)
-	}
-	vo := verdict(id, "vk")
-	vo.Verdict = json.RawMessage(`{"approve":false}`)
-	_, err = e.Verdict(ctx, e.sol, vo)
-	wantCode(t, err, "idempotency_conflict")
-
-	s1 := must(e.Settle(ctx, e.req, matters.SettleRequest{MatterID: id, IdempotencyKey: "sk"}))
-	s2 := must(e.Settle(ctx, e.req, matters.SettleRequest{MatterID: id, IdempotencyKey: "sk"}))
-	if !s2.Replayed || string(s1.Body) != string(s2.Body) {
-		t.Fatal("settle replay")
-	}
-
-	id2 := e.ready(t)
-	d1 := must(e.Dispute(ctx, e.req, matters.DisputeRequest{MatterID: id2, Reason: "r", ActionDigest: digest, IdempotencyKey: "dk"}))
-	d2 := must(e.Dispute(ctx, e.req, matters.DisputeRequest{MatterID: id2, Reason: "r", ActionDigest: digest, IdempotencyKey: "dk"}))
-	if !d2.Replayed || string(d1.Body) != string(d2.Body) {
-		t.Fatal("dispute replay")
-	}
-	_, err = e.Dispute(ctx, e.req, matters.DisputeRequest{MatterID: id2, Reason: "other", ActionDigest: digest, IdempotencyKey: "dk"})
-	wantCode(t, err, "idempotency_conflict")
-}
-
 func TestService_Expiry(t *testing.T) {
 	e := mustEnv(t)
 	ctx := context.Background()
@@ -517,11 +476,89 @@ func TestService_Nonce(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantCode(t, e.UseNonce(ctx, "alice", "n1", e.clock.Now()), "nonce_replayed")
+	// the same nonce of another key is another nonce
+	if err := e.UseNonce(ctx, "bob", "n1", e.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := e.AddPrincipal(ctx, matters.Principal{KeyID: "alice", PublicKey: "x"}); fault.CodeOf(err) != "invalid_principal" {
 		t.Fatal(err)
 	}
 	p, err := e.RevokePrincipal(ctx, "bob")
 	if err != nil || p.RevokedAt.IsZero() {
 		t.Fatal(err)
+	}
+}
+
+// Nonces whose created is older than twice the clock skew are pruned when
+// later ones are stored, oldest first, at most MaxNoncePrune at a time;
+// younger ones are kept and still refused.
+func TestService_NoncePrune(t *testing.T) {
+	e := mustEnv(t)
+	ctx := context.Background()
+	t0 := e.clock.Now()
+	n := matters.MaxNoncePrune + 10
+	old := func(i int) (string, time.Time) {
+		return fmt.Sprintf("old-%d", i), t0.Add(time.Duration(i) * time.Second)
+	}
+	for i := range n {
+		nonce, at := old(i)
+		if err := e.UseNonce(ctx, "alice", nonce, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	young := t0.Add(9 * time.Minute)
+	if err := e.UseNonce(ctx, "alice", "young", young); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(2*matters.MaxClockSkew - time.Second)
+	if err := e.UseNonce(ctx, "bob", "a", e.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	// none is older than twice the skew yet: nothing pruned
+	nonce, at := old(0)
+	wantCode(t, e.UseNonce(ctx, "alice", nonce, at), "nonce_replayed")
+
+	e.clock.Advance(time.Duration(n+10) * time.Second)                 // every old one is now stale
+	if err := e.UseNonce(ctx, "bob", "b", e.clock.Now()); err != nil { // prunes the oldest MaxNoncePrune
+		t.Fatal(err)
+	}
+	// bounded: the newest old one waits for the next store
+	last, lastAt := old(n - 1)
+	wantCode(t, e.UseNonce(ctx, "alice", last, lastAt), "nonce_replayed")
+	nonce, at = old(matters.MaxNoncePrune - 1)
+	if err := e.UseNonce(ctx, "alice", nonce, at); err != nil { // pruned; this store prunes the rest
+		t.Fatalf("a pruned nonce is still stored: %v", err)
+	}
+	if err := e.UseNonce(ctx, "alice", last, lastAt); err != nil {
+		t.Fatalf("the rest was not pruned: %v", err)
+	}
+	// younger nonces are kept
+	wantCode(t, e.UseNonce(ctx, "alice", "young", young), "nonce_replayed")
+	wantCode(t, e.UseNonce(ctx, "bob", "a", t0), "nonce_replayed")
+}
+
+// Concurrent signatures while stale nonces wait to be pruned: each is
+// stored once, none fails on contention.
+func TestService_NoncePruneConcurrent(t *testing.T) {
+	e := mustEnv(t)
+	ctx := context.Background()
+	t0 := e.clock.Now()
+	for i := range 3 * matters.MaxNoncePrune {
+		if err := e.UseNonce(ctx, "alice", fmt.Sprintf("old-%d", i), t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.clock.Advance(time.Hour)
+	var wg sync.WaitGroup
+	for i := range 50 {
+		wg.Go(func() {
+			if err := e.UseNonce(ctx, "bob", fmt.Sprintf("n-%d", i), e.clock.Now()); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	for i := range 50 {
+		wantCode(t, e.UseNonce(ctx, "bob", fmt.Sprintf("n-%d", i), e.clock.Now()), "nonce_replayed")
 	}
 }

@@ -417,7 +417,7 @@ func (s *Service) Assign(ctx context.Context, a Actor, req AssignRequest) (Reply
 	if err := validIdemKey(req.IdempotencyKey); err != nil {
 		return Reply{}, err
 	}
-	ir := idem.Request{Scope: scope("assign", hashHex(a.Tenant), req.MatterID), Key: req.IdempotencyKey, Fingerprint: fingerprint("assign", req)}
+	ir := idem.Request{Scope: scope("assign", hashHex(a.Tenant), hashHex(a.KeyID)), Key: req.IdempotencyKey, Fingerprint: fingerprint("assign", req)}
 	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
 		m, err := load(tx, a, req.MatterID)
 		if err != nil {
@@ -497,7 +497,7 @@ func (s *Service) Accept(ctx context.Context, a Actor, req AcceptRequest) (Reply
 	if err := validIdemKey(req.IdempotencyKey); err != nil {
 		return Reply{}, err
 	}
-	ir := idem.Request{Scope: scope("accept", hashHex(a.Tenant), req.MatterID, hashHex(sid)), Key: req.IdempotencyKey, Fingerprint: fingerprint("accept", req)}
+	ir := idem.Request{Scope: scope("accept", hashHex(a.Tenant), hashHex(sid)), Key: req.IdempotencyKey, Fingerprint: fingerprint("accept", req)}
 	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
 		m, err := load(tx, a, req.MatterID)
 		if err != nil {
@@ -573,7 +573,7 @@ func (s *Service) Verdict(ctx context.Context, a Actor, req VerdictRequest) (Rep
 	if err := validIdemKey(req.IdempotencyKey); err != nil {
 		return Reply{}, err
 	}
-	ir := idem.Request{Scope: scope("verdict", hashHex(a.Tenant), req.MatterID, hashHex(sid)), Key: req.IdempotencyKey, Fingerprint: fingerprint("verdict", req)}
+	ir := idem.Request{Scope: scope("verdict", hashHex(a.Tenant), hashHex(sid)), Key: req.IdempotencyKey, Fingerprint: fingerprint("verdict", req)}
 	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
 		m, err := s.loadLive(tx, a, req.MatterID, now, nil)
 		var lz *lazy
@@ -641,7 +641,7 @@ func (s *Service) Settle(ctx context.Context, a Actor, req SettleRequest) (Reply
 	if err := validIdemKey(req.IdempotencyKey); err != nil {
 		return Reply{}, err
 	}
-	ir := idem.Request{Scope: scope("settle", hashHex(a.Tenant), req.MatterID), Key: req.IdempotencyKey, Fingerprint: fingerprint("settle", req)}
+	ir := idem.Request{Scope: scope("settle", hashHex(a.Tenant), hashHex(a.KeyID)), Key: req.IdempotencyKey, Fingerprint: fingerprint("settle", req)}
 	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
 		m, err := load(tx, a, req.MatterID)
 		if err != nil {
@@ -701,7 +701,7 @@ func (s *Service) Dispute(ctx context.Context, a Actor, req DisputeRequest) (Rep
 	if err := validIdemKey(req.IdempotencyKey); err != nil {
 		return Reply{}, err
 	}
-	ir := idem.Request{Scope: scope("dispute", hashHex(a.Tenant), req.MatterID), Key: req.IdempotencyKey, Fingerprint: fingerprint("dispute", req)}
+	ir := idem.Request{Scope: scope("dispute", hashHex(a.Tenant), hashHex(a.KeyID)), Key: req.IdempotencyKey, Fingerprint: fingerprint("dispute", req)}
 	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
 		m, err := load(tx, a, req.MatterID)
 		if err != nil {
@@ -754,7 +754,14 @@ func (s *Service) Tick(ctx context.Context, a Actor, req TickRequest) (Reply, er
 	if err := validIdemKey(req.IdempotencyKey); err != nil {
 		return Reply{}, err
 	}
-	ir := idem.Request{Scope: scope("tick", hashHex(a.Tenant)), Key: req.IdempotencyKey, Fingerprint: fingerprint("tick", req)}
+	// The tenant's operators share the scope; the caller is part of the
+	// content, so another operator's reuse of a key is a conflict rather
+	// than a replay of someone else's tick.
+	ir := idem.Request{Scope: scope("tick", hashHex(a.Tenant)), Key: req.IdempotencyKey,
+		Fingerprint: fingerprint("tick", struct {
+			TickRequest
+			Operator string `json:"operator"`
+		}{req, a.KeyID})}
 	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
 		out := Ticked{EvaluatedAt: now, Expired: []Public{}, Receipts: []receipt.Receipt{}}
 		ids, err := scanIDs(tx, openPrefix(a.Tenant), 0)
