@@ -163,6 +163,7 @@ func (s *server) health(c *fiber.Ctx) error {
 		"operator_resolve":  s.cfg.OperatorToken != "",
 		"version":           s.cfg.Version,
 		"uptime_seconds":    int64(time.Since(s.started).Seconds()),
+		"judgment_matters":  s.mattersFacts(c.BaseURL()),
 	})
 }
 
@@ -199,6 +200,7 @@ func (s *server) agentFacts(c *fiber.Ctx) error {
 			"modalities":     []string{"application/json", "application/wasm"},
 			"authentication": "none (operator resolution of escalated disputes takes a bearer token)",
 		},
+		"judgment_matters": s.mattersFacts(base),
 		"certification": fiber.Map{
 			"receipt_signature_suite":  receipt.Suite,
 			"receipt_canonicalization": "RFC 8785 (JCS) over credentialSubject; Ed25519",

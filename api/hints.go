@@ -58,3 +58,45 @@ func hint(u usage) fiber.Handler {
 	u.Docs = "/skill.md"
 	return func(c *fiber.Ctx) error { return c.JSON(u) }
 }
+
+// matterHints answer a bare GET of the judgment service's POST routes,
+// without a signature, so that a caller finds out how to sign before it
+// has a key. Paths are relative to /api/v1/economic/matters.
+var matterHints = map[string]usage{
+	"/open": {
+		Detail: "open a Matter before a spend, publication or irreversible action; signed mode binds requester_id to your key id and requires action_digest (sign every request: RFC 9421 Ed25519 covering @method @path @authority content-digest, with created, keyid, nonce; see /skill.md)",
+		Method: "POST", Path: mattersBase + "/open",
+		Body: map[string]any{"action_digest": "<sha256 hex of the exact action>", "question": "may we pay invoice 42?", "stakes_usdc": "12.5",
+			"deadline": "2026-05-01T13:00:00Z", "risk_class": "spend|publish|irreversible",
+			"verdict_schema":  map[string]any{"type": "object", "required": []any{"approve"}, "properties": map[string]any{"approve": map[string]any{"type": "boolean"}}},
+			"idempotency_key": "1 to 256 bytes"},
+		Returns: `201 {"matter": <redacted projection>, "receipt": <matter_opened>}`,
+	},
+	"/assign": {
+		Detail: "the requester or an operator assigns the one solver (a solver principal of the tenant), asserting conflict_free", Method: "POST", Path: mattersBase + "/assign",
+		Body:    map[string]any{"matter_id": "mat-…", "solver_id": "<solver key id>", "solver_kind": "human|model", "qualification": "optional, at most 1024 bytes", "conflict_free": true, "idempotency_key": "…"},
+		Returns: `{"matter", "receipt": <solver_assigned>}`,
+	},
+	"/accept": {
+		Detail: "the assigned solver accepts the assignment", Method: "POST", Path: mattersBase + "/accept",
+		Body: map[string]any{"matter_id": "mat-…", "idempotency_key": "…"}, Returns: `{"matter", "receipt": <solver_accepted>}`,
+	},
+	"/verdict": {
+		Detail: "the accepted solver submits the one verdict; it must match verdict_schema and carry the Matter's action_digest; the first valid one wins", Method: "POST", Path: mattersBase + "/verdict",
+		Body:    map[string]any{"matter_id": "mat-…", "solver_kind": "human|model", "action_digest": "<the Matter's>", "verdict": map[string]any{"approve": true}, "idempotency_key": "…"},
+		Returns: `{"matter", "receipt": <verdict_submitted, verdict_schema_ok true>}`,
+	},
+	"/settle": {
+		Detail: "the requester or an operator marks a judged Matter settled: solver_paid is a flag, no funds move", Method: "POST", Path: mattersBase + "/settle",
+		Body: map[string]any{"matter_id": "mat-…", "idempotency_key": "…"}, Returns: `{"matter", "receipt": <matter_settled>}`,
+	},
+	"/dispute": {
+		Detail: "the requester or an operator disputes an open or judged Matter (terminal)", Method: "POST", Path: mattersBase + "/dispute",
+		Body:    map[string]any{"matter_id": "mat-…", "reason": "1 to 2048 bytes", "action_digest": "<the Matter's>", "idempotency_key": "…"},
+		Returns: `{"matter", "receipt": <matter_disputed>}`,
+	},
+	"/tick": {
+		Detail: "an operator expires the tenant's open Matters at or past their deadline; a replay answers the original receipts", Method: "POST", Path: mattersBase + "/tick",
+		Body: map[string]any{"idempotency_key": "…"}, Returns: `{"evaluated_at", "expired", "receipts": <matter_expired…>}`,
+	},
+}

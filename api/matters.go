@@ -50,6 +50,10 @@ func (s *server) mattersRoutes(app *fiber.App) {
 	if s.cfg.Matters == nil {
 		return
 	}
+	// before the group, so that a bare GET needs no signature
+	for path, h := range matterHints {
+		app.Get(mattersBase+path, hint(h))
+	}
 	g := app.Group(mattersBase, s.mattersAuth)
 	g.Post("/open", s.matterOpen)
 	g.Post("/assign", s.matterAssign)
@@ -305,4 +309,27 @@ func (s *server) matterReceipts(c *fiber.Ctx) error {
 		return err
 	}
 	return c.JSON(fiber.Map{"count": len(rs), "receipts": rs})
+}
+
+// mattersFacts describes the judgment routes for /health and /agentfacts:
+// where they are and how to authenticate, or "off".
+func (s *server) mattersFacts(base string) any {
+	if s.cfg.Matters == nil {
+		return "off"
+	}
+	auth := s.cfg.MattersAuth
+	if auth == "" {
+		auth = MattersSigned
+	}
+	f := fiber.Map{
+		"endpoint": base + mattersBase,
+		"routes":   []string{"POST open", "POST assign", "POST accept", "POST verdict", "POST settle", "POST dispute", "POST tick", "GET /", "GET /all", "GET /{id}", "GET /{id}/receipts"},
+		"auth":     string(auth),
+		"docs":     base + "/skill.md#judgment-matters",
+	}
+	if auth == MattersSigned {
+		f["signature"] = `RFC 9421 HTTP Message Signatures, Ed25519: cover ("@method" "@path" "@authority" "content-digest") with created, keyid, nonce, alg="ed25519"; Content-Digest: sha-256=:<base64>: (RFC 9530); keyid is a principal an operator registered`
+		f["max_clock_skew_seconds"] = int(MaxClockSkew.Seconds())
+	}
+	return f
 }
