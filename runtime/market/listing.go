@@ -183,11 +183,11 @@ func (s *Service) publishTerms(req PublishRequest) (*Listing, []byte, error) {
 		if ref.Kind == "" {
 			ref.Kind = checkers.KindWasm
 			if c.Source != "" {
-				ref.Kind = "python"
+				ref.Kind = checkers.KindPython
 			}
 		}
 		switch ref.Kind {
-		case "python":
+		case checkers.KindPython:
 			if c.Source == "" || c.SHA256 != "" {
 				return nil, nil, fault.New(fault.Invalid, "invalid_checker", "a python checker is given as source, without sha256")
 			}
@@ -196,6 +196,9 @@ func (s *Service) publishTerms(req PublishRequest) (*Listing, []byte, error) {
 			}
 			source = []byte(c.Source)
 			ref.SHA256 = checkers.SHA256(source)
+			// The checker sees the artifact as its listing's type: a code
+			// artifact runs, any other is given as artifact (and data).
+			ref.ArtifactType = req.ArtifactType
 		case checkers.KindWasm:
 			if c.Source != "" {
 				return nil, nil, fault.New(fault.Invalid, "invalid_checker", "a wasm checker is named by sha256; upload it with POST /checkers first")
