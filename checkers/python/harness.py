@@ -49,9 +49,19 @@ def text(b):
     return b.decode("utf-8", "replace")
 
 
+# The sources run, by the file names their code was compiled with, so that
+# a traceback can quote their lines.
+sources = {}
+
+
 def report(exc):
     """Print exc's traceback without the harness's own frames."""
+    import linecache
     import traceback
+
+    for name, src in sources.items():
+        lines = text(src).splitlines(keepends=True)
+        linecache.cache[name] = (len(src), None, lines, name)
 
     tb = exc.__traceback__
     while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
@@ -113,8 +123,11 @@ def main():
         except ValueError:
             pass
     sys.argv = ["check.py"]
+    sources["check.py"] = read("/checker/check.py")
+    if kind == CODE:
+        sources["artifact.py"] = raw
     try:
-        checker = compile(read("/checker/check.py"), "check.py", "exec", dont_inherit=True)
+        checker = compile(sources["check.py"], "check.py", "exec", dont_inherit=True)
         if kind == CODE:
             exec(compile(raw, "artifact.py", "exec", dont_inherit=True), ns)
         exec(checker, ns)
