@@ -67,6 +67,7 @@ func mustMattersApp(tb testing.TB, mode api.MattersAuth) *mEnv {
 		{"olga", "t1", []string{"operator"}, all},
 		{"rita", "t1", []string{"requester"}, []string{matters.ScopeRead}},
 		{"eve", "t2", []string{"requester", "operator"}, all},
+		{"oscar", "t1", []string{"operator"}, all},
 	} {
 		priv := ed25519.NewKeyFromSeed(append(make([]byte, 31), byte(i+1)))
 		e.keys[p.id] = priv
@@ -85,6 +86,7 @@ type sigOpt struct {
 	nonce   string
 	comps   []string
 	body    *string // the body actually sent, when it differs
+	header  map[string]string
 }
 
 // do sends a request signed by keyID (none when keyID is "").
@@ -96,6 +98,9 @@ func (e *mEnv) do(tb testing.TB, keyID, method, path, body string, o sigOpt) res
 	}
 	r := httptest.NewRequest(method, "http://assay.test"+path, strings.NewReader(sent))
 	r.Header.Set("Content-Type", "application/json")
+	for k, v := range o.header {
+		r.Header.Set(k, v)
+	}
 	if keyID != "" {
 		priv := e.keys[keyID]
 		if o.key != nil {
