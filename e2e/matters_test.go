@@ -92,8 +92,15 @@ func TestMatters_Lifecycle(t *testing.T) {
 	}
 	const base = "/api/v1/economic/matters"
 
-	// unsigned is refused
+	// unsigned is refused, but a bare GET of a POST route shows how to
+	// call it, and /health says where the routes are and how to sign
 	wantResp(t, s.post(t, base+"/open", matterOpen(time.Now().Add(time.Hour), "x")), 401, "signature_missing")
+	if h := s.get(t, base+"/verdict"); h.status != 200 || h.obj(t)["method"] != "POST" {
+		t.Fatalf("bare GET: %d %s", h.status, h.body)
+	}
+	if h := s.get(t, "/health"); !strings.Contains(string(h.body), `"auth":"signed"`) {
+		t.Fatalf("health: %s", h.body)
+	}
 
 	r := s.signed(t, alice, "alice", "POST", base+"/open", matterOpen(time.Now().Add(time.Hour), "o1"))
 	wantResp(t, r, 201, "")
