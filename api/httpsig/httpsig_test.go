@@ -7,10 +7,12 @@ import (
 	"encoding/pem"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/assayhq/assay/api/httpsig"
+	"github.com/assayhq/assay/internal/conformance"
 )
 
 type vector struct {
@@ -28,7 +30,7 @@ type vector struct {
 
 func load(t *testing.T) (vector, httpsig.Message, ed25519.PrivateKey, ed25519.PublicKey) {
 	t.Helper()
-	b, err := os.ReadFile("testdata/ed25519-b26.json")
+	b, err := os.ReadFile(filepath.Join(conformance.Dir(t, "rfc9421"), "ed25519-b26.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,8 +60,7 @@ func load(t *testing.T) (vector, httpsig.Message, ed25519.PrivateKey, ed25519.Pu
 // RFC 9421 appendix B.2.6: the base, the signature and verification.
 func TestRFC9421_B26(t *testing.T) {
 	v, m, priv, pub := load(t)
-	inputHeader := strings.TrimPrefix(v.SignatureInput, "")
-	p, sig, err := httpsig.Parse(inputHeader, v.Signature, "sig-b26")
+	p, sig, err := httpsig.Parse(v.SignatureInput, v.Signature, "sig-b26")
 	if err != nil {
 		t.Fatal(err)
 	}
