@@ -1,0 +1,5 @@
+//go:build !race
+
+package python_test
+
+const raceEnabled = false
