@@ -118,11 +118,10 @@ func hexSum(b []byte) string {
 // Python finds its prefix, /usr/local, by the zip beside it.
 var args = []string{"/usr/local/bin/python3.11", "-I", "-S", "-B", "/checker/harness.py"}
 
-// Exit statuses of harness.py beyond 0 (pass).
-const (
-	exitException = 1 // an uncaught exception: a traceback on stderr
-	exitUsage     = 2 // the harness was run wrongly: a bug here
-)
+// exitException is harness.py's exit status for an uncaught exception,
+// reported on stderr. A checker's own sys.exit(1) exits the same, and keeps
+// "exited 1" as its detail unless it printed a traceback.
+const exitException = 1
 
 // CheckSource reports whether src can be a Python checker: UTF-8 text of at
 // most MaxCheckerBytes. Syntax is the interpreter's to judge: a checker
@@ -178,6 +177,8 @@ func Run(ctx context.Context, sb *wasm.Sandbox, src []byte, typ string, in wasm.
 			FuelLimit:     lim.Fuel,
 			CheckerSHA256: hexSum(src),
 			InputSHA256:   hexSum(in.Artifact),
+			StdoutSHA256:  hexSum(nil),
+			StderrSHA256:  hexSum(nil),
 			Detail:        "invalid checker: " + err.Error(),
 		}
 	}
@@ -188,8 +189,6 @@ func Run(ctx context.Context, sb *wasm.Sandbox, src []byte, typ string, in wasm.
 		if d := exceptionDetail(out.Stderr); d != "" {
 			out.Detail = d
 		}
-	case out.Kind == wasm.KindFail && out.ExitCode == exitUsage:
-		out.Detail = "python harness misused: " + lastLine(out.Stderr)
 	case out.Kind == wasm.KindTrap && strings.HasSuffix(out.Detail, "out of bounds memory access"):
 		// The interpreter's C stack sits below its data, so running out of
 		// it reads below address 0.
@@ -219,14 +218,6 @@ func exceptionDetail(stderr string) string {
 		}
 	}
 	return ""
-}
-
-func lastLine(s string) string {
-	s = strings.TrimRight(s, "\n")
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		s = s[i+1:]
-	}
-	return s
 }
 
 // dirFS is a flat, read-only, in-memory directory. Its files share the
