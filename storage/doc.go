@@ -35,6 +35,7 @@
 //	idem/matters:<op>:<scope…>/<key>     the judgment service's idempotency scopes
 //	market/listing/<id>                  a market listing; market/artifact/<id> its artifact, market/search/<id> its tokens
 //	market/fp/<fingerprint>/<id>         index: listings by problem fingerprint
+//	market/tok/<token>/<id>              index: active listings by search token -> the listing's token count; market/tok-index its build state
 //	market/checker/<sha256>              a python checker's source, kept by the market
 //	market/purchase/<id>                 a purchase; market/bought/<listing>/<buyer> -> its id
 //	market/open/<listing>/<purchase>     index: purchases whose window is open

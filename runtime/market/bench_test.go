@@ -40,8 +40,9 @@ func BenchmarkService_Publish(b *testing.B) {
 	}
 }
 
-// BenchmarkService_Search searches 100,000 listings by query (scored
-// against every listing) and by fingerprint (exact hits only).
+// BenchmarkService_Search searches 100,000 listings by query (through the
+// token index; every listing holds two of the query's tokens) and by
+// fingerprint (exact hits only).
 func BenchmarkService_Search(b *testing.B) {
 	ctx := context.Background()
 	e := newEnv(b)

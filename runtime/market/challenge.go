@@ -222,6 +222,9 @@ func (s *Service) uphold(tx store.Tx, c *Challenge, p *Purchase, l *Listing, why
 	if err := store.SetJSON(tx, listingKey(l.ID), l); err != nil {
 		return err
 	}
+	if err := unindexListing(tx, l.ID); err != nil {
+		return err
+	}
 	if err := s.refund(tx, p, "challenge "+c.ID+" upheld", now); err != nil {
 		return err
 	}

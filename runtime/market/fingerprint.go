@@ -203,9 +203,7 @@ func Score(qTokens []string, qCons []Constraint, qFP string, lTokens []string, l
 		}
 	}
 	if len(qTokens) > 0 {
-		union := len(qTokens) + len(lTokens) - inter
-		c := 0.75*float64(inter)/float64(len(qTokens)) + 0.25*float64(inter)/float64(union)
-		m.Confidence = math.Round(c*100) / 100
+		m.Confidence = confidence(inter, len(qTokens), len(lTokens))
 	}
 	d := m.ConstraintDiff
 	switch {
@@ -230,14 +228,9 @@ func Score(qTokens []string, qCons []Constraint, qFP string, lTokens []string, l
 	return m
 }
 
-func classRank(c string) int {
-	switch c {
-	case ClassExact:
-		return 0
-	case ClassStrong:
-		return 1
-	case ClassPartial:
-		return 2
-	}
-	return 3
+// confidence is a non-exact match's confidence: inter of the query's q
+// tokens are among the listing's l tokens (q > 0).
+func confidence(inter, q, l int) float64 {
+	c := 0.75*float64(inter)/float64(q) + 0.25*float64(inter)/float64(q+l-inter)
+	return math.Round(c*100) / 100
 }

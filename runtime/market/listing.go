@@ -327,6 +327,9 @@ func (s *Service) Publish(ctx context.Context, req PublishRequest, i Idem) (Repl
 		if err := store.SetJSON(tx, keySearch+l.ID, search); err != nil {
 			return Reply{}, err
 		}
+		if err := indexListing(tx, l.ID, &search); err != nil {
+			return Reply{}, err
+		}
 		if err := store.SetJSON(tx, listingKey(l.ID), l); err != nil {
 			return Reply{}, err
 		}
@@ -435,6 +438,9 @@ func (s *Service) Deactivate(ctx context.Context, id string, req DeactivateReque
 			return Reply{}, fault.New(fault.Conflict, "listing_not_active", "listing %s is %s", id, l.Status)
 		}
 		l.Status = ListingRetired
+		if err := unindexListing(tx, id); err != nil {
+			return Reply{}, err
+		}
 		returned, err := s.returnBondIfClear(tx, l, now)
 		if err != nil {
 			return Reply{}, err

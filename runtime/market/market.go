@@ -131,6 +131,8 @@ type Service struct {
 	rand     func(int) int
 	house    string
 	platform string
+	scanOnly bool // tests: search by scanning every search record
+	common   int  // commonPostings; tests lower it
 }
 
 // New returns a Service.
@@ -139,7 +141,7 @@ func New(cfg Config) (*Service, error) {
 		return nil, errors.New("market: Config.Store and Config.Signer are required")
 	}
 	s := &Service{st: cfg.Store, signer: cfg.Signer, rail: cfg.Rail, now: cfg.Now, newID: cfg.NewID,
-		rand: cfg.Rand, house: cfg.HousePrefix, platform: cfg.PlatformAccount}
+		rand: cfg.Rand, house: cfg.HousePrefix, platform: cfg.PlatformAccount, common: commonPostings}
 	if s.rail == nil {
 		s.rail = rail.Dev{}
 	}
@@ -160,6 +162,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.Sandbox != nil {
 		s.runner = checkers.NewRunner(cfg.Sandbox, source{st: cfg.Store, next: cfg.Checkers})
+	}
+	if err := s.buildIndex(context.Background()); err != nil {
+		return nil, fmt.Errorf("market: build the search index: %w", err)
 	}
 	return s, nil
 }

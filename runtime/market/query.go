@@ -116,50 +116,18 @@ func (s *Service) Search(ctx context.Context, req SearchRequest) (Results, error
 	}
 	now := s.now().UTC()
 	out := Results{Results: []Result{}}
-	type hit struct {
-		id string
-		m  Match
-	}
 	var hits []hit
 	err := s.st.View(ctx, func(tx store.Tx) error {
+		var err error
 		if req.Query == "" {
-			err := tx.Scan(keyFP+fp+"/", false, func(k string, _ []byte) error {
-				hits = append(hits, hit{k[len(keyFP+fp+"/"):], Score(nil, nil, fp, nil, nil, fp)})
-				return nil
-			})
-			if err != nil {
-				return err
-			}
+			hits, err = fpHits(tx, fp, nil)
 		} else {
-			err := tx.Scan(keySearch, false, func(k string, v []byte) error {
-				var d searchDoc
-				if err := json.Unmarshal(v, &d); err != nil {
-					return err
-				}
-				m := Score(qt, qc, fp, d.Tokens, d.Constraints, d.Fingerprint)
-				if m.Class == ClassExact || m.Confidence > 0 {
-					hits = append(hits, hit{k[len(keySearch):], m})
-				}
-				return nil
-			})
-			if err != nil {
-				return err
-			}
+			hits, err = s.queryHits(tx, qt, qc, fp, req.Limit)
 		}
-		slices.SortStableFunc(hits, func(a, b hit) int {
-			if r := classRank(a.m.Class) - classRank(b.m.Class); a.m.Class == ClassExact || b.m.Class == ClassExact {
-				if r != 0 {
-					return r
-				}
-			}
-			switch {
-			case a.m.Confidence > b.m.Confidence:
-				return -1
-			case a.m.Confidence < b.m.Confidence:
-				return 1
-			}
-			return strings.Compare(a.id, b.id)
-		})
+		if err != nil {
+			return err
+		}
+		slices.SortFunc(hits, hitOrder)
 		for _, h := range hits {
 			if len(out.Results) == req.Limit {
 				break
@@ -171,11 +139,19 @@ func (s *Service) Search(ctx context.Context, req SearchRequest) (Results, error
 			if l.Status != ListingActive {
 				continue
 			}
+			if h.m == nil {
+				var d searchDoc
+				if err := store.GetJSON(tx, keySearch+h.id, &d); err != nil {
+					return err
+				}
+				m := Score(qt, qc, fp, d.Tokens, d.Constraints, d.Fingerprint)
+				h.m = &m
+			}
 			v, err := s.view(tx, l, now)
 			if err != nil {
 				return err
 			}
-			out.Results = append(out.Results, Result{View: v, Match: h.m})
+			out.Results = append(out.Results, Result{View: v, Match: *h.m})
 		}
 		return nil
 	})
@@ -459,6 +435,9 @@ func (s *Service) sample(ctx context.Context, id, by string) (Replayed, error) {
 			return err
 		}
 		if r.Pulled {
+			if err := unindexListing(tx, id); err != nil {
+				return err
+			}
 			var open []string
 			err := tx.Scan(keyOpen+id+"/", false, func(k string, _ []byte) error {
 				open = append(open, k[strings.LastIndexByte(k, '/')+1:])
