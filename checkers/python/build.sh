@@ -60,6 +60,9 @@ ln -sfn /usr/include/wasm32-wasi "$sysroot/include"
 ln -sfn /usr/lib/wasm32-wasi "$sysroot/lib/wasm32-wasi"
 
 CC="clang --target=wasm32-wasi --sysroot=$sysroot"
+# For the same bytes from every build: no build date (sys.version shows
+# xx/xx/xx) and no scratch paths in __FILE__.
+CFLAGS="-Wno-builtin-macro-redefined -U__DATE__ -U__TIME__ -ffile-prefix-map=$work=/build"
 AR=llvm-ar-14
 RANLIB=llvm-ranlib-14
 export AR RANLIB
@@ -68,7 +71,7 @@ export AR RANLIB
 zprefix=$work/zlib
 if ! test -f "$zprefix/lib/libz.a"; then
 	rm -rf "$work/zbuild" && cp -r "$zsrc" "$work/zbuild"
-	(cd "$work/zbuild" && CC="$CC" CFLAGS=-O2 CHOST=wasm32 ./configure --static &&
+	(cd "$work/zbuild" && CC="$CC" CFLAGS="-O2 $CFLAGS" CHOST=wasm32 ./configure --static &&
 		make -j"$jobs" libz.a)
 	mkdir -p "$zprefix/lib" "$zprefix/include"
 	cp "$work/zbuild/libz.a" "$zprefix/lib/"
@@ -88,7 +91,7 @@ bdir=$work/build
 if ! test -f "$bdir/python.wasm"; then
 	rm -rf "$bdir" && mkdir -p "$bdir"
 	(cd "$bdir" &&
-		CONFIG_SITE=$site CC="$CC" CPP="$CC -E" \
+		CONFIG_SITE=$site CC="$CC" CPP="$CC -E" CFLAGS="$CFLAGS" \
 			PKG_CONFIG_PATH= PKG_CONFIG_LIBDIR="$work/nopkgconfig" \
 			ZLIB_CFLAGS="-I$zprefix/include" ZLIB_LIBS="-L$zprefix/lib -lz" \
 			"$pysrc/configure" --host=wasm32-unknown-wasi --build=x86_64-pc-linux-gnu \
@@ -103,7 +106,9 @@ fi
 mkdir -p "$out/usr/local/lib/python3.11/lib-dynload"
 echo "Empty on purpose: python.wasm has its extension modules built in." >"$out/usr/local/lib/python3.11/lib-dynload/README"
 llvm-strip-14 -o "$out/python.wasm" "$bdir/python.wasm"
-sysconfigdata=$(ls "$bdir"/build/lib.wasi-wasm32-3.11/_sysconfigdata__wasi_wasm32-wasi.py)
+# sysconfig's data, with the scratch directory's name taken out.
+sysconfigdata=$work/_sysconfigdata__wasi_wasm32-wasi.py
+sed "s|$work|/build|g" "$bdir"/build/lib.wasi-wasm32-3.11/_sysconfigdata__wasi_wasm32-wasi.py >"$sysconfigdata"
 $buildpy "$here/mkzip.py" "$pysrc/Lib" "$sysconfigdata" "$out/usr/local/lib/python311.zip"
 {
 	echo "CPython $version for wasm32-wasi"
