@@ -262,7 +262,7 @@ func (r *run) outcome(out Outcome, ctx context.Context, start time.Time) Outcome
 		if r.tooDeep {
 			// The meter's limit, the same on every engine and machine,
 			// not the engine's own stack size.
-			msg = fmt.Sprintf("trap: call stack exhausted (calls nested deeper than %d)", meter.MaxDepth)
+			msg = fmt.Sprintf("call stack exhausted (calls nested deeper than %d)", meter.MaxDepth)
 		}
 		if r.memory.reachedLimit() {
 			return out.end(KindMemoryExceeded, r.memoryDetail(msg), start)
@@ -285,13 +285,14 @@ func (o Outcome) end(kind Kind, detail string, start time.Time) Outcome {
 }
 
 // trapMessage keeps the first line of a wazero trap ("wasm error: integer
-// divide by zero"), dropping the stack trace that follows.
+// divide by zero" becomes "integer divide by zero"), dropping the stack
+// trace that follows; the kind already says it was a trap.
 func trapMessage(err error) string {
 	msg := err.Error()
 	if i := strings.IndexByte(msg, '\n'); i >= 0 {
 		msg = msg[:i]
 	}
-	return "trap: " + strings.TrimPrefix(msg, "wasm error: ")
+	return strings.TrimPrefix(msg, "wasm error: ")
 }
 
 func pagesString(pages uint32) string {
