@@ -87,6 +87,8 @@ ac_cv_func_clock_nanosleep=no
 ac_cv_lib_rt_clock_nanosleep=no
 EOS
 touch "$pysrc/Modules/Setup.local"
+# configure is run by a relative path, so that no path of the scratch
+# directory (VPATH, include flags) is compiled in.
 bdir=$work/build
 if ! test -f "$bdir/python.wasm"; then
 	rm -rf "$bdir" && mkdir -p "$bdir"
@@ -94,7 +96,7 @@ if ! test -f "$bdir/python.wasm"; then
 		CONFIG_SITE=$site CC="$CC" CPP="$CC -E" CFLAGS="$CFLAGS" \
 			PKG_CONFIG_PATH= PKG_CONFIG_LIBDIR="$work/nopkgconfig" \
 			ZLIB_CFLAGS="-I$zprefix/include" ZLIB_LIBS="-L$zprefix/lib -lz" \
-			"$pysrc/configure" --host=wasm32-unknown-wasi --build=x86_64-pc-linux-gnu \
+			"../src/$(basename "$pysrc")/configure" --host=wasm32-unknown-wasi --build=x86_64-pc-linux-gnu \
 			--with-build-python=$buildpy --prefix=/usr/local \
 			--disable-test-modules --without-ensurepip &&
 		make -j"$jobs")
@@ -108,7 +110,16 @@ echo "Empty on purpose: python.wasm has its extension modules built in." >"$out/
 llvm-strip-14 -o "$out/python.wasm" "$bdir/python.wasm"
 # sysconfig's data, with the scratch directory's name taken out.
 sysconfigdata=$work/_sysconfigdata__wasi_wasm32-wasi.py
-sed "s|$work|/build|g" "$bdir"/build/lib.wasi-wasm32-3.11/_sysconfigdata__wasi_wasm32-wasi.py >"$sysconfigdata"
+$buildpy - "$bdir"/build/lib.wasi-wasm32-3.11/_sysconfigdata__wasi_wasm32-wasi.py "$sysconfigdata" "$work" <<'EOS'
+import pprint, sys
+src, dst, work = sys.argv[1:]
+ns = {}
+exec(open(src).read(), ns)
+v = {k: x.replace(work, "/build") if isinstance(x, str) else x for k, x in ns["build_time_vars"].items()}
+with open(dst, "w") as f:
+    f.write("# system configuration generated and used by the sysconfig module\n")
+    f.write("build_time_vars = " + pprint.pformat(v) + "\n")
+EOS
 $buildpy "$here/mkzip.py" "$pysrc/Lib" "$sysconfigdata" "$out/usr/local/lib/python311.zip"
 {
 	echo "CPython $version for wasm32-wasi"
