@@ -69,14 +69,23 @@ func (d *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		if d.sync != nil {
+			// After a failed sync nothing is durable any more: refuse to
+			// write rather than commit what cannot be acknowledged.
+			if err := d.sync.failed(); err != nil {
+				return err
+			}
+		}
 		txn := d.db.NewTransaction(true)
-		err := fn(&tx{txn: txn})
+		t := &tx{txn: txn}
+		err := fn(t)
 		if err == nil {
 			err = txn.Commit()
 		}
 		txn.Discard()
-		if err == nil && d.sync != nil {
-			// Acknowledge only what is on disk.
+		if err == nil && d.sync != nil && t.wrote {
+			// Acknowledge only what is on disk. A transaction that wrote
+			// nothing committed nothing, and waits for no sync.
 			return d.sync.wait()
 		}
 		if !errors.Is(err, badger.ErrConflict) || attempt == maxAttempts {
@@ -97,7 +106,10 @@ func (d *DB) View(ctx context.Context, fn func(store.Tx) error) error {
 	return wrap(d.db.View(func(txn *badger.Txn) error { return fn(&tx{txn: txn}) }))
 }
 
-type tx struct{ txn *badger.Txn }
+type tx struct {
+	txn   *badger.Txn
+	wrote bool // Set or Delete was called
+}
 
 func (t *tx) Get(key string) ([]byte, error) {
 	item, err := t.txn.Get([]byte(key))
@@ -109,10 +121,14 @@ func (t *tx) Get(key string) ([]byte, error) {
 }
 
 func (t *tx) Set(key string, value []byte) error {
+	t.wrote = true
 	return wrap(t.txn.Set([]byte(key), value))
 }
 
-func (t *tx) Delete(key string) error { return wrap(t.txn.Delete([]byte(key))) }
+func (t *tx) Delete(key string) error {
+	t.wrote = true
+	return wrap(t.txn.Delete([]byte(key)))
+}
 
 func (t *tx) Scan(prefix string, reverse bool, fn func(string, []byte) error) error {
 	opts := badger.DefaultIteratorOptions

@@ -4,11 +4,15 @@
 //
 // # Durability
 //
-// Writes are synced on commit (badger's SyncWrites): a transaction that
-// returned nil survives a SIGKILL or a power cut. Concurrent commits share
-// an fsync, because badger's writer batches the transactions queued while
-// the previous batch was being written (group commit), which is what lets
-// many clients commit durably at a high rate.
+// Update returns nil only once its transaction is on disk: a transaction
+// that returned nil survives a SIGKILL or a power cut. Badger's own
+// SyncWrites would sync once per transaction, so that concurrent commits
+// queue behind each other's syncs; instead transactions commit unsynced and
+// wait for a group sync that started after their commit (sync.go), which
+// fdatasyncs badger's write-ahead logs (*.mem) and value logs (*.vlog)
+// through their own descriptors, without taking badger's lock. One sync
+// serves every transaction waiting. A transaction that wrote nothing waits
+// for none. After a sync fails, the store refuses further writes.
 //
 // # Key layout
 //

@@ -30,6 +30,13 @@ func newGroupSync(fn func() error) *groupSync {
 	return g
 }
 
+// failed returns the error of the sync that failed, if one has.
+func (g *groupSync) failed() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.err
+}
+
 // wait returns once a sync that started after the call has finished.
 func (g *groupSync) wait() error {
 	g.mu.Lock()
