@@ -1,0 +1,43 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/assayhq/assay/runtime/store"
+)
+
+// TestGroupSync_failure: a failed sync fails the transactions that waited
+// for it, and the store refuses every write after it; reads go on, and a
+// transaction that writes nothing waits for no sync.
+func TestGroupSync_failure(t *testing.T) {
+	db, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	syncs := 0
+	real := db.sync.sync
+	db.sync.sync = func() error { syncs++; return real() }
+	if err := db.Update(ctx, func(tx store.Tx) error { return tx.Set("a", []byte("1")) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(ctx, func(tx store.Tx) error { _, err := tx.Get("a"); return err }); err != nil || syncs != 1 {
+		t.Fatalf("a read-only Update: %v, %d syncs (want 1: only the write's)", err, syncs)
+	}
+	broken := errors.New("disk on fire")
+	db.sync.sync = func() error { return broken }
+	if err := db.Update(ctx, func(tx store.Tx) error { return tx.Set("b", []byte("2")) }); !errors.Is(err, broken) {
+		t.Fatalf("the write whose sync failed: %v", err)
+	}
+	ran := false
+	err = db.Update(ctx, func(tx store.Tx) error { ran = true; return tx.Set("c", []byte("3")) })
+	if !errors.Is(err, broken) || ran {
+		t.Fatalf("a write after the failure: ran=%v err=%v, want it refused before it runs", ran, err)
+	}
+	if err := db.View(ctx, func(tx store.Tx) error { _, err := tx.Get("a"); return err }); err != nil {
+		t.Fatalf("reads after the failure: %v", err)
+	}
+}
