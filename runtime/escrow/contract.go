@@ -403,12 +403,17 @@ func (s *Service) Fund(ctx context.Context, id string, idem Idem) (Reply, error)
 	pay := rail.Payment{ID: c.ID + ".fund." + s.newID(), Agent: c.Buyer, Amount: c.Price, Currency: c.Currency}
 	ref, err := s.rail.Collect(ctx, pay)
 	if err != nil {
-		return Reply{}, fault.Wrap(fault.Unavailable, "rail_failed", fmt.Errorf("collect %d %s from %s on the %s rail: %w", c.Price, c.Currency, c.Buyer, s.rail.Name(), err))
+		return Reply{}, &fault.Error{Kind: fault.Unavailable, Code: "rail_failed",
+			Message: "the price could not be collected on the payment rail; try again later",
+			Err:     fmt.Errorf("collect %d %s from %s on the %s rail: %w", c.Price, c.Currency, c.Buyer, s.rail.Name(), err)}
 	}
 	r, err := s.fund(ctx, id, idem, ck, ref)
 	if err != nil || r.Replayed {
 		if _, rerr := s.rail.Refund(context.WithoutCancel(ctx), ref, c.Price); rerr != nil {
-			return Reply{}, errors.Join(err, fault.Wrap(fault.Internal, "rail_failed", fmt.Errorf("refund %s of a payment not recorded: %w", ref, rerr)))
+			// Money taken and neither held nor returned: an internal
+			// error, so that it is logged, whatever the request's own.
+			return Reply{}, fault.Wrap(fault.Internal, "rail_failed",
+				fmt.Errorf("payment %s was collected, not recorded, and not refunded: %w", ref, errors.Join(err, rerr)))
 		}
 	}
 	return r, err

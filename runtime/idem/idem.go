@@ -95,3 +95,14 @@ func Save(tx store.Tx, r Request, rep Reply) error {
 	}
 	return store.SetJSON(tx, key(r), record{Fingerprint: r.Fingerprint, Created: rep.Created, Body: rep.Body})
 }
+
+// Forget deletes the answer stored for r, in the transaction that undoes
+// what the request did (a payout that failed after its record committed),
+// so that a retry with the same key runs again instead of replaying a
+// success that did not happen.
+func Forget(tx store.Tx, r Request) error {
+	if r.Key == "" {
+		return nil
+	}
+	return tx.Delete(key(r))
+}

@@ -51,6 +51,16 @@ func TestIdem(t *testing.T) {
 		})
 		return nil
 	})
+	// Forget: after the request's effect is undone, the key runs again.
+	if err := db.Update(ctx, func(tx store.Tx) error { return idem.Forget(tx, a) }); err != nil {
+		t.Fatal(err)
+	}
+	db.View(ctx, func(tx store.Tx) error {
+		if r, err := idem.Lookup(tx, idem.Request{Scope: "tenant-a", Key: "k/1", Fingerprint: "f2"}); r != nil || err != nil {
+			t.Errorf("a forgotten key still answers: %+v %v", r, err)
+		}
+		return nil
+	})
 	for _, bad := range []string{"", strings.Repeat("x", idem.MaxKey+1), "tab\there"} {
 		if err := idem.ValidKey(bad); fault.CodeOf(err) != "invalid_idempotency_key" {
 			t.Errorf("ValidKey(%q) = %v", bad, err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/ledger"
 	"github.com/assayhq/assay/runtime/rail"
 	"github.com/assayhq/assay/runtime/store"
@@ -127,7 +128,7 @@ func (s *Service) Deposit(ctx context.Context, did string, req AmountRequest, i 
 	id := "dep-" + s.newID()
 	ref, err := s.rail.Collect(ctx, rail.Payment{ID: id, Agent: did, Amount: int64(amount), Currency: Currency})
 	if err != nil {
-		return Reply{}, fault.Wrap(fault.Unavailable, "rail_failed", err)
+		return Reply{}, railFailed("the deposit could not be collected", err)
 	}
 	now := s.now().UTC()
 	r, err := s.mutate(ctx, i, func(tx store.Tx) (Reply, error) {
@@ -145,14 +146,22 @@ func (s *Service) Deposit(ctx context.Context, did string, req AmountRequest, i 
 		body, err := json.Marshal(map[string]any{"agent": did, "amount_usd": amount, "balance_usd": USD(bal), "payment_ref": ref, "rail": s.rail.Name()})
 		return Reply{Body: body, Created: true}, err
 	})
-	if err != nil {
-		// The rail took the money and the ledger did not record it: give
-		// it back.
+	if err != nil || r.Replayed {
+		// The rail took the money and the ledger did not record it (or a
+		// concurrent request with the same key recorded its own): give it
+		// back.
 		if _, rerr := s.rail.Refund(context.WithoutCancel(ctx), ref, int64(amount)); rerr != nil {
-			return Reply{}, fmt.Errorf("market: deposit %s failed (%w) and its refund failed too: %v", ref, err, rerr)
+			return Reply{}, fault.Wrap(fault.Internal, "rail_failed",
+				fmt.Errorf("market: deposit %s was collected, not recorded, and not refunded: %w", ref, errors.Join(err, rerr)))
 		}
 	}
 	return r, err
+}
+
+// railFailed is the error a client gets when the rail refused: a fixed
+// message, the rail's own words kept as the cause for the log only.
+func railFailed(what string, cause error) error {
+	return &fault.Error{Kind: fault.Unavailable, Code: "rail_failed", Message: what + " on the payment rail; try again later", Err: cause}
 }
 
 // Withdraw pays money out of an agent's wallet on the rail.
@@ -196,12 +205,21 @@ func (s *Service) Withdraw(ctx context.Context, did string, req AmountRequest, i
 		return r, err
 	}
 	if _, perr := s.rail.Payout(ctx, rail.Payment{ID: id, Agent: did, Amount: int64(amount), Currency: Currency}); perr != nil {
-		// The payout did not happen: put the money back in the wallet.
+		// The payout did not happen: put the money back in the wallet,
+		// and forget the stored success so that a retry with the same key
+		// runs again.
 		rerr := s.st.Update(context.WithoutCancel(ctx), func(tx store.Tx) error {
+			if err := idem.Forget(tx, i.request()); err != nil {
+				return err
+			}
 			return ledger.Post(tx, ledger.Transfer{ID: id + ".reversed", From: s.rail.Account(), To: WalletAccount(did),
 				Amount: int64(amount), Currency: Currency, Memo: "withdrawal reversed: payout failed", At: now})
 		})
-		return Reply{}, errors.Join(fault.Wrap(fault.Unavailable, "rail_failed", perr), rerr)
+		if rerr != nil {
+			return Reply{}, fault.Wrap(fault.Internal, "rail_failed",
+				fmt.Errorf("market: withdrawal %s debited, not paid out, and not reversed: %w", id, errors.Join(perr, rerr)))
+		}
+		return Reply{}, railFailed("the withdrawal could not be paid out", perr)
 	}
 	return r, nil
 }
