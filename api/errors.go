@@ -59,7 +59,9 @@ func errorHandler(log *slog.Logger) fiber.ErrorHandler {
 			status = http.StatusInternalServerError
 		}
 		if status == http.StatusInternalServerError {
+			// The details are for the log, not the caller.
 			log.Error("internal error", "method", c.Method(), "path", c.Path(), "err", err)
+			return writeError(c, status, fault.CodeOf(err), "internal error; the server has logged it")
 		}
 		return writeError(c, status, fault.CodeOf(err), fault.MessageOf(err))
 	}

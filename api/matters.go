@@ -134,8 +134,10 @@ func (s *server) verifySignature(c *fiber.Ctx) (matters.Actor, error) {
 		return matters.Actor{}, unauthorized(codeDigestMismatch, "Content-Digest must be sha-256=:<base64 of the body's SHA-256>: and match the body")
 	}
 	req := c.Request()
-	path := string(req.URI().PathOriginal())
-	path, query, _ := strings.Cut(path, "?")
+	// fasthttp's PathOriginal has no query string: take it apart, as
+	// RFC 9421's @query covers it.
+	path, _, _ := strings.Cut(string(req.URI().PathOriginal()), "?")
+	query := string(req.URI().QueryString())
 	msg := httpsig.Message{
 		Method: c.Method(), Authority: string(req.Host()), Path: path, Query: query,
 		Scheme: c.Protocol(),

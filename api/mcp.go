@@ -109,15 +109,15 @@ func registerMCP(app *fiber.App, s *server) {
 func newMCPServer(s *server) *mcp.Server {
 	m := s.cfg.Market
 	srv := mcp.NewServer(&mcp.Implementation{Name: "assay-market", Title: "Assay artifact market (SOLVED v0.2.3)", Version: s.cfg.Version}, nil)
-	tool(srv, "search_listings", "Search active listings by query (problem text) or query_fingerprint (sha256 of the normalised token set, computed locally). Exact fingerprint hits first; every result carries match confidence, class, constraint_diff, warning and basis; no_reliable_match is true when no result is exact or strong.",
+	tool(s, srv, "search_listings", "Search active listings by query (problem text) or query_fingerprint (sha256 of the normalised token set, computed locally). Exact fingerprint hits first; every result carries match confidence, class, constraint_diff, warning and basis; no_reliable_match is true when no result is exact or strong.",
 		schemaOf[market.Results](), func(ctx context.Context, _ *mcp.CallToolRequest, in market.SearchRequest) (any, error) {
 			return m.Search(ctx, in)
 		})
-	tool(srv, "get_listing", "A listing's full detail with its seller's numeric reputation; the artifact is withheld until purchase.",
+	tool(s, srv, "get_listing", "A listing's full detail with its seller's numeric reputation; the artifact is withheld until purchase.",
 		schemaOf[market.View](), func(ctx context.Context, _ *mcp.CallToolRequest, in getListingIn) (any, error) {
 			return m.Get(ctx, in.ListingID)
 		})
-	tool(srv, "purchase", "Buy a listing as agent: debits price + 3% fee, delivers the artifact at once with a signed receipt and the recourse terms; proceeds are held until the challenge window closes.",
+	tool(s, srv, "purchase", "Buy a listing as agent: debits price + 3% fee, delivers the artifact at once with a signed receipt and the recourse terms; proceeds are held until the challenge window closes.",
 		schemaOf[market.Bought](), func(ctx context.Context, _ *mcp.CallToolRequest, in purchaseIn) (any, error) {
 			i, err := mcpIdem("purchase", in.IdempotencyKey, in)
 			if err != nil {
@@ -125,7 +125,7 @@ func newMCPServer(s *server) *mcp.Server {
 			}
 			return mutation(m.Buy(ctx, in.ListingID, in.PurchaseRequest, i))
 		})
-	tool(srv, "publish_listing", "Publish an artifact as agent. With a checker (python source, or a wasm checker's sha256) the market replays it on the artifact first: a pass lists at level 1 with no bond, a failure refuses the listing. Without one it is level 2 and a bond of max(20% of price, $0.50) is escrowed from the seller's wallet. price_usd is a decimal string or number with at most six fractional digits.",
+	tool(s, srv, "publish_listing", "Publish an artifact as agent. With a checker (python source, or a wasm checker's sha256) the market replays it on the artifact first: a pass lists at level 1 with no bond, a failure refuses the listing. Without one it is level 2 and a bond of max(20% of price, $0.50) is escrowed from the seller's wallet. price_usd is a decimal string or number with at most six fractional digits.",
 		schemaOf[market.Published](), func(ctx context.Context, _ *mcp.CallToolRequest, in publishIn) (any, error) {
 			i, err := mcpIdem("publish_listing", in.IdempotencyKey, in)
 			if err != nil {
@@ -133,7 +133,7 @@ func newMCPServer(s *server) *mcp.Server {
 			}
 			return mutation(m.Publish(ctx, in.PublishRequest, i))
 		})
-	tool(srv, "deactivate_listing", "Retire a listing as its seller; a level-2 bond comes back once no challenge window is open.",
+	tool(s, srv, "deactivate_listing", "Retire a listing as its seller; a level-2 bond comes back once no challenge window is open.",
 		schemaOf[deactivatedOut](), func(ctx context.Context, _ *mcp.CallToolRequest, in deactivateIn) (any, error) {
 			i, err := mcpIdem("deactivate_listing", in.IdempotencyKey, in)
 			if err != nil {
@@ -141,7 +141,7 @@ func newMCPServer(s *server) *mcp.Server {
 			}
 			return mutation(m.Deactivate(ctx, in.ListingID, in.DeactivateRequest, i))
 		})
-	tool(srv, "challenge_listing", "Challenge a purchase within its window, with evidence (a failing input, a counterexample, checker output). At levels 1 and 3 the seller's checker is replayed with the evidence at /in/evidence: a failing replay upholds the challenge at once (refund, listing pulled); otherwise the operator decides.",
+	tool(s, srv, "challenge_listing", "Challenge a purchase within its window, with evidence (a failing input, a counterexample, checker output). At levels 1 and 3 the seller's checker is replayed with the evidence at /in/evidence: a failing replay upholds the challenge at once (refund, listing pulled); otherwise the operator decides.",
 		schemaOf[challengedOut](), func(ctx context.Context, _ *mcp.CallToolRequest, in challengeIn) (any, error) {
 			i, err := mcpIdem("challenge_listing", in.IdempotencyKey, in)
 			if err != nil {
@@ -149,7 +149,7 @@ func newMCPServer(s *server) *mcp.Server {
 			}
 			return mutation(m.Challenge(ctx, in.ListingID, in.ChallengeRequest, i))
 		})
-	tool(srv, "resolve_challenge", "Operator only (Authorization: Bearer <operator token> on the HTTP request): uphold or reject an open challenge.",
+	tool(s, srv, "resolve_challenge", "Operator only (Authorization: Bearer <operator token> on the HTTP request): uphold or reject an open challenge.",
 		schemaOf[challengedOut](), func(ctx context.Context, req *mcp.CallToolRequest, in resolveIn) (any, error) {
 			if err := s.mcpOperator(req); err != nil {
 				return nil, err
@@ -160,11 +160,11 @@ func newMCPServer(s *server) *mcp.Server {
 			}
 			return mutation(m.Resolve(ctx, in.ChallengeID, in.ResolveRequest, i))
 		})
-	tool(srv, "agent_profile", "An agent's public numeric reputation: trades_sold, challenges_lost, challenge_loss_rate, stake_forfeited_usd, account_age_days.",
+	tool(s, srv, "agent_profile", "An agent's public numeric reputation: trades_sold, challenges_lost, challenge_loss_rate, stake_forfeited_usd, account_age_days.",
 		schemaOf[market.Profile](), func(ctx context.Context, _ *mcp.CallToolRequest, in profileIn) (any, error) {
 			return m.AgentProfile(ctx, in.AgentID)
 		})
-	tool(srv, "marketplace_stats", "Live market totals; house (seed=true) agents are left out of organic-demand figures.",
+	tool(s, srv, "marketplace_stats", "Live market totals; house (seed=true) agents are left out of organic-demand figures.",
 		schemaOf[market.Stats](), func(ctx context.Context, _ *mcp.CallToolRequest, _ statsIn) (any, error) {
 			return m.Stats(ctx)
 		})
@@ -173,12 +173,12 @@ func newMCPServer(s *server) *mcp.Server {
 
 // tool adds a tool whose input schema is In's and whose output, the
 // service's answer marshalled as REST serves it, must match out.
-func tool[In any](srv *mcp.Server, name, desc string, out *jsonschema.Schema, fn func(context.Context, *mcp.CallToolRequest, In) (any, error)) {
+func tool[In any](s *server, srv *mcp.Server, name, desc string, out *jsonschema.Schema, fn func(context.Context, *mcp.CallToolRequest, In) (any, error)) {
 	t := &mcp.Tool{Name: name, Description: desc, InputSchema: schemaOf[In](), OutputSchema: out}
 	mcp.AddTool(srv, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, json.RawMessage, error) {
 		v, err := fn(ctx, req, in)
 		if err != nil {
-			return nil, nil, toolError(err)
+			return nil, nil, s.toolError(name, err)
 		}
 		if b, ok := v.(json.RawMessage); ok {
 			return nil, b, nil
@@ -216,9 +216,11 @@ func mcpIdem(tool, key string, args any) (market.Idem, error) {
 // toolError is an error as a tool answers it: the REST error body, so
 // that an agent branches on the same codes over either interface.
 // Internal errors are not shown.
-func toolError(err error) error {
+func (s *server) toolError(name string, err error) error {
 	code, msg := fault.CodeOf(err), fault.MessageOf(err)
 	if fault.KindOf(err) == fault.Internal {
+		// As the REST error handler does: logged, not shown.
+		s.cfg.Logger.Error("internal error", "tool", name, "err", err)
 		code, msg = "internal", "internal error"
 	}
 	b, _ := marshal(errorBody{Detail: msg, Error: errorCode{Code: code, Message: msg}})
