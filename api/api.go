@@ -17,6 +17,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/runtime/escrow"
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/market"
@@ -418,9 +419,11 @@ func (s *server) putChecker(c *fiber.Ctx) error {
 	var kind string
 	switch strings.TrimSpace(strings.ToLower(ct)) {
 	case "application/wasm":
-		kind = "wasm"
+		kind = checkers.KindWasm
+	case "text/x-python":
+		kind = checkers.KindPython
 	default:
-		return fault.New(fault.Invalid, "unsupported_checker_kind", "send the checker's bytes with Content-Type: application/wasm, not %q", ct)
+		return fault.New(fault.Invalid, "unsupported_checker_kind", "send the checker's bytes with Content-Type: application/wasm, or Python source with text/x-python, not %q", ct)
 	}
 	id, err := idem(c, b)
 	if err != nil {

@@ -29,7 +29,7 @@ var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
 //
 // # Errors
 //
-// unsupported_checker_kind for a kind other than wasm, checker_too_large,
+// unsupported_checker_kind for a kind other than wasm or python, checker_too_large,
 // invalid_checker when the sandbox rejects the module (nothing is
 // stored), checkers_unavailable when there is no sandbox.
 func (s *Service) PutChecker(ctx context.Context, kind string, module []byte, idem Idem) (Reply, error) {
@@ -37,8 +37,8 @@ func (s *Service) PutChecker(ctx context.Context, kind string, module []byte, id
 		return deref(r), err
 	}
 	switch {
-	case kind != checkers.KindWasm:
-		return Reply{}, fault.New(fault.Invalid, "unsupported_checker_kind", "checker kind %q is not supported; send a wasm module as application/wasm", kind)
+	case kind != checkers.KindWasm && kind != checkers.KindPython:
+		return Reply{}, fault.New(fault.Invalid, "unsupported_checker_kind", "checker kind %q is not supported; send a wasm module as application/wasm or Python source as text/x-python", kind)
 	case len(module) == 0:
 		return Reply{}, fault.New(fault.Invalid, "invalid_checker", "the request body must be the checker's bytes")
 	case len(module) > MaxCheckerBytes:
@@ -51,7 +51,7 @@ func (s *Service) PutChecker(ctx context.Context, kind string, module []byte, id
 		body, _ := json.Marshal(info)
 		return s.mutate(ctx, idem, func(store.Tx) (Reply, error) { return Reply{Body: body}, nil })
 	}
-	if err := s.sandbox.Validate(ctx, module); err != nil {
+	if err := checkers.Validate(ctx, s.sandbox, kind, module); err != nil {
 		if ctx.Err() != nil {
 			return Reply{}, ctx.Err()
 		}

@@ -431,7 +431,7 @@ func TestService_Checkers(t *testing.T) {
 		wantCode(t, err, "invalid_checker")
 		_, err = c.Checker(ctx, checkers.SHA256(fixture(t, "nostart.wasm")))
 		wantCode(t, err, "checker_not_found")
-		_, err = c.PutChecker(ctx, "python", []byte("x"), escrow.Idem{})
+		_, err = c.PutChecker(ctx, "lua", []byte("x"), escrow.Idem{})
 		wantCode(t, err, "unsupported_checker_kind")
 	})
 	t.Run("Dispute", func(t *testing.T) {
