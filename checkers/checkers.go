@@ -62,6 +62,9 @@ func (r Ref) Validate() error {
 	default:
 		return fmt.Errorf("checker kind %q is not supported (want %q or %q)", r.Kind, KindWasm, KindPython)
 	}
+	if r.Fuel > wasm.MaxFuel {
+		return fmt.Errorf("checker fuel %d is over the most a checker may have, %d", r.Fuel, wasm.MaxFuel)
+	}
 	if r.MemoryMiB > wasm.MaxMemoryMiB {
 		return fmt.Errorf("checker memory_mib %d is over the most a checker may have, %d", r.MemoryMiB, wasm.MaxMemoryMiB)
 	}

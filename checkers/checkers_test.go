@@ -74,6 +74,7 @@ func TestRef_Validate(t *testing.T) {
 		{"ErrPythonType", checkers.Ref{SHA256: good, Kind: checkers.KindPython, ArtifactType: "blob"}, false},
 		{"ErrWasmType", checkers.Ref{SHA256: good, ArtifactType: "code"}, false},
 		{"ErrMemory", checkers.Ref{SHA256: good, MemoryMiB: wasm.MaxMemoryMiB + 1}, false},
+		{"ErrFuel", checkers.Ref{SHA256: good, Fuel: wasm.MaxFuel + 1}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := tc.ref.Validate(); (err == nil) != tc.ok {

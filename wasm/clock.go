@@ -1,6 +1,11 @@
 package wasm
 
-import "github.com/tetratelabs/wazero/sys"
+import (
+	"io"
+	"math/rand"
+
+	"github.com/tetratelabs/wazero/sys"
+)
 
 // fakeEpochNanos is midnight UTC on 2022-01-01, the epoch of wazero's fake
 // walltime, kept so that a guest sees the same dates under Assay as under
@@ -36,3 +41,8 @@ func (c *fakeClock) sleep(ns int64) {
 
 // resolution is what clock_res_get reports: the 1 ms step.
 const resolution = sys.ClockResolution(clockStep)
+
+// fakeRand is wazero's default random source, made here so that the bytes
+// a guest asks for can be charged to its fuel: math/rand seeded with 42,
+// the same stream as wazero's own fake source, so outcomes do not change.
+func fakeRand() io.Reader { return rand.New(rand.NewSource(42)) }

@@ -14,6 +14,12 @@ const (
 	// address space.
 	MaxMemoryMiB uint32 = 4096
 
+	// MaxFuel is the largest fuel budget a run may have: ten times the
+	// default, about 17 s of a tight loop here. Fuel is what bounds a
+	// metered guest (the backstop cannot stop compiled code), so it must
+	// not be left to whoever writes the criteria.
+	MaxFuel uint64 = 10 * DefaultFuel
+
 	pageSize    = 64 << 10
 	pagesPerMiB = (1 << 20) / pageSize
 )

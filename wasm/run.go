@@ -94,8 +94,8 @@ func (s *Sandbox) runOn(ctx context.Context, e *engine, module []byte, in Input,
 		StdoutSHA256:  hexSum(nil),
 		StderrSHA256:  hexSum(nil),
 	}
-	if lim.Fuel > 1<<62 {
-		return out.end(KindInvalidChecker, "fuel limit over 2^62", start)
+	if lim.Fuel > MaxFuel {
+		return out.end(KindInvalidChecker, fmt.Sprintf("fuel limit %d is over the most a run may have, %d", lim.Fuel, MaxFuel), start)
 	}
 	for _, m := range in.Mounts {
 		if err := m.check(); err != nil {
@@ -115,7 +115,13 @@ func (s *Sandbox) runOn(ctx context.Context, e *engine, module []byte, in Input,
 	defer cancel()
 	r := newRun(c, in, lim)
 	done := make(chan struct{})
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return out.end(KindTimeout, "the sandbox was closed before the run started; it decides nothing", start)
+	}
 	s.inflight.Add(1)
+	s.mu.RUnlock()
 	go func() {
 		defer s.inflight.Done()
 		defer close(done)
@@ -182,7 +188,8 @@ func (r *run) exec(ctx context.Context, rt wazero.Runtime) {
 		WithFSConfig(fsc).
 		WithWalltime(r.clock.walltime, resolution).
 		WithNanotime(r.clock.nanotime, resolution).
-		WithNanosleep(r.clock.sleep)
+		WithNanosleep(r.clock.sleep).
+		WithRandSource(&meteredReader{r: fakeRand(), meter: &r.meter})
 	ctx = experimental.WithMemoryAllocator(ctx, &r.memory)
 	mod, err := rt.InstantiateModule(ctx, r.c.mod, cfg)
 	if err != nil {
@@ -244,7 +251,16 @@ func (r *run) outcome(out Outcome, ctx context.Context, start time.Time) Outcome
 	case r.err == nil:
 		out.ExitCode = 0
 		return out.end(KindPass, "exited 0", start)
-	case errors.As(r.err, &exitErr) && ctx.Err() == nil:
+	case errors.As(r.err, &exitErr) && stopped(exitErr, ctx) && r.lim.Fuel == 0:
+		// Only an unmetered guest is stopped by the deadline itself
+		// (WithCloseOnContextDone); a metered one always runs to an end
+		// of its own, which decides whatever the clock says by now.
+		detail := fmt.Sprintf("the wall-clock backstop of %s fired; a timeout is not reproducible and decides nothing", r.lim.Timeout)
+		if exitErr.ExitCode() == sys.ExitCodeContextCanceled {
+			detail = "the run was cancelled by its caller"
+		}
+		return out.end(KindTimeout, detail, start)
+	case errors.As(r.err, &exitErr):
 		out.ExitCode = int(exitErr.ExitCode())
 		if out.ExitCode == 0 {
 			return out.end(KindPass, "exited 0", start)
@@ -253,10 +269,6 @@ func (r *run) outcome(out Outcome, ctx context.Context, start time.Time) Outcome
 			return out.end(KindMemoryExceeded, r.memoryDetail(fmt.Sprintf("exited %d", out.ExitCode)), start)
 		}
 		return out.end(KindFail, fmt.Sprintf("exited %d", out.ExitCode), start)
-	case ctx.Err() != nil:
-		// Only an unmetered guest stops at the deadline itself; the
-		// race with Run's select is decided here the same way.
-		return out.end(KindTimeout, fmt.Sprintf("the wall-clock backstop of %s fired; a timeout is not reproducible and decides nothing", r.lim.Timeout), start)
 	default:
 		msg := trapMessage(r.err)
 		if r.tooDeep {
@@ -273,6 +285,12 @@ func (r *run) outcome(out Outcome, ctx context.Context, start time.Time) Outcome
 
 func (r *run) memoryDetail(then string) string {
 	return fmt.Sprintf("reached the memory limit of %d MiB, then %s", r.lim.MemoryMiB, then)
+}
+
+// stopped reports whether wazero ended the guest because ctx ended.
+func stopped(e *sys.ExitError, ctx context.Context) bool {
+	code := e.ExitCode()
+	return ctx.Err() != nil && (code == sys.ExitCodeDeadlineExceeded || code == sys.ExitCodeContextCanceled)
 }
 
 // end sets the kind and detail and stamps the wall time.

@@ -24,7 +24,10 @@ type Config struct {
 	// means an in-memory cache only.
 	CacheDir string
 	// Interpreter runs guests on wazero's interpreter instead of its
-	// compiler. Outcomes are the same either way (tests check it); the
+	// compiler, for differential tests. Outcomes are the same either way
+	// for guests that nest calls less than 2,000 deep, the interpreter's
+	// own stack limit (tests check it); deeper, the compiler stops at the
+	// meter's deterministic limit and the interpreter at its own. The
 	// compiler is much faster.
 	Interpreter bool
 }
@@ -45,7 +48,10 @@ type Sandbox struct {
 
 	// inflight counts guests still running, including those whose caller
 	// got a timeout outcome: Close waits for them before freeing code.
+	// closed, under mu, keeps new runs from starting once Close has begun.
 	inflight sync.WaitGroup
+	mu       sync.RWMutex
+	closed   bool
 }
 
 // engine is one wazero runtime with WASI instantiated and its modules.
@@ -124,6 +130,9 @@ func (s *Sandbox) newEngine(ctx context.Context, metered, closeOnDone bool) (*en
 // Close waits for running guests, bounded by ctx, then frees every compiled
 // module. After Close the Sandbox must not be used.
 func (s *Sandbox) Close(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
 	done := make(chan struct{})
 	go func() { s.inflight.Wait(); close(done) }()
 	select {

@@ -438,3 +438,23 @@ func TestSandbox_fuelUnderLoad(t *testing.T) {
 	close(stop)
 	wg.Wait()
 }
+
+// TestSandbox_Run_limits: a fuel budget over MaxFuel is refused, and a run
+// on a closed sandbox decides nothing.
+func TestSandbox_Run_limits(t *testing.T) {
+	sb, err := wasm.NewSandbox(context.Background(), wasm.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := sb.Run(context.Background(), fixture(t, "pass.wasm"), wasm.Input{}, wasm.Limits{Fuel: wasm.MaxFuel + 1})
+	if out.Kind != wasm.KindInvalidChecker || !strings.Contains(out.Detail, "over the most") {
+		t.Errorf("fuel over MaxFuel: %s %q", out.Kind, out.Detail)
+	}
+	if err := sb.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	out = sb.Run(context.Background(), fixture(t, "pass.wasm"), wasm.Input{}, wasm.DefaultLimits())
+	if out.Kind.Decides() {
+		t.Errorf("a run on a closed sandbox decided: %s %q", out.Kind, out.Detail)
+	}
+}

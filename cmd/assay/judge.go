@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/assayhq/assay/adjudicate"
 	"github.com/assayhq/assay/adjudicate/jury"
@@ -117,7 +118,12 @@ func cmdJudge(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "assay judge: sandbox: %v\n", err)
 			return exitUsage
 		}
-		defer sb.Close(ctx)
+		defer func() {
+			// A guest left running by a timeout ends with the process.
+			closeCtx, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			_ = sb.Close(closeCtx)
+		}()
 		runner = checkers.NewRunner(sb, dir)
 	}
 

@@ -122,7 +122,15 @@ func serveAuth(ctx context.Context, addr, dir string, mattersAuth api.MattersAut
 	if err != nil {
 		return err
 	}
-	defer sb.Close(context.Background())
+	defer func() {
+		// A guest abandoned by a timeout runs on until its fuel is spent
+		// (at most wasm.MaxFuel); do not wait for it past a bound.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := sb.Close(ctx); err != nil {
+			fmt.Fprintf(stderr, "assay serve: %v\n", err)
+		}
+	}()
 	juror, jurorName, jurorModel, err := newJuror(os.Getenv)
 	if err != nil {
 		return fmt.Errorf("juror: %w", err)
