@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/tetratelabs/wazero"
@@ -241,23 +242,11 @@ func (e *engine) checkABI(mod wazero.CompiledModule) error {
 		if !ok {
 			return fmt.Errorf("unknown import %s.%s", modName, name)
 		}
-		if !sameTypes(host.ParamTypes(), imp.ParamTypes()) || !sameTypes(host.ResultTypes(), imp.ResultTypes()) {
+		if !slices.Equal(host.ParamTypes(), imp.ParamTypes()) || !slices.Equal(host.ResultTypes(), imp.ResultTypes()) {
 			return fmt.Errorf("import %s.%s has the wrong signature", modName, name)
 		}
 	}
 	return nil
-}
-
-func sameTypes(a, b []api.ValueType) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func hexSum(b []byte) string {
