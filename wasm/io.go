@@ -8,6 +8,7 @@ import (
 	"hash"
 	"io"
 	"io/fs"
+	"slices"
 	"time"
 
 	"github.com/tetratelabs/wazero/api"
@@ -84,72 +85,61 @@ func (r *meteredReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// inputFS is the read-only directory mounted at /in: artifact, and where the
-// case has them, evidence and criteria.json. It is held in memory; reads are
-// charged to the guest's fuel.
-type inputFS struct {
-	files map[string][]byte
-	meter *fuelMeter
-}
-
-func newInputFS(in Input, meter *fuelMeter) *inputFS {
-	files := map[string][]byte{"artifact": in.Artifact}
+// newInputFS is the read-only directory mounted at /in: artifact, and where
+// the case has them, evidence and criteria.json. It is held in memory;
+// reads are charged to the guest's fuel.
+func newInputFS(in Input, meter *fuelMeter) fs.FS {
+	files := MemDir{"artifact": in.Artifact}
 	if in.Evidence != nil {
 		files["evidence"] = in.Evidence
 	}
 	if in.Criteria != nil {
 		files["criteria.json"] = in.Criteria
 	}
-	return &inputFS{files: files, meter: meter}
+	return &meteredFS{fs: files, meter: meter}
 }
 
+// MemDir is a flat, read-only, in-memory directory, for /in and for the
+// Mounts of front-ends. Its files share the map's byte slices: nothing is
+// copied per run. Entries list in name order and are dated the Unix epoch,
+// so a guest sees no host time, not even in a file's mtime.
+type MemDir map[string][]byte
+
 // Open implements fs.FS.
-func (f *inputFS) Open(name string) (fs.File, error) {
+func (d MemDir) Open(name string) (fs.File, error) {
 	if name == "." {
-		return &inputDir{fs: f}, nil
+		return &memDir{d: d}, nil
 	}
-	data, ok := f.files[name]
+	data, ok := d[name]
 	if !ok || !fs.ValidPath(name) {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
 	}
-	return &inputFile{info: fileInfo{name: name, size: int64(len(data))}, r: bytes.NewReader(data), meter: f.meter}, nil
+	return &memFile{info: fileInfo{name: name, size: int64(len(data))}, Reader: bytes.NewReader(data)}, nil
 }
 
-type inputFile struct {
-	info  fileInfo
-	r     *bytes.Reader
-	meter *fuelMeter
+// memFile is a MemDir file; its *bytes.Reader gives wazero Read, ReadAt
+// (pread) and Seek (lseek).
+type memFile struct {
+	info fileInfo
+	*bytes.Reader
 }
 
-func (f *inputFile) Stat() (fs.FileInfo, error) { return f.info, nil }
-func (f *inputFile) Close() error               { return nil }
-func (f *inputFile) Read(p []byte) (int, error) {
-	n, err := f.r.Read(p)
-	f.meter.charge(n)
-	return n, err
-}
+func (f *memFile) Stat() (fs.FileInfo, error) { return f.info, nil }
+func (f *memFile) Close() error               { return nil }
 
-// ReadAt and Seek let wazero serve pread and lseek.
-func (f *inputFile) ReadAt(p []byte, off int64) (int, error) {
-	n, err := f.r.ReadAt(p, off)
-	f.meter.charge(n)
-	return n, err
-}
-func (f *inputFile) Seek(off int64, whence int) (int64, error) { return f.r.Seek(off, whence) }
-
-type inputDir struct {
-	fs   *inputFS
+type memDir struct {
+	d    MemDir
 	read bool
 }
 
-func (d *inputDir) Stat() (fs.FileInfo, error) { return fileInfo{name: ".", dir: true}, nil }
-func (d *inputDir) Close() error               { return nil }
-func (d *inputDir) Read([]byte) (int, error) {
+func (d *memDir) Stat() (fs.FileInfo, error) { return fileInfo{name: ".", dir: true}, nil }
+func (d *memDir) Close() error               { return nil }
+func (d *memDir) Read([]byte) (int, error) {
 	return 0, &fs.PathError{Op: "read", Path: ".", Err: errors.New("is a directory")}
 }
 
 // ReadDir implements fs.ReadDirFile, listing entries in name order.
-func (d *inputDir) ReadDir(n int) ([]fs.DirEntry, error) {
+func (d *memDir) ReadDir(n int) ([]fs.DirEntry, error) {
 	if d.read {
 		if n > 0 {
 			return nil, io.EOF
@@ -157,17 +147,19 @@ func (d *inputDir) ReadDir(n int) ([]fs.DirEntry, error) {
 		return nil, nil
 	}
 	d.read = true
-	var entries []fs.DirEntry
-	for _, name := range []string{"artifact", "criteria.json", "evidence"} {
-		if data, ok := d.fs.files[name]; ok {
-			entries = append(entries, fs.FileInfoToDirEntry(fileInfo{name: name, size: int64(len(data))}))
-		}
+	names := make([]string, 0, len(d.d))
+	for name := range d.d {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	entries := make([]fs.DirEntry, 0, len(names))
+	for _, name := range names {
+		entries = append(entries, fs.FileInfoToDirEntry(fileInfo{name: name, size: int64(len(d.d[name]))}))
 	}
 	return entries, nil
 }
 
-// fileInfo describes an /in entry. Times are the Unix epoch: the guest sees
-// no host time, not even in a file's mtime.
+// fileInfo describes a MemDir entry, dated the Unix epoch.
 type fileInfo struct {
 	name string
 	size int64

@@ -31,11 +31,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"slices"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/assayhq/assay/wasm"
@@ -156,7 +153,7 @@ func Input(src []byte, typ string, in wasm.Input) (wasm.Input, error) {
 	in.Args = append(append([]string(nil), args...), typ)
 	in.Mounts = []wasm.Mount{
 		{Dir: "/usr/local", FS: usrLocal},
-		{Dir: "/checker", FS: dirFS{"harness.py": harness, "check.py": src}},
+		{Dir: "/checker", FS: wasm.MemDir{"harness.py": harness, "check.py": src}},
 	}
 	return in, nil
 }
@@ -219,78 +216,3 @@ func exceptionDetail(stderr string) string {
 	}
 	return ""
 }
-
-// dirFS is a flat, read-only, in-memory directory. Its files share the
-// slices they were given: nothing is copied per run.
-type dirFS map[string][]byte
-
-// Open implements fs.FS.
-func (d dirFS) Open(name string) (fs.File, error) {
-	if name == "." {
-		return &dirFile{d: d}, nil
-	}
-	data, ok := d[name]
-	if !ok {
-		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
-	}
-	return &memFile{info: info{name: name, size: int64(len(data))}, Reader: bytes.NewReader(data)}, nil
-}
-
-type memFile struct {
-	info info
-	*bytes.Reader
-}
-
-func (f *memFile) Stat() (fs.FileInfo, error) { return f.info, nil }
-func (f *memFile) Close() error               { return nil }
-
-type dirFile struct {
-	d    dirFS
-	done bool
-}
-
-func (f *dirFile) Stat() (fs.FileInfo, error) { return info{name: ".", dir: true}, nil }
-func (f *dirFile) Close() error               { return nil }
-func (f *dirFile) Read([]byte) (int, error) {
-	return 0, &fs.PathError{Op: "read", Path: ".", Err: errors.New("is a directory")}
-}
-
-// ReadDir implements fs.ReadDirFile, in name order.
-func (f *dirFile) ReadDir(n int) ([]fs.DirEntry, error) {
-	if f.done {
-		if n > 0 {
-			return nil, io.EOF
-		}
-		return nil, nil
-	}
-	f.done = true
-	names := make([]string, 0, len(f.d))
-	for name := range f.d {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	entries := make([]fs.DirEntry, len(names))
-	for i, name := range names {
-		entries[i] = fs.FileInfoToDirEntry(info{name: name, size: int64(len(f.d[name]))})
-	}
-	return entries, nil
-}
-
-// info describes a dirFS entry, dated the Unix epoch.
-type info struct {
-	name string
-	size int64
-	dir  bool
-}
-
-func (i info) Name() string { return i.name }
-func (i info) Size() int64  { return i.size }
-func (i info) Mode() fs.FileMode {
-	if i.dir {
-		return fs.ModeDir | 0o555
-	}
-	return 0o444
-}
-func (i info) ModTime() time.Time { return time.Unix(0, 0).UTC() }
-func (i info) IsDir() bool        { return i.dir }
-func (i info) Sys() any           { return nil }
