@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/assayhq/assay/runtime/receipt"
@@ -15,13 +14,6 @@ import (
 
 func init() { register("keys", "list or rotate the court's signing keys", cmdKeys) }
 
-// defaultKeysDataDir is the data directory: $ASSAY_DATA, else ./data.
-func defaultKeysDataDir() string {
-	if d := os.Getenv("ASSAY_DATA"); d != "" {
-		return d
-	}
-	return "data"
-}
 
 func keysUsage(w io.Writer) {
 	fmt.Fprintln(w, "usage: assay keys list [--data DIR]")
@@ -53,7 +45,7 @@ func cmdKeys(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("keys "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { keysUsage(stderr); fmt.Fprintln(stderr); fs.PrintDefaults() }
-	dir := fs.String("data", defaultKeysDataDir(), "data `DIR`; keys live in DIR/keys")
+	dir := fs.String("data", envOr("ASSAY_DATA", "data"), "data `DIR`; keys live in DIR/keys")
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK

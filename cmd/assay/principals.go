@@ -49,7 +49,7 @@ func cmdPrincipals(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("principals "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { principalsUsage(stderr); fmt.Fprintln(stderr); fs.PrintDefaults() }
-	dir := fs.String("data", defaultKeysDataDir(), "data `DIR`")
+	dir := fs.String("data", envOr("ASSAY_DATA", "data"), "data `DIR`")
 	keyID := fs.String("key-id", "", "the principal's key `ID` (the signature's keyid)")
 	pub := fs.String("public-key", "", "standard `BASE64` of the raw 32-byte Ed25519 public key")
 	tenant := fs.String("tenant", "", "`TENANT` id")
