@@ -14,7 +14,6 @@ import (
 
 func init() { register("keys", "list or rotate the court's signing keys", cmdKeys) }
 
-
 func keysUsage(w io.Writer) {
 	fmt.Fprintln(w, "usage: assay keys list [--data DIR]")
 	fmt.Fprintln(w, "       assay keys rotate [--data DIR]")
