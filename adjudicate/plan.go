@@ -237,13 +237,9 @@ func (p *Plan) compileAssertion(raw json.RawMessage, i int) (planCheck, error) {
 		if a.Op != "" {
 			// Checked for sense, then left to the juror: a semantic
 			// criterion is not evaluated by the engine.
-			var value any
-			if a.Value != nil {
-				v, err := decodeJSON(a.Value)
-				if err != nil {
-					return planCheck{}, bad("value: %v", err)
-				}
-				value = v
+			value, err := assertionValue(a.Value)
+			if err != nil {
+				return planCheck{}, bad("value: %v", err)
 			}
 			po, err := compilePathOp(&a, value, at)
 			if err != nil {
@@ -266,13 +262,9 @@ func (p *Plan) compileAssertion(raw json.RawMessage, i int) (planCheck, error) {
 		if a.Op == "" {
 			return planCheck{}, bad("needs an op (or an expr)")
 		}
-		var value any
-		if a.Value != nil {
-			v, err := decodeJSON(a.Value)
-			if err != nil {
-				return planCheck{}, bad("value: %v", err)
-			}
-			value = v
+		value, err := assertionValue(a.Value)
+		if err != nil {
+			return planCheck{}, bad("value: %v", err)
 		}
 		po, err := compilePathOp(&a, value, at)
 		if err != nil {
@@ -316,4 +308,12 @@ func strictUnmarshal(b []byte, v any) error {
 		return fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "json: "))
 	}
 	return nil
+}
+
+// assertionValue decodes an assertion's value, nil when it has none.
+func assertionValue(raw json.RawMessage) (any, error) {
+	if raw == nil {
+		return nil, nil
+	}
+	return decodeJSON(raw)
 }
