@@ -1,6 +1,10 @@
 package wasm
 
-import "time"
+import (
+	"time"
+
+	"github.com/assayhq/assay/wasm/internal/meter"
+)
 
 // Defaults for Limits. DefaultFuel is chosen so that a runaway loop ends in a
 // few seconds on a 2-core machine of 2026 (see README, "Performance").
@@ -68,3 +72,9 @@ func (l Limits) withDefaults() Limits {
 
 // memoryPages returns the memory limit in 64 KiB pages.
 func (l Limits) memoryPages() uint32 { return l.MemoryMiB * pagesPerMiB }
+
+// InstrumentationVersion identifies the fuel meter's rewriting of modules.
+// It changes whenever the fuel a given module and input use could change,
+// so a cache of outcomes keyed by it (checkers' memo) never serves an
+// outcome measured under another cost model.
+const InstrumentationVersion = meter.Version
