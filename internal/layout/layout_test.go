@@ -58,6 +58,14 @@ var allowed = map[string][]string{
 	"e2e":        {""},
 }
 
+// testHelpers are the packages for tests only: they may import testing,
+// and production code never imports them.
+var testHelpers = map[string]bool{
+	module + "/internal/conformance": true,
+	module + "/internal/pgtest":      true,
+	module + "/storage/storetest":    true,
+}
+
 func layer(path string) string {
 	rel := strings.TrimPrefix(strings.TrimPrefix(path, module), "/")
 	return strings.SplitN(rel, "/", 2)[0]
@@ -71,7 +79,7 @@ func TestImportArrows(t *testing.T) {
 			t.Errorf("%s: layer %q is not in the layout", p.ImportPath, from)
 			continue
 		}
-		testOnly := p.ImportPath == module+"/internal/conformance"
+		testOnly := testHelpers[p.ImportPath]
 		for _, imp := range p.Imports {
 			if !testOnly && (imp == "testing" || strings.HasPrefix(imp, "testing/")) {
 				t.Errorf("%s imports %s: production code never imports testing", p.ImportPath, imp)
@@ -87,7 +95,7 @@ func TestImportArrows(t *testing.T) {
 				t.Errorf("%s imports %s: nothing but cmd imports api, and nothing imports cmd", p.ImportPath, imp)
 				continue
 			}
-			if to == "internal/conformance" {
+			if testHelpers[imp] {
 				t.Errorf("%s imports %s: it is for tests only", p.ImportPath, imp)
 				continue
 			}
