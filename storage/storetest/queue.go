@@ -233,66 +233,94 @@ func RunQueueSuite(t *testing.T, open func(testing.TB) store.Queue) {
 	// exactly once, by the worker that held it.
 	t.Run("OK_Hammer", func(t *testing.T) {
 		q := open(t)
-		const n = 300
-		var jobs []store.Job
-		for i := range n {
-			jobs = append(jobs, job(fmt.Sprintf("h%03d", i), fmt.Sprint(i)))
+		queueHammer(t, "q-hammer", q, []store.Queue{q})
+	})
+}
+
+// RunQueueNodes checks that queues which share one store, as the nodes of
+// a cluster do, share their jobs: jobs enqueued on the first are claimed by
+// workers on all of them, never by two at once, and each is done once.
+func RunQueueNodes(t *testing.T, nodes ...store.Queue) {
+	byNode := queueHammer(t, "q-nodes", nodes[0], nodes)
+	for i, n := range byNode {
+		if n == 0 {
+			t.Errorf("node %d completed no job of %d", i, 300)
 		}
-		queueMust(t, q.Enqueue(ctx, "q-hammer", jobs[:n/2]...))
-		var (
-			mu      sync.Mutex
-			holders = map[string]string{}
-			wg      sync.WaitGroup
-		)
-		for w := range 8 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				name := fmt.Sprintf("w%d", w)
-				for idle := 0; idle < 20; {
-					ls, err := q.Claim(ctx, "q-hammer", name, 1+w%5, time.Minute)
-					if err != nil {
-						t.Error(err)
-						return
+	}
+}
+
+// queueHammer enqueues 300 jobs on q, half before and half while eight
+// workers spread over nodes claim and complete them, and checks that each
+// was claimed once and done once with its holder's result. It returns how
+// many jobs each node's workers completed.
+func queueHammer(t *testing.T, queue string, q store.Queue, nodes []store.Queue) []int {
+	ctx := context.Background()
+	const n = 300
+	var jobs []store.Job
+	for i := range n {
+		jobs = append(jobs, store.Job{ID: fmt.Sprintf("h%03d", i), Payload: []byte(fmt.Sprint(i))})
+	}
+	queueMust(t, q.Enqueue(ctx, queue, jobs[:n/2]...))
+	var (
+		mu      sync.Mutex
+		holders = map[string]string{}
+		byNode  = make([]int, len(nodes))
+		wg      sync.WaitGroup
+	)
+	for w := range 8 {
+		wg.Add(1)
+		node := w % len(nodes)
+		go func() {
+			defer wg.Done()
+			name := fmt.Sprintf("n%d-w%d", node, w)
+			for idle := 0; idle < 20; {
+				ls, err := nodes[node].Claim(ctx, queue, name, 1+w%5, time.Minute)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(ls) == 0 {
+					idle++
+					time.Sleep(5 * time.Millisecond)
+					continue
+				}
+				idle = 0
+				for _, l := range ls {
+					mu.Lock()
+					if prev, ok := holders[l.ID]; ok {
+						t.Errorf("job %s claimed by %s and %s", l.ID, prev, name)
 					}
-					if len(ls) == 0 {
-						idle++
-						time.Sleep(5 * time.Millisecond)
+					holders[l.ID] = name
+					mu.Unlock()
+					if err := nodes[node].Complete(ctx, l, []byte(name+":"+string(l.Payload))); err != nil {
+						t.Errorf("complete %s: %v", l.ID, err)
 						continue
 					}
-					idle = 0
-					for _, l := range ls {
-						mu.Lock()
-						if prev, ok := holders[l.ID]; ok {
-							t.Errorf("job %s claimed by %s and %s", l.ID, prev, name)
-						}
-						holders[l.ID] = name
-						mu.Unlock()
-						if err := q.Complete(ctx, l, []byte(name+":"+string(l.Payload))); err != nil {
-							t.Errorf("complete %s: %v", l.ID, err)
-						}
-					}
+					mu.Lock()
+					byNode[node]++
+					mu.Unlock()
 				}
-			}()
-		}
-		queueMust(t, q.Enqueue(ctx, "q-hammer", jobs[n/2:]...)) // while they work
-		wg.Wait()
-		all := make([]string, n)
-		for i, j := range jobs {
-			all[i] = j.ID
-		}
-		res, err := q.Results(ctx, "q-hammer", all)
-		queueMust(t, err)
-		if len(res) != n {
-			t.Fatalf("%d results for %d jobs", len(res), n)
-		}
-		for i, r := range res {
-			if want := holders[r.ID] + ":" + fmt.Sprint(i); string(r.Data) != want || r.Worker != holders[r.ID] {
-				t.Errorf("result of %s: %q by %s, want %q", r.ID, r.Data, r.Worker, want)
 			}
+		}()
+	}
+	queueMust(t, q.Enqueue(ctx, queue, jobs[n/2:]...)) // while they work
+	wg.Wait()
+	all := make([]string, n)
+	for i, j := range jobs {
+		all[i] = j.ID
+	}
+	res, err := q.Results(ctx, queue, all)
+	queueMust(t, err)
+	if len(res) != n {
+		t.Fatalf("%d results for %d jobs", len(res), n)
+	}
+	for i, r := range res {
+		if want := holders[r.ID] + ":" + fmt.Sprint(i); string(r.Data) != want || r.Worker != holders[r.ID] {
+			t.Errorf("result of %s: %q by %s, want %q", r.ID, r.Data, r.Worker, want)
 		}
-		queueWantStats(t, q, "q-hammer", store.QueueStats{Done: n})
-	})
+	}
+	queueWantStats(t, q, queue, store.QueueStats{Done: n})
+	return byNode
 }
 
 func queueMust(tb testing.TB, err error) {
