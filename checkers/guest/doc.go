@@ -1,0 +1,68 @@
+// Package guest is the Go side of the reactor form of the checker ABI: a Go
+// author writes the check as a function and gets a module that exports
+// assay_check.
+//
+// The shortest correct checker:
+//
+//	//go:build wasip1
+//
+//	package main
+//
+//	import (
+//		"errors"
+//
+//		"github.com/assayhq/assay/checkers/guest"
+//	)
+//
+//	func init() { guest.Handle(check) }
+//
+//	func main() { guest.Main() }
+//
+//	func check(artifact, evidence []byte) error {
+//		if len(artifact) == 0 {
+//			return errors.New("empty artifact")
+//		}
+//		return nil
+//	}
+//
+// built as a reactor with
+//
+//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o check.wasm .
+//
+// The module then exports _initialize, which starts the Go runtime and runs
+// every init function (Handle included), and assay_check, which this package
+// defines with //go:wasmexport: importing the package is what exports it. In
+// this build mode main is never called. Built without -buildmode=c-shared,
+// the same source is an ordinary command (checker ABI v1): _start runs the
+// init functions and then main, and Main runs the check once and exits with
+// its status. Main is what makes the command form correct: an empty main
+// would exit 0, a pass, whatever the artifact.
+//
+// # One process per replay
+//
+// The sandbox runs _initialize once per checker, with no input (an empty
+// stdin and an empty /in), and snapshots linear memory and globals; every
+// replay starts a fresh instance from that snapshot and calls assay_check
+// once. So work done in init functions (compiling a regular expression,
+// building a table) is paid once per checker, not once per replay, but init
+// functions must not read the input: there is none at that time. Each call
+// of assay_check reads its input afresh, so a module called twice in one
+// instance still judges each call's own input; a check function should keep
+// no state between calls either.
+//
+// # What assay_check does
+//
+//   - It reads the artifact from /in/artifact, or from stdin when there is no
+//     /in/artifact, and the evidence from /in/evidence; evidence is nil when
+//     the case has none (and empty, not nil, when it has an empty one).
+//   - It calls the check function. A nil error returns status 0, a pass.
+//   - An error writes its message and a newline to stderr, cut to 4 KiB, and
+//     returns status 1, a fail.
+//   - A panic in the check is recovered: "panic: " and its value go to
+//     stderr, cut the same way, and the status is 2, a fail. Status 2 also
+//     means that no check was registered or that the input could not be
+//     read.
+//
+// The check may also write to stdout and stderr itself; what it writes is
+// captured as the command form's output is.
+package guest

@@ -1,0 +1,11 @@
+//go:build wasip1
+
+package guest
+
+// assayCheck is the reactor's entry point: the sandbox calls it once per
+// replay, after _initialize (or from a snapshot taken after it).
+//
+//go:wasmexport assay_check
+func assayCheck() int32 {
+	return stdio.call(registered)
+}
