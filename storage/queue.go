@@ -189,13 +189,8 @@ func (q *Queue) Complete(ctx context.Context, l store.Lease, result []byte) erro
 
 // Results implements store.Queue.
 func (q *Queue) Results(ctx context.Context, queue string, ids []string) ([]store.Result, error) {
-	if err := store.CheckQueue(queue); err != nil {
+	if err := store.CheckIDs(queue, ids); err != nil {
 		return nil, err
-	}
-	for _, id := range ids {
-		if err := store.CheckJobID(id); err != nil {
-			return nil, err
-		}
 	}
 	var out []store.Result
 	err := q.db.View(ctx, func(tx store.Tx) error {
@@ -216,6 +211,31 @@ func (q *Queue) Results(ctx context.Context, queue string, ids []string) ([]stor
 		return nil
 	})
 	return out, err
+}
+
+// Delete implements store.Queue.
+func (q *Queue) Delete(ctx context.Context, queue string, ids []string) error {
+	if err := store.CheckIDs(queue, ids); err != nil {
+		return err
+	}
+	return q.db.Update(ctx, func(tx store.Tx) error {
+		for _, id := range ids {
+			var rec jobRecord
+			err := store.GetJSON(tx, jobKey(queue, id), &rec)
+			if errors.Is(err, store.ErrNotFound) {
+				continue
+			} else if err != nil {
+				return err
+			}
+			if err := tx.Delete(jobKey(queue, id)); err != nil {
+				return err
+			}
+			if err := tx.Delete(waitKey(queue, rec.Order, id)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // Stats implements store.Queue.

@@ -133,6 +133,15 @@ type Queue interface {
 	//
 	// A fault.Invalid error "job_invalid" for a bad queue name or id.
 	Results(ctx context.Context, queue string, ids []string) ([]Result, error)
+	// Delete removes the jobs among ids from the queue, whatever their
+	// state, with their results: a submitter that has read its results
+	// deletes them. Unknown ids are skipped. A worker still holding a
+	// lease on a deleted job gets "job_not_found" from Complete.
+	//
+	// # Errors
+	//
+	// A fault.Invalid error "job_invalid" for a bad queue name or id.
+	Delete(ctx context.Context, queue string, ids []string) error
 	// Stats counts the queue's jobs by state.
 	Stats(ctx context.Context, queue string) (QueueStats, error)
 }
@@ -222,6 +231,19 @@ func CheckComplete(l Lease, result []byte) error {
 	}
 	if len(result) > MaxJobPayload {
 		return jobInvalid("job %s: result of %d bytes is over %d", l.ID, len(result), MaxJobPayload)
+	}
+	return nil
+}
+
+// CheckIDs checks the arguments of Queue.Results and Queue.Delete.
+func CheckIDs(queue string, ids []string) error {
+	if err := CheckQueue(queue); err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if err := CheckJobID(id); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -131,6 +131,7 @@ func RunQueueSuite(t *testing.T, open func(testing.TB) store.Queue) {
 			"complete queue":  q.Complete(ctx, store.Lease{Job: job("a", ""), Queue: "Q"}, nil),
 			"results id":      queueResultsErr(q.Results(ctx, "q-bad", []string{""})),
 			"stats queue":     queueStatsErr(q.Stats(ctx, "")),
+			"delete id":       q.Delete(ctx, "q-bad", []string{"a b"}),
 		}
 		for name, err := range bad {
 			if fault.CodeOf(err) != "job_invalid" || fault.KindOf(err) != fault.Invalid {
@@ -210,6 +211,37 @@ func RunQueueSuite(t *testing.T, open func(testing.TB) store.Queue) {
 		queueMust(t, q.Complete(ctx, l[0], []byte("r")))
 		if again, err := q.Claim(ctx, "q-late", "b", 1, time.Minute); err != nil || len(again) != 0 {
 			t.Errorf("a completed job was claimed: %v %v", ids(again), err)
+		}
+	})
+
+	t.Run("OK_Delete", func(t *testing.T) {
+		q := open(t)
+		queueMust(t, q.Enqueue(ctx, "q-del", job("done", "1"), job("held", "2"), job("waiting", "3"), job("kept", "4")))
+		ls, err := q.Claim(ctx, "q-del", "w", 2, time.Minute)
+		queueMust(t, err)
+		if fmt.Sprint(ids(ls)) != "[done held]" {
+			t.Fatalf("claimed %v", ids(ls))
+		}
+		queueMust(t, q.Complete(ctx, ls[0], []byte("r")))
+		queueMust(t, q.Delete(ctx, "q-del", []string{"done", "held", "waiting", "never"}))
+		queueWantStats(t, q, "q-del", store.QueueStats{Waiting: 1})
+		if res, err := q.Results(ctx, "q-del", []string{"done"}); err != nil || len(res) != 0 {
+			t.Errorf("a deleted job's result is still there: %+v %v", res, err)
+		}
+		if err := q.Complete(ctx, ls[1], nil); fault.CodeOf(err) != "job_not_found" {
+			t.Errorf("complete a deleted job: %v, want job_not_found", err)
+		}
+		rest, err := q.Claim(ctx, "q-del", "w", 10, time.Minute)
+		queueMust(t, err)
+		if fmt.Sprint(ids(rest)) != "[kept]" {
+			t.Errorf("after the delete, claimed %v, want [kept]", ids(rest))
+		}
+		// A deleted id may be queued again, afresh.
+		queueMust(t, q.Enqueue(ctx, "q-del", job("done", "other")))
+		again, err := q.Claim(ctx, "q-del", "w", 10, time.Minute)
+		queueMust(t, err)
+		if len(again) != 1 || string(again[0].Payload) != "other" || again[0].Attempt != 1 {
+			t.Errorf("a deleted id queued again: %+v", again)
 		}
 	})
 
