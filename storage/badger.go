@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -132,17 +133,31 @@ func (t *tx) Delete(key string) error {
 
 func (t *tx) Scan(prefix string, reverse bool, fn func(string, []byte) error) error {
 	opts := badger.DefaultIteratorOptions
-	opts.Prefix = []byte(prefix)
 	opts.Reverse = reverse
-	it := t.txn.NewIterator(opts)
-	defer it.Close()
-	seek := []byte(prefix)
-	if reverse {
-		// In reverse, Seek finds the last key <= its argument: start past
-		// every key that has the prefix.
-		seek = append([]byte(prefix), 0xff)
+	var it *badger.Iterator
+	if !reverse {
+		opts.Prefix = []byte(prefix)
+		it = t.txn.NewIterator(opts)
+		it.Rewind() // the first key with the prefix
+	} else {
+		// In reverse, Seek finds the last key <= its argument: start at
+		// the least key past every key that has the prefix, and step off
+		// it. Without one (a prefix of 0xff bytes only), the prefix's keys
+		// run to the end of the key space: start at the last key. No
+		// opts.Prefix here: with it, an iterator at a key outside the
+		// prefix is not Valid and cannot be stepped off.
+		it = t.txn.NewIterator(opts)
+		if end := upperBound([]byte(prefix)); end != nil {
+			it.Seek(end)
+			if it.Valid() && bytes.Equal(it.Item().Key(), end) {
+				it.Next()
+			}
+		} else {
+			it.Rewind()
+		}
 	}
-	for it.Seek(seek); it.ValidForPrefix([]byte(prefix)); it.Next() {
+	defer it.Close()
+	for ; it.ValidForPrefix([]byte(prefix)); it.Next() {
 		item := it.Item()
 		var err error
 		if verr := item.Value(func(v []byte) error {
@@ -155,6 +170,19 @@ func (t *tx) Scan(prefix string, reverse bool, fn func(string, []byte) error) er
 			return nil
 		} else if err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// upperBound returns the least key greater than every key with the prefix,
+// or nil when there is none (an empty prefix, or one of 0xff bytes only).
+func upperBound(prefix []byte) []byte {
+	for i := len(prefix) - 1; i >= 0; i-- {
+		if prefix[i] != 0xff {
+			end := append([]byte(nil), prefix[:i+1]...)
+			end[i]++
+			return end
 		}
 	}
 	return nil
