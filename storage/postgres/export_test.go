@@ -1,0 +1,16 @@
+package postgres
+
+import (
+	"context"
+	"testing"
+)
+
+// SessionSetting returns the value of a setting in a session of s's pool.
+func SessionSetting(tb testing.TB, s *Store, name string) string {
+	tb.Helper()
+	var v string
+	if err := s.pool.QueryRow(context.Background(), `SELECT current_setting($1)`, name).Scan(&v); err != nil {
+		tb.Fatal(err)
+	}
+	return v
+}

@@ -1,0 +1,405 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/url"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/assayhq/assay/runtime/store"
+)
+
+// MaxKey is the longest key, in bytes, that Set accepts. PostgreSQL's
+// B-tree refuses index entries longer than about a third of a page.
+const MaxKey = 2048
+
+// maxAttempts bounds how often Update runs fn when transactions conflict.
+const maxAttempts = 64
+
+// Pauses between attempts grow from minBackoff to maxBackoff, each drawn
+// at random up to its bound, so that transactions that collided do not
+// collide again in step.
+const (
+	minBackoff = 500 * time.Microsecond
+	maxBackoff = 50 * time.Millisecond
+)
+
+// defaultMaxConns is the pool size when the URL sets no pool_max_conns:
+// transactions spend most of their time waiting for the server, so a node
+// keeps more of them in flight than it has cores.
+const defaultMaxConns = 32
+
+// Store is a store.Store on PostgreSQL.
+type Store struct {
+	pool *pgxpool.Pool
+	log  *slog.Logger
+}
+
+// Interface guard.
+var _ store.Store = (*Store)(nil)
+
+// Options configure Open.
+type Options struct {
+	// Logger receives warnings (a setting Open changed); nil discards them.
+	Logger *slog.Logger
+}
+
+// Open connects to the PostgreSQL database at rawURL (postgres://...),
+// applies the schema migrations it lacks and checks that commits are
+// durable.
+//
+// # Errors
+//
+// A URL that does not parse, a server that cannot be reached, a failed
+// migration, or a server with fsync off; the error names the URL without
+// its password.
+func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
+	where := redact(rawURL)
+	cfg, err := pgxpool.ParseConfig(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %s: %w", where, err)
+	}
+	if u, err := url.Parse(rawURL); err != nil || !u.Query().Has("pool_max_conns") {
+		cfg.MaxConns = defaultMaxConns
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	var warned atomic.Bool
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		// Without synchronous_commit a COMMIT returns before its WAL is on
+		// disk, and an acknowledged write can be lost in a crash.
+		var sc string
+		if err := c.QueryRow(ctx, `SHOW synchronous_commit`).Scan(&sc); err != nil {
+			return err
+		}
+		if sc != "off" {
+			return nil
+		}
+		if warned.CompareAndSwap(false, true) {
+			log.Warn("postgres: synchronous_commit is off on the server; turning it on for assay's connections")
+		}
+		_, err := c.Exec(ctx, `SET synchronous_commit = on`)
+		return err
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %s: %w", where, err)
+	}
+	s := &Store{pool: pool, log: log}
+	if err := s.check(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: %s: %w", where, err)
+	}
+	if err := migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: %s: migrate: %w", where, err)
+	}
+	return s, nil
+}
+
+// check connects once and refuses a server that does not make commits
+// durable.
+func (s *Store) check(ctx context.Context) error {
+	var fsync string
+	if err := s.pool.QueryRow(ctx, `SHOW fsync`).Scan(&fsync); err != nil {
+		return err
+	}
+	if fsync != "on" {
+		return errors.New("the server runs with fsync off: acknowledged writes would not survive a crash")
+	}
+	return nil
+}
+
+// Close implements store.Store: it waits for connections in use to be
+// released and closes the pool.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// Update implements store.Store.
+func (s *Store) Update(ctx context.Context, fn func(store.Tx) error) error {
+	bound := minBackoff
+	for attempt := 1; ; attempt++ {
+		err := s.run(ctx, pgx.TxOptions{IsoLevel: pgx.Serializable}, fn)
+		if !retryable(err) {
+			return err
+		}
+		if attempt == maxAttempts {
+			return fmt.Errorf("postgres: gave up after %d conflicting attempts: %w", maxAttempts, err)
+		}
+		// Another transaction wrote what this one read: run it again on
+		// the new state, after a pause that grows with contention.
+		select {
+		case <-time.After(rand.N(bound) + 1):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		bound = min(2*bound, maxBackoff)
+	}
+}
+
+// View implements store.Store.
+func (s *Store) View(ctx context.Context, fn func(store.Tx) error) error {
+	return s.run(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
+}
+
+// run runs fn once in a transaction with opts and commits it.
+func (s *Store) run(ctx context.Context, opts pgx.TxOptions, fn func(store.Tx) error) (err error) {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	ptx, err := s.pool.BeginTx(ctx, opts)
+	if err != nil {
+		return wrap(err)
+	}
+	t := &tx{ctx: ctx, tx: ptx}
+	defer func() {
+		if err != nil {
+			ptx.Rollback(context.Background())
+		}
+	}()
+	err = fn(t)
+	if t.failed != nil && retryable(t.failed) {
+		// The transaction failed to serialise inside fn; whatever fn made
+		// of that error, the attempt is void.
+		return t.failed
+	}
+	if err != nil {
+		return err
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	if err := ptx.Commit(ctx); err != nil {
+		return wrap(err)
+	}
+	return nil
+}
+
+// retryable reports whether err is a serialisation failure or a deadlock:
+// the transaction was rolled back and may be run again.
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+}
+
+// wrap gives a server's error the package's prefix, keeping it for
+// errors.As (the retry test reads its code).
+func wrap(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("postgres: %w", err)
+}
+
+// redact returns rawURL without its password.
+func redact(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "(a URL that does not parse)"
+	}
+	return u.Redacted()
+}
+
+// tx is one transaction. Writes wait in pending until the next read or the
+// commit, and are sent in one batch.
+type tx struct {
+	ctx     context.Context
+	tx      pgx.Tx
+	pending []write
+	// failed is the first error the server returned; PostgreSQL aborts
+	// the transaction on any error, so every later call returns it too.
+	failed error
+}
+
+type write struct {
+	key, value []byte // value nil: delete
+}
+
+// fail records the first server error of the transaction.
+func (t *tx) fail(err error) error {
+	if err == nil {
+		return nil
+	}
+	if t.failed == nil {
+		t.failed = wrap(err)
+	}
+	return t.failed
+}
+
+// flush sends the pending writes.
+func (t *tx) flush() error {
+	if t.failed != nil {
+		return t.failed
+	}
+	if len(t.pending) == 0 {
+		return nil
+	}
+	b := &pgx.Batch{}
+	for _, w := range t.pending {
+		if w.value == nil {
+			b.Queue(`DELETE FROM kv WHERE key = $1`, w.key)
+		} else {
+			b.Queue(`INSERT INTO kv (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, w.key, w.value)
+		}
+	}
+	t.pending = t.pending[:0]
+	return t.fail(t.tx.SendBatch(t.ctx, b).Close())
+}
+
+func (t *tx) Get(key string) ([]byte, error) {
+	if err := t.flush(); err != nil {
+		return nil, err
+	}
+	var v []byte
+	err := t.tx.QueryRow(t.ctx, `SELECT value FROM kv WHERE key = $1`, []byte(key)).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, store.ErrNotFound
+	}
+	if err != nil {
+		return nil, t.fail(err)
+	}
+	return v, nil
+}
+
+func (t *tx) Set(key string, value []byte) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	if t.failed != nil {
+		return t.failed
+	}
+	// A copy: fn may reuse value once Set returns, and the batch is sent
+	// later. A nil value would be sent as NULL.
+	t.pending = append(t.pending, write{[]byte(key), append(make([]byte, 0, len(value)), value...)})
+	return nil
+}
+
+func (t *tx) Delete(key string) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	if t.failed != nil {
+		return t.failed
+	}
+	t.pending = append(t.pending, write{key: []byte(key)})
+	return nil
+}
+
+func checkKey(key string) error {
+	if len(key) > MaxKey {
+		return fmt.Errorf("postgres: key of %d bytes, longer than %d", len(key), MaxKey)
+	}
+	return nil
+}
+
+// Page sizes of Scan: small first, since many scans stop after a few keys
+// (and under SERIALIZABLE every row read is a predicate lock), then
+// growing.
+const (
+	firstPage = 16
+	maxPage   = 1024
+)
+
+// The scans, by direction and by whether the prefix has an upper bound.
+const (
+	scanFwd      = `SELECT key, value FROM kv WHERE key >= $1 ORDER BY key LIMIT $2`
+	scanFwdBound = `SELECT key, value FROM kv WHERE key >= $1 AND key < $3 ORDER BY key LIMIT $2`
+	scanRev      = `SELECT key, value FROM kv WHERE key >= $1 ORDER BY key DESC LIMIT $2`
+	scanRevBound = `SELECT key, value FROM kv WHERE key >= $1 AND key < $3 ORDER BY key DESC LIMIT $2`
+)
+
+type row struct {
+	key, value []byte
+}
+
+func (t *tx) Scan(prefix string, reverse bool, fn func(string, []byte) error) error {
+	lo := []byte(prefix)
+	hi := upperBound(lo) // nil: no bound
+	limit := firstPage
+	for {
+		if err := t.flush(); err != nil {
+			return err
+		}
+		page, err := t.page(lo, hi, reverse, limit)
+		if err != nil {
+			return err
+		}
+		for _, r := range page {
+			if err := fn(string(r.key), r.value); errors.Is(err, store.ErrStop) {
+				return nil
+			} else if err != nil {
+				return err
+			}
+		}
+		if len(page) < limit {
+			return nil
+		}
+		// Keyset pagination: the next page starts past the last key.
+		last := page[len(page)-1].key
+		if reverse {
+			hi = last
+		} else {
+			lo = append(last, 0) // the least key greater than last
+		}
+		limit = min(2*limit, maxPage)
+	}
+}
+
+// page reads one page of a scan, whole, so that no result set stays open on
+// the connection while fn runs.
+func (t *tx) page(lo, hi []byte, reverse bool, limit int) ([]row, error) {
+	q, args := scanFwd, []any{lo, limit}
+	switch {
+	case reverse && hi != nil:
+		q, args = scanRevBound, append(args, hi)
+	case reverse:
+		q = scanRev
+	case hi != nil:
+		q, args = scanFwdBound, append(args, hi)
+	}
+	rows, err := t.tx.Query(t.ctx, q, args...)
+	if err != nil {
+		return nil, t.fail(err)
+	}
+	page := make([]row, 0, limit)
+	for rows.Next() {
+		var r row
+		if err := rows.Scan(&r.key, &r.value); err != nil {
+			rows.Close()
+			return nil, t.fail(err)
+		}
+		page = append(page, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, t.fail(err)
+	}
+	return page, nil
+}
+
+// upperBound returns the least key greater than every key with the prefix,
+// or nil when there is none (an empty prefix, or one of 0xff bytes only).
+func upperBound(prefix []byte) []byte {
+	for i := len(prefix) - 1; i >= 0; i-- {
+		if prefix[i] != 0xff {
+			hi := append([]byte(nil), prefix[:i+1]...)
+			hi[i]++
+			return hi
+		}
+	}
+	return nil
+}
