@@ -16,7 +16,7 @@
 //
 //	func init() { guest.Handle(check) }
 //
-//	func main() { guest.Main() }
+//	func main() {}
 //
 //	func check(artifact, evidence []byte) error {
 //		if len(artifact) == 0 {
@@ -31,12 +31,11 @@
 //
 // The module then exports _initialize, which starts the Go runtime and runs
 // every init function (Handle included), and assay_check, which this package
-// defines with //go:wasmexport: importing the package is what exports it. In
-// this build mode main is never called. Built without -buildmode=c-shared,
-// the same source is an ordinary command (checker ABI v1): _start runs the
-// init functions and then main, and Main runs the check once and exits with
-// its status. Main is what makes the command form correct: an empty main
-// would exit 0, a pass, whatever the artifact.
+// defines with //go:wasmexport: importing the package is what exports it.
+// In this build mode main is never called, so it stays empty. Built without
+// -buildmode=c-shared the module would export both _start and assay_check,
+// and the sandbox rejects such a module as invalid_checker: a forgotten flag
+// cannot give a checker whose empty main passes every artifact.
 //
 // # One process per replay
 //

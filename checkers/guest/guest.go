@@ -14,7 +14,7 @@ import (
 // has none.
 type Check func(artifact, evidence []byte) error
 
-// Statuses assay_check returns, and Main exits with.
+// Statuses assay_check returns.
 const (
 	statusPass   = 0
 	statusFail   = 1 // the check returned an error
@@ -28,8 +28,7 @@ const maxMessage = 4 << 10
 var registered Check
 
 // Handle registers check as the checker's check. Call it from an init
-// function of package main, so that it runs during _initialize (reactor) or
-// before main (command).
+// function of package main, so that it runs during _initialize.
 //
 // # Notes
 //
@@ -46,15 +45,6 @@ func Handle(check Check) {
 	registered = check
 }
 
-// Main runs the registered check once, as the command form of the checker
-// ABI does, and exits with its status: 0 pass, 1 the check failed, 2 it
-// panicked or there was nothing to run. Call it from main so that the same
-// source is correct built as a command too; in a reactor build main is never
-// called.
-func Main() {
-	os.Exit(int(stdio.call(registered)))
-}
-
 // env is where a call reads its input and writes its messages; tests give
 // their own.
 type env struct {
@@ -62,9 +52,6 @@ type env struct {
 	stdin  io.Reader
 	stderr io.Writer
 }
-
-// stdio is the environment of the sandbox.
-var stdio = env{dir: "/in", stdin: os.Stdin, stderr: os.Stderr}
 
 // call reads the input afresh, runs check on it and returns the status,
 // reporting an error or a panic on stderr.
