@@ -64,10 +64,15 @@ fixtures: ## rebuild every .wasm fixture from its source
 		out=fixtures/checkers/$$(basename "$${f%.c}").wasm; \
 		echo "clang $$f -> $$out"; clang $(WASI_CFLAGS) "$$f" -o "$$out" || exit 1; \
 	done
-	@# Every Go guest (a main.go tagged wasip1) in folder D builds to D.wasm.
+	@# Every Go guest (a main.go tagged wasip1) in folder D builds to D.wasm:
+	@# a command (checker ABI v1, _start), or a reactor when its main.go has
+	@# a line `//assay:reactor` (-buildmode=c-shared: _initialize and
+	@# assay_check, see checkers/guest).
 	@for f in $$(grep -rl --include=main.go '^//go:build wasip1' . | grep -v '^./.git/'); do \
-		d=$$(dirname "$$f"); echo "go build $$d -> $$d.wasm"; \
-		(cd "$$d" && GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath -ldflags="-s -w" -o "$$(basename $$d).wasm" . && mv "$$(basename $$d).wasm" ..) || exit 1; \
+		d=$$(dirname "$$f"); form=command; mode=; \
+		if grep -q '^//assay:reactor$$' "$$f"; then form=reactor; mode=-buildmode=c-shared; fi; \
+		echo "go build $$d -> $$d.wasm ($$form)"; \
+		(cd "$$d" && GOOS=wasip1 GOARCH=wasm $(GO) build $$mode -trimpath -ldflags="-s -w" -o "$$(basename $$d).wasm" . && mv "$$(basename $$d).wasm" ..) || exit 1; \
 	done
 
 .PHONY: python-wasm
