@@ -17,35 +17,55 @@ import (
 )
 
 func init() {
-	register("bench", "drive load against a running server (assay bench court)", cmdBench)
+	register("bench", "drive load against running servers (assay bench court|replays)", cmdBench)
 }
 
 func cmdBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] != "court" {
-		fmt.Fprintln(stderr, "usage: assay bench court [--base URL] [--clients N] [--cases N] [--dispute-every K] [--json]")
-		return exitUsage
+	switch {
+	case len(args) > 0 && args[0] == "court":
+		return cmdBenchCourt(args[1:], stdout, stderr)
+	case len(args) > 0 && args[0] == "replays":
+		return cmdBenchReplays(args[1:], stdout, stderr)
 	}
+	fmt.Fprintln(stderr, "usage: assay bench court [--base URL[,URL...]] [--clients N] [--cases N] [--dispute-every K] [--json]")
+	fmt.Fprintln(stderr, "       assay bench replays --store postgres:URL --base URL --checker PATH [--count N] [--json]")
+	return exitUsage
+}
+
+// splitBases splits a comma-separated list of base URLs.
+func splitBases(list string) []string {
+	var out []string
+	for b := range strings.SplitSeq(list, ",") {
+		if b = strings.TrimRight(strings.TrimSpace(b), "/"); b != "" {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+func cmdBenchCourt(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench court", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		base         = fs.String("base", envOr("ASSAY_BASE", "http://127.0.0.1:8080"), "the server's base URL")
+		base         = fs.String("base", envOr("ASSAY_BASE", "http://127.0.0.1:8080"), "the servers' base `URLs`, comma-separated: clients are spread over them, client i on the i-th modulo their number")
 		clients      = fs.Int("clients", 64, "concurrent clients, each driving whole cases one after another")
 		cases        = fs.Int("cases", 4000, "cases to drive in all")
 		disputeEvery = fs.Int("dispute-every", 2, "every K-th case ends in a dispute, the rest in accept (0: none)")
 		asJSON       = fs.Bool("json", false, "print the result as JSON")
 	)
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
 		}
 		return exitUsage
 	}
-	if *clients < 1 || *cases < 1 || *disputeEvery < 0 {
-		fmt.Fprintln(stderr, "assay bench court: --clients and --cases must be positive, --dispute-every not negative")
+	bases := splitBases(*base)
+	if *clients < 1 || *cases < 1 || *disputeEvery < 0 || len(bases) == 0 {
+		fmt.Fprintln(stderr, "assay bench court: --base must name a server, --clients and --cases must be positive, --dispute-every not negative")
 		return exitUsage
 	}
 	res, err := benchCourt(context.Background(), courtLoad{
-		Base: strings.TrimRight(*base, "/"), Clients: *clients, Cases: *cases, DisputeEvery: *disputeEvery,
+		Bases: bases, Clients: *clients, Cases: *cases, DisputeEvery: *disputeEvery,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "assay bench court: %v\n", err)
@@ -54,8 +74,8 @@ func cmdBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if *asJSON {
 		json.NewEncoder(stdout).Encode(res)
 	} else {
-		fmt.Fprintf(stdout, "%d cases (%d accepted, %d disputed) by %d clients in %s\n",
-			res.Cases, res.Accepted, res.Disputed, res.Clients, time.Duration(res.ElapsedNS).Round(time.Millisecond))
+		fmt.Fprintf(stdout, "%d cases (%d accepted, %d disputed) by %d clients on %d node(s) in %s\n",
+			res.Cases, res.Accepted, res.Disputed, res.Clients, res.Nodes, time.Duration(res.ElapsedNS).Round(time.Millisecond))
 		fmt.Fprintf(stdout, "%.0f cases/s, %.0f requests/s\n", res.CasesPerSec, res.RequestsPerSec)
 		fmt.Fprintf(stdout, "case latency p50 %s p99 %s; request latency p50 %s p99 %s\n",
 			time.Duration(res.CaseP50NS), time.Duration(res.CaseP99NS), time.Duration(res.RequestP50NS), time.Duration(res.RequestP99NS))
@@ -71,7 +91,7 @@ func cmdBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 
 // courtLoad describes a load run against the escrow court.
 type courtLoad struct {
-	Base         string
+	Bases        []string // client i drives its cases on Bases[i%len(Bases)]
 	Clients      int
 	Cases        int
 	DisputeEvery int
@@ -80,6 +100,7 @@ type courtLoad struct {
 // courtResult is what a load run measured.
 type courtResult struct {
 	Clients        int     `json:"clients"`
+	Nodes          int     `json:"nodes"`
 	Cases          int     `json:"cases"`
 	Accepted       int     `json:"accepted"`
 	Disputed       int     `json:"disputed"`
@@ -102,15 +123,17 @@ func benchCourt(ctx context.Context, l courtLoad) (courtResult, error) {
 		Timeout:   30 * time.Second,
 		Transport: &http.Transport{MaxIdleConns: l.Clients, MaxIdleConnsPerHost: l.Clients, IdleConnTimeout: time.Minute},
 	}
-	if err := probe(ctx, client, l.Base); err != nil {
-		return courtResult{}, err
+	for _, b := range l.Bases {
+		if err := probe(ctx, client, b); err != nil {
+			return courtResult{}, err
+		}
 	}
 	var (
 		next     atomic.Int64
 		mu       sync.Mutex
 		caseLat  = make([]time.Duration, 0, l.Cases)
 		reqLat   = make([]time.Duration, 0, l.Cases*4)
-		res      = courtResult{Clients: l.Clients}
+		res      = courtResult{Clients: l.Clients, Nodes: len(l.Bases)}
 		firstErr error
 		wg       sync.WaitGroup
 	)
@@ -128,7 +151,7 @@ func benchCourt(ctx context.Context, l courtLoad) (courtResult, error) {
 				dispute := l.DisputeEvery > 0 && i%l.DisputeEvery == 0
 				t0 := time.Now()
 				lats = lats[:0]
-				err := driveCase(ctx, client, l.Base, c, i, dispute, &lats)
+				err := driveCase(ctx, client, l.Bases[c%len(l.Bases)], c, i, dispute, &lats)
 				took := time.Since(t0)
 				mu.Lock()
 				reqLat = append(reqLat, lats...)
