@@ -2,6 +2,7 @@ package wasm
 
 import (
 	"context"
+	"crypto/sha256"
 	"os"
 	"path/filepath"
 	"testing"
@@ -119,11 +120,11 @@ func BenchmarkMetering(b *testing.B) {
 		} {
 			b.Run(bc.name+"/"+mode.name, func(b *testing.B) {
 				lim := Limits{Fuel: mode.fuel}
-				if out := s.runOn(ctx, mode.e, module, in, lim); out.Kind != KindPass {
+				if out := s.runOn(ctx, mode.e, sha256.Sum256(module), module, in, lim, false); out.Kind != KindPass {
 					b.Fatal(out.Kind, out.Detail)
 				}
 				for b.Loop() {
-					s.runOn(ctx, mode.e, module, in, lim)
+					s.runOn(ctx, mode.e, sha256.Sum256(module), module, in, lim, false)
 				}
 			})
 		}

@@ -1,7 +1,6 @@
 package wasm
 
 import (
-	"io"
 	"math/rand"
 
 	"github.com/tetratelabs/wazero/sys"
@@ -45,4 +44,29 @@ const resolution = sys.ClockResolution(clockStep)
 // fakeRand is wazero's default random source, made here so that the bytes
 // a guest asks for can be charged to its fuel: math/rand seeded with 42,
 // the same stream as wazero's own fake source, so outcomes do not change.
-func fakeRand() io.Reader { return rand.New(rand.NewSource(42)) }
+// It counts the bytes it gave, so that a snapshot can record its position
+// and a replay can continue the stream where _initialize left it.
+type fakeRand struct {
+	r *rand.Rand
+	n int64 // bytes read so far
+}
+
+func newFakeRand() *fakeRand { return &fakeRand{r: rand.New(rand.NewSource(42))} }
+
+func (f *fakeRand) Read(p []byte) (int, error) {
+	n, err := f.r.Read(p)
+	f.n += int64(n)
+	return n, err
+}
+
+// skip advances the stream by n bytes: math/rand gives the same bytes
+// however the reads are split, so a fresh source that skips n bytes then
+// reads what one that gave n bytes would.
+func (f *fakeRand) skip(n int64) {
+	var buf [512]byte
+	for n > 0 {
+		k := min(n, int64(len(buf)))
+		f.Read(buf[:k])
+		n -= k
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero/api"
@@ -88,7 +89,7 @@ func (r *meteredReader) Read(p []byte) (int, error) {
 // newInputFS is the read-only directory mounted at /in: artifact, and where
 // the case has them, evidence and criteria.json. It is held in memory;
 // reads are charged to the guest's fuel.
-func newInputFS(in Input, meter *fuelMeter) fs.FS {
+func newInputFS(in Input, meter *fuelMeter, open *atomic.Int64) fs.FS {
 	files := MemDir{"artifact": in.Artifact}
 	if in.Evidence != nil {
 		files["evidence"] = in.Evidence
@@ -96,7 +97,7 @@ func newInputFS(in Input, meter *fuelMeter) fs.FS {
 	if in.Criteria != nil {
 		files["criteria.json"] = in.Criteria
 	}
-	return &meteredFS{fs: files, meter: meter}
+	return &meteredFS{fs: files, meter: meter, open: open}
 }
 
 // MemDir is a flat, read-only, in-memory directory, for /in and for the
@@ -181,10 +182,12 @@ func (i fileInfo) Sys() any           { return nil }
 func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
 
 // meteredFS serves a Mount: it passes the mount's files through and charges
-// every byte read to the guest's fuel.
+// every byte read to the guest's fuel. It counts the files it has open in
+// open, so that a snapshot can tell whether _initialize left one open.
 type meteredFS struct {
 	fs    fs.FS
 	meter *fuelMeter
+	open  *atomic.Int64
 }
 
 // Open implements fs.FS.
@@ -193,17 +196,43 @@ func (f *meteredFS) Open(name string) (fs.File, error) {
 	if err != nil {
 		return nil, err
 	}
+	f.open.Add(1)
 	if d, ok := file.(fs.ReadDirFile); ok {
-		return d, nil
+		return &countedDir{ReadDirFile: d, open: f.open}, nil
 	}
-	return &meteredFile{File: file, meter: f.meter}, nil
+	return &meteredFile{File: file, meter: f.meter, open: f.open}, nil
+}
+
+// countedDir is a directory of a meteredFS.
+type countedDir struct {
+	fs.ReadDirFile
+	open   *atomic.Int64
+	closed bool
+}
+
+func (d *countedDir) Close() error {
+	if !d.closed {
+		d.closed = true
+		d.open.Add(-1)
+	}
+	return d.ReadDirFile.Close()
 }
 
 // meteredFile is a mounted file. It offers ReadAt and Seek, which wazero
 // needs for pread and lseek, when the file underneath has them.
 type meteredFile struct {
 	fs.File
-	meter *fuelMeter
+	meter  *fuelMeter
+	open   *atomic.Int64
+	closed bool
+}
+
+func (f *meteredFile) Close() error {
+	if !f.closed {
+		f.closed = true
+		f.open.Add(-1)
+	}
+	return f.File.Close()
 }
 
 func (f *meteredFile) Read(p []byte) (int, error) {

@@ -11,6 +11,20 @@ type limitedMemory struct {
 	buf     []byte
 	refused bool
 	freed   int // len(buf) when wazero freed it, as it does when the module closes
+
+	// image, when set, is a snapshot's memory: the memory starts as a
+	// copy of it (the host then grows it to the image's size). On Linux
+	// the copy is a copy-on-write mapping of limit bytes, mapped, which
+	// never moves and which Free unmaps; elsewhere it is a plain copy.
+	image  *memImage
+	mapped []byte
+}
+
+// memImage is the linear memory of a snapshot, shared by its replays.
+type memImage struct {
+	size int    // bytes
+	fd   int    // a memfd holding the bytes, or -1
+	data []byte // the bytes, when fd is -1
 }
 
 // Allocate implements experimental.MemoryAllocator. wazero calls it once per
@@ -24,6 +38,18 @@ func (m *limitedMemory) Reallocate(size uint64) []byte {
 	if size > m.limit {
 		m.refused = true
 		return nil
+	}
+	if m.image != nil && m.buf == nil && m.mapped == nil {
+		if m.mapped = m.image.mapPrivate(m.limit); m.mapped == nil {
+			// A plain copy, exactly the image's size: growth beyond it
+			// reallocates, so pages past the image are zero.
+			m.buf = make([]byte, m.image.size)
+			m.image.fill(m.buf)
+		}
+	}
+	if m.mapped != nil {
+		m.buf = m.mapped[:size]
+		return m.buf
 	}
 	if size <= uint64(cap(m.buf)) {
 		m.buf = m.buf[:size]
@@ -42,6 +68,10 @@ func (m *limitedMemory) Reallocate(size uint64) []byte {
 func (m *limitedMemory) Free() {
 	m.freed = max(m.freed, len(m.buf))
 	m.buf = nil
+	if m.mapped != nil {
+		unmap(m.mapped)
+		m.mapped = nil
+	}
 }
 
 // size returns the size of memory in bytes, before it was freed. Memory

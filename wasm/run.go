@@ -6,9 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -69,30 +71,85 @@ func (m Mount) check() error {
 //
 //   - The module is compiled (and metered) once per Sandbox and cached by its
 //     SHA-256; each Run gets a fresh instance that shares nothing with others.
+//   - A reactor (see RunCold for the form) runs from a snapshot: its
+//     _initialize runs once per module, Args and mount directories, and each
+//     Run restores the memory and globals it left into a fresh instance,
+//     then calls assay_check. The outcome is the one RunCold gives.
 //   - When the wall-clock backstop fires on a metered run, Run returns a
 //     timeout outcome at once, and the guest runs on in the background until
 //     its fuel is spent: compiled code cannot be stopped cheaply, and fuel
 //     bounds it. Close waits for such guests.
 func (s *Sandbox) Run(ctx context.Context, module []byte, in Input, lim Limits) Outcome {
-	e := s.unmetered
-	if lim.Fuel > 0 {
-		e = s.metered
-	}
-	return s.runOn(ctx, e, module, in, lim)
+	return s.RunSum(ctx, sha256.Sum256(module), module, in, lim)
 }
 
-// runOn runs module on engine e; Run picks the engine from the limits.
-func (s *Sandbox) runOn(ctx context.Context, e *engine, module []byte, in Input, lim Limits) Outcome {
+// RunSum is Run for a caller that already knows the module's SHA-256, sum,
+// so that a large module is not hashed again on every run. The caller
+// vouches that sum is sha256.Sum256(module): the module is cached under
+// it, and a wrong sum runs whatever module was cached under it first.
+func (s *Sandbox) RunSum(ctx context.Context, sum [32]byte, module []byte, in Input, lim Limits) Outcome {
+	return s.runOn(ctx, s.engineFor(lim), sum, module, in, lim, false)
+}
+
+// RunCold is Run without snapshots: a reactor is instantiated fresh, its
+// _initialize runs in that instance, then its assay_check. For a command it
+// is Run. Run gives the same outcome, wall time apart, faster; RunCold is
+// the reference that snapshot replays are tested against.
+//
+// # The reactor form
+//
+// A reactor exports assay_check, taking nothing and returning an i32
+// status (0 is pass, exit code 0; anything else is fail, exit code the
+// status), and may export _initialize, taking and returning nothing. It
+// must not export _start. Its input is what a command's is (stdin, /in),
+// with two differences of timing:
+//
+//   - _initialize (and a start function, if the module has one) runs with
+//     an empty stdin and an empty /in, but with the input's Args and
+//     Mounts; assay_check then sees the input. Whatever _initialize writes
+//     to stdout and stderr is dropped unless it fails.
+//   - _initialize runs under fixed limits, whatever the run's: InitFuel
+//     fuel and MaxMemoryMiB of memory. If it does not return within them
+//     the run ends as it would for a command (trap, fuel_exhausted,
+//     memory_exceeded, output_exceeded over DefaultOutputBytes, fail for a
+//     non-zero proc_exit; invalid_checker for proc_exit(0), after which
+//     assay_check cannot run), with a detail that starts "_initialize:"
+//     and what _initialize wrote, the same for every input. If memory is
+//     larger after _initialize than the run's limit, the run is
+//     memory_exceeded. Fuel used counts assay_check alone.
+//
+// A mount's content must not change while its Dir is in use: snapshots are
+// keyed by the directories, not what is in them.
+func (s *Sandbox) RunCold(ctx context.Context, module []byte, in Input, lim Limits) Outcome {
+	return s.RunColdSum(ctx, sha256.Sum256(module), module, in, lim)
+}
+
+// RunColdSum is RunCold for a caller that knows sum = sha256(module); see
+// RunSum.
+func (s *Sandbox) RunColdSum(ctx context.Context, sum [32]byte, module []byte, in Input, lim Limits) Outcome {
+	return s.runOn(ctx, s.engineFor(lim), sum, module, in, lim, true)
+}
+
+// engineFor picks the engine for a run's limits.
+func (s *Sandbox) engineFor(lim Limits) *engine {
+	if lim.Fuel > 0 {
+		return s.metered
+	}
+	return s.unmetered
+}
+
+// runOn runs module on engine e; Run picks the engine from the limits. cold
+// turns snapshots off.
+func (s *Sandbox) runOn(ctx context.Context, e *engine, sum [32]byte, module []byte, in Input, lim Limits, cold bool) Outcome {
 	start := time.Now()
 	lim = lim.withDefaults()
-	sum := sha256.Sum256(module)
 	out := Outcome{
 		ExitCode:      -1,
 		FuelLimit:     lim.Fuel,
 		CheckerSHA256: hex.EncodeToString(sum[:]),
 		InputSHA256:   hexSum(in.Artifact),
-		StdoutSHA256:  hexSum(nil),
-		StderrSHA256:  hexSum(nil),
+		StdoutSHA256:  emptySum,
+		StderrSHA256:  emptySum,
 	}
 	if lim.Fuel > MaxFuel {
 		return out.end(KindInvalidChecker, fmt.Sprintf("fuel limit %d is over the most a run may have, %d", lim.Fuel, MaxFuel), start)
@@ -125,7 +182,14 @@ func (s *Sandbox) runOn(ctx context.Context, e *engine, module []byte, in Input,
 	go func() {
 		defer s.inflight.Done()
 		defer close(done)
-		r.exec(ctx, e.rt)
+		switch {
+		case !c.reactor:
+			r.exec(ctx, e.rt)
+		case cold || c.noSnapshot != "":
+			r.execCold(ctx, e.rt)
+		default:
+			r.execSnapshot(ctx, s, e, sum, module)
+		}
 	}()
 	select {
 	case <-done:
@@ -150,66 +214,85 @@ type run struct {
 	stdout *capWriter
 	stderr *capWriter
 	clock  fakeClock
+	rand   *fakeRand
+	open   atomic.Int64 // files of /in and the mounts the guest has open
 
 	err      error // from instantiation or the guest call
 	fuelLeft int64 // the counter after the run, metered runs only
 	tooDeep  bool  // the meter's call-depth limit ended the run
+
+	// Reactors only.
+	io        *switches    // the input and output _initialize sees, then assay_check
+	initFail  *initFailure // _initialize did not return; the run ends so
+	initPages uint32       // memory after _initialize, in pages
+	status    int32        // what assay_check returned, when err is nil
 }
 
 func newRun(c *compiled, in Input, lim Limits) *run {
-	r := &run{c: c, lim: lim, in: in}
+	r := &run{c: c, lim: lim, in: in, rand: newFakeRand()}
 	r.memory.limit = uint64(lim.memoryPages()) * pageSize
 	r.stdout = newCapWriter(lim.StdoutBytes, &r.meter)
 	r.stderr = newCapWriter(lim.StderrBytes, &r.meter)
 	return r
 }
 
-// exec instantiates the module and runs it to its end. The guest sees argv
+// config is the module configuration of a run. The guest sees argv
 // ["checker"] (or the input's Args), no environment, the input on stdin and
 // at /in (read-only), the input's Mounts (read-only), a fake clock that
 // starts at a fixed instant (fakeClock), sleeps that return at once, and
-// wazero's deterministic random source.
-func (r *run) exec(ctx context.Context, rt wazero.Runtime) {
+// math/rand seeded 42 as its random source. With r.io set, stdin, /in,
+// stdout and stderr go through it, so that they can be switched between
+// _initialize and assay_check.
+func (r *run) config() wazero.ModuleConfig {
 	args := []string{"checker"}
 	if len(r.in.Args) > 0 {
 		args = r.in.Args
 	}
-	fsc := wazero.NewFSConfig().WithFSMount(newInputFS(r.in, &r.meter), "/in")
-	for _, m := range r.in.Mounts {
-		fsc = fsc.WithFSMount(&meteredFS{fs: m.FS, meter: &r.meter}, m.Dir)
+	var (
+		stdin  io.Reader = &meteredReader{r: bytesReader(r.in.Artifact), meter: &r.meter}
+		in     fs.FS     = newInputFS(r.in, &r.meter, &r.open)
+		stdout io.Writer = r.stdout
+		stderr io.Writer = r.stderr
+	)
+	if r.io != nil {
+		r.io.stdin.on, r.io.in.on = stdin, in
+		r.io.stdout.to, r.io.stderr.to = r.io.initOut, r.io.initErr
+		stdin, in, stdout, stderr = &r.io.stdin, &r.io.in, &r.io.stdout, &r.io.stderr
 	}
-	cfg := wazero.NewModuleConfig().
+	fsc := wazero.NewFSConfig().WithFSMount(in, "/in")
+	for _, m := range r.in.Mounts {
+		fsc = fsc.WithFSMount(&meteredFS{fs: m.FS, meter: &r.meter, open: &r.open}, m.Dir)
+	}
+	return wazero.NewModuleConfig().
 		WithName("").
 		WithArgs(args...).
 		WithStartFunctions().
-		WithStdin(&meteredReader{r: bytesReader(r.in.Artifact), meter: &r.meter}).
-		WithStdout(r.stdout).
-		WithStderr(r.stderr).
+		WithStdin(stdin).
+		WithStdout(stdout).
+		WithStderr(stderr).
 		WithFSConfig(fsc).
 		WithWalltime(r.clock.walltime, resolution).
 		WithNanotime(r.clock.nanotime, resolution).
 		WithNanosleep(r.clock.sleep).
-		WithRandSource(&meteredReader{r: fakeRand(), meter: &r.meter})
+		WithRandSource(&meteredReader{r: r.rand, meter: &r.meter})
+}
+
+// exec instantiates a command and runs it to its end.
+func (r *run) exec(ctx context.Context, rt wazero.Runtime) {
 	ctx = experimental.WithMemoryAllocator(ctx, &r.memory)
-	mod, err := rt.InstantiateModule(ctx, r.c.mod, cfg)
+	mod, err := rt.InstantiateModule(ctx, r.c.mod, r.config())
 	if err != nil {
 		r.err = err
 		return
 	}
 	defer mod.Close(context.WithoutCancel(ctx))
 	if r.lim.Fuel > 0 {
-		g, ok := mod.ExportedGlobal(meter.GlobalExport).(api.MutableGlobal)
+		g, ok := r.fuel(mod)
 		if !ok {
-			r.err = errors.New("metered module lacks its fuel counter")
 			return
 		}
 		g.Set(r.lim.Fuel)
-		r.meter.global = g
-		depth := mod.ExportedGlobal(meter.DepthExport)
-		defer func() {
-			r.fuelLeft = int64(g.Get())
-			r.tooDeep = depth != nil && int32(depth.Get()) == meter.DepthExceeded
-		}()
+		defer r.readFuel(mod, g)
 		if r.c.hasStart {
 			if _, r.err = mod.ExportedFunction(meter.StartExport).Call(ctx); r.err != nil {
 				return
@@ -219,8 +302,30 @@ func (r *run) exec(ctx context.Context, rt wazero.Runtime) {
 	_, r.err = mod.ExportedFunction("_start").Call(ctx)
 }
 
+// fuel returns a metered module's fuel counter and makes host I/O charge
+// it; it sets r.err when the module lacks one.
+func (r *run) fuel(mod api.Module) (api.MutableGlobal, bool) {
+	g, ok := mod.ExportedGlobal(meter.GlobalExport).(api.MutableGlobal)
+	if !ok {
+		r.err = errors.New("metered module lacks its fuel counter")
+		return nil, false
+	}
+	r.meter.global = g
+	return g, true
+}
+
+// readFuel records the counters of a metered module after its guest call.
+func (r *run) readFuel(mod api.Module, g api.Global) {
+	r.fuelLeft = int64(g.Get())
+	depth := mod.ExportedGlobal(meter.DepthExport)
+	r.tooDeep = depth != nil && int32(depth.Get()) == meter.DepthExceeded
+}
+
 // outcome classifies how the run ended.
 func (r *run) outcome(out Outcome, ctx context.Context, start time.Time) Outcome {
+	if r.initFail != nil {
+		return r.initFail.outcome(out, start)
+	}
 	out.Stdout, out.Stderr = string(r.stdout.kept), string(r.stderr.kept)
 	out.StdoutSHA256, out.StderrSHA256 = r.stdout.hex(), r.stderr.hex()
 	out.MemoryPages = r.memory.pages()
@@ -248,6 +353,16 @@ func (r *run) outcome(out Outcome, ctx context.Context, start time.Time) Outcome
 	case exhausted || errors.Is(r.err, errFuelExhausted):
 		out.FuelUsed = r.lim.Fuel
 		return out.end(KindFuelExhausted, fmt.Sprintf("ran out of fuel (limit %d)", r.lim.Fuel), start)
+	case r.err == nil && r.c.reactor:
+		out.ExitCode = int(r.status)
+		detail := fmt.Sprintf("assay_check returned %d", r.status)
+		switch {
+		case r.status == 0:
+			return out.end(KindPass, detail, start)
+		case r.memory.reachedLimit():
+			return out.end(KindMemoryExceeded, r.memoryDetail(detail), start)
+		}
+		return out.end(KindFail, detail, start)
 	case r.err == nil:
 		out.ExitCode = 0
 		return out.end(KindPass, "exited 0", start)

@@ -31,7 +31,19 @@ type Config struct {
 	// meter's deterministic limit and the interpreter at its own. The
 	// compiler is much faster.
 	Interpreter bool
+	// SnapshotEntries and SnapshotBytes bound the cache of reactor
+	// snapshots (least recently used first out): how many, and how many
+	// bytes of memory images. 0 means DefaultSnapshotEntries and
+	// DefaultSnapshotBytes.
+	SnapshotEntries int
+	SnapshotBytes   int64
 }
+
+// Defaults for the snapshot cache.
+const (
+	DefaultSnapshotEntries       = 256
+	DefaultSnapshotBytes   int64 = 2 << 30
+)
 
 // Sandbox runs checker modules, each in a fresh, isolated instance. It is
 // safe for concurrent use.
@@ -46,6 +58,10 @@ type Sandbox struct {
 
 	metered   *engine
 	unmetered *engine
+	snaps     *snapCache
+	// copySnapshots makes replays copy a snapshot's memory instead of
+	// mapping it copy-on-write, for benchmarks that compare the two.
+	copySnapshots bool
 
 	// inflight counts guests still running, including those whose caller
 	// got a timeout outcome: Close waits for them before freeing code.
@@ -74,6 +90,19 @@ type compiled struct {
 	minPages uint32
 	hasStart bool // a start section, exported by the meter as meter.StartExport
 	err      error
+
+	// Reactors only (see reactor.go): mod is then compiled from the
+	// module's live form, which exports its mutable globals.
+	reactor    bool
+	hasInit    bool     // exports _initialize
+	globals    []string // export names of the mutable globals
+	noSnapshot string   // why a snapshot cannot hold its state, if it cannot
+
+	// The restorable form, compiled on first use by a snapshot replay.
+	restoreOnce sync.Once
+	restoreSrc  []byte // the form's bytes, until compiled
+	restoreMod  wazero.CompiledModule
+	restoreErr  error
 }
 
 // NewSandbox returns a Sandbox ready to run checkers.
@@ -89,7 +118,7 @@ func NewSandbox(ctx context.Context, cfg Config) (*Sandbox, error) {
 	} else {
 		cache = wazero.NewCompilationCache()
 	}
-	s := &Sandbox{cfg: cfg, cache: cache}
+	s := &Sandbox{cfg: cfg, cache: cache, snaps: newSnapCache(cfg.SnapshotEntries, cfg.SnapshotBytes)}
 	if s.metered, err = s.newEngine(ctx, true, false); err != nil {
 		return nil, err
 	}
@@ -163,10 +192,19 @@ func (e *engine) compile(ctx context.Context, sum [32]byte, module []byte) *comp
 }
 
 func (e *engine) doCompile(ctx context.Context, c *compiled, sum [32]byte, module []byte) error {
-	bin := module
+	bin, form := module, ""
+	if meter.IsReactor(module) {
+		rc, err := meter.PrepareReactor(module)
+		if err != nil {
+			return err
+		}
+		c.globals, c.noSnapshot = rc.Globals, rc.NoSnapshot
+		c.restoreSrc = rc.Restorable
+		bin, form = rc.Live, liveForm
+	}
 	if e.metered {
 		var err error
-		if bin, err = e.instrument(sum, module); err != nil {
+		if bin, err = e.instrument(sum, form, bin); err != nil {
 			return err
 		}
 	}
@@ -178,18 +216,44 @@ func (e *engine) doCompile(ctx context.Context, c *compiled, sum [32]byte, modul
 		mod.Close(ctx)
 		return err
 	}
+	_, c.reactor = mod.ExportedFunctions()[meter.CheckExport]
 	c.mod = mod
 	c.minPages = mod.ExportedMemories()["memory"].Min()
 	_, c.hasStart = mod.ExportedFunctions()[meter.StartExport]
+	_, c.hasInit = mod.ExportedFunctions()[meter.InitExport]
 	return nil
 }
 
+// Forms of a reactor module in the cache directory, beside a command's
+// metered module.
+var (
+	liveForm       = fmt.Sprintf(".live-r%d", meter.ReactorVersion)
+	restorableForm = fmt.Sprintf(".restorable-r%d", meter.ReactorVersion)
+)
+
+// restorable returns c's restorable form compiled for this engine, compiling
+// it on first use; c must be a reactor compiled by e.
+func (e *engine) restorable(ctx context.Context, sum [32]byte, c *compiled) (wazero.CompiledModule, error) {
+	c.restoreOnce.Do(func() {
+		bin := c.restoreSrc
+		c.restoreSrc = nil
+		if e.metered {
+			if bin, c.restoreErr = e.instrument(sum, restorableForm, bin); c.restoreErr != nil {
+				return
+			}
+		}
+		c.restoreMod, c.restoreErr = e.rt.CompileModule(ctx, bin)
+	})
+	return c.restoreMod, c.restoreErr
+}
+
 // instrument returns the metered form of module, from the cache directory
-// when an earlier process made it.
-func (e *engine) instrument(sum [32]byte, module []byte) ([]byte, error) {
+// when an earlier process made it. form names which form of the checker
+// whose SHA-256 is sum module is: "" for the checker itself.
+func (e *engine) instrument(sum [32]byte, form string, module []byte) ([]byte, error) {
 	var path string
 	if e.cacheDir != "" {
-		path = filepath.Join(e.cacheDir, hex.EncodeToString(sum[:])+".wasm")
+		path = filepath.Join(e.cacheDir, hex.EncodeToString(sum[:])+form+".wasm")
 		if bin, err := os.ReadFile(path); err == nil {
 			if got := sha256.Sum256(bin); len(bin) > 0 && e.cachedSumOK(path, got) {
 				return bin, nil
@@ -216,15 +280,28 @@ func (e *engine) cachedSumOK(path string, got [32]byte) bool {
 	return err == nil && string(want) == hex.EncodeToString(got[:])
 }
 
-// checkABI enforces checker ABI v1 on a compiled module: a _start taking
-// and returning nothing, an exported memory, and imports only of WASI
-// preview 1 functions with their exact signatures.
+// checkABI enforces checker ABI v1 on a compiled module: either a command,
+// a _start taking and returning nothing, or a reactor, an assay_check taking
+// nothing and returning an i32 and maybe an _initialize taking and
+// returning nothing; an exported memory; and imports only of WASI preview 1
+// functions with their exact signatures.
 func (e *engine) checkABI(mod wazero.CompiledModule) error {
-	start, ok := mod.ExportedFunctions()["_start"]
-	if !ok {
-		return errors.New("missing export _start: a checker is a WASI command")
-	}
-	if len(start.ParamTypes()) != 0 || len(start.ResultTypes()) != 0 {
+	fns := mod.ExportedFunctions()
+	start, isCommand := fns["_start"]
+	check, isReactor := fns[meter.CheckExport]
+	switch {
+	case isCommand && isReactor:
+		return errors.New("exports both _start and assay_check: a checker is a command or a reactor, not both")
+	case isReactor:
+		if len(check.ParamTypes()) != 0 || !slices.Equal(check.ResultTypes(), []api.ValueType{api.ValueTypeI32}) {
+			return errors.New("export assay_check must take nothing and return an i32")
+		}
+		if init, ok := fns[meter.InitExport]; ok && (len(init.ParamTypes()) != 0 || len(init.ResultTypes()) != 0) {
+			return errors.New("export _initialize must take and return nothing")
+		}
+	case !isCommand:
+		return errors.New("missing export _start: a checker is a WASI command (_start) or a reactor (assay_check)")
+	case len(start.ParamTypes()) != 0 || len(start.ResultTypes()) != 0:
 		return errors.New("export _start must take and return nothing")
 	}
 	if _, ok := mod.ExportedMemories()["memory"]; !ok {
@@ -274,8 +351,9 @@ func writeFileAtomic(path string, data []byte) error {
 }
 
 // Validate reports whether module is a checker the sandbox can run: valid
-// wasm that the fuel meter can instrument and that meets checker ABI v1. It
-// compiles the module, so a later Run of it starts at once.
+// wasm that the fuel meter can instrument and that meets checker ABI v1, in
+// its command form or its reactor form. It compiles the module, so a later
+// Run of it starts at once; it does not run a reactor's _initialize.
 //
 // # Errors
 //
