@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -24,7 +26,9 @@ import (
 	"github.com/assayhq/assay/runtime/market"
 	"github.com/assayhq/assay/runtime/matters"
 	"github.com/assayhq/assay/runtime/receipt"
+	"github.com/assayhq/assay/runtime/store"
 	"github.com/assayhq/assay/storage"
+	"github.com/assayhq/assay/storage/postgres"
 	"github.com/assayhq/assay/wasm"
 )
 
@@ -64,10 +68,15 @@ func cmdServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	addr := fs.String("addr", envOr("ASSAY_ADDR", ":8080"), "listen `ADDR` ($ASSAY_ADDR); port 0 picks a free one")
 	data := fs.String("data", envOr("ASSAY_DATA", "data"), "data `DIR` ($ASSAY_DATA): DIR/db the store, DIR/keys the signing keys, DIR/cache compiled checkers")
 	mattersAuth := fs.String("matters-auth", envOr("ASSAY_MATTERS_AUTH", string(api.MattersSigned)), "judgment routes' `MODE` ($ASSAY_MATTERS_AUTH): signed (RFC 9421 principals) or open (identities from the body, local use only)")
+	storeSpec := fs.String("store", envOr("ASSAY_STORE", ""), "the `STORE` ($ASSAY_STORE): badger:PATH, or postgres:URL to share one PostgreSQL database between nodes (default badger:DIR/db)")
+	keysDir := fs.String("keys", envOr("ASSAY_KEYS", ""), "signing keys `DIR` ($ASSAY_KEYS): the keys live in DIR/keys/ed25519.json; every node of one court names the same (default the data DIR)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: assay serve [--addr :8080] [--data ./data]")
+		fmt.Fprintln(stderr, "usage: assay serve [--addr :8080] [--data ./data] [--store badger:PATH|postgres:URL] [--keys DIR]")
 		fmt.Fprintln(stderr, "\nServes the escrow court until SIGINT or SIGTERM, then lets in-flight requests")
 		fmt.Fprintln(stderr, "finish and closes the store. ASSAY_OPERATOR_TOKEN enables POST /contracts/{id}/resolve.")
+		fmt.Fprintln(stderr, "\nSeveral nodes serve one court from one PostgreSQL database: give each the same")
+		fmt.Fprintln(stderr, "--store postgres:URL and the same --keys DIR (a shared directory). The data DIR")
+		fmt.Fprintln(stderr, "still holds each node's compiled checkers.")
 		fmt.Fprintln(stderr)
 		fs.PrintDefaults()
 	}
@@ -85,31 +94,107 @@ func cmdServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "assay serve: --matters-auth must be signed or open, not %q\n", *mattersAuth)
 		return exitUsage
 	}
+	st, err := parseStore(*storeSpec)
+	if err != nil {
+		fmt.Fprintf(stderr, "assay serve: --store: %v\n", err)
+		return exitUsage
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := serveAuth(ctx, *addr, *data, api.MattersAuth(*mattersAuth), stdout, stderr); err != nil {
+	cfg := serveConfig{Addr: *addr, Data: *data, Store: st, Keys: *keysDir, MattersAuth: api.MattersAuth(*mattersAuth)}
+	if err := serveWith(ctx, cfg, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "assay serve: %v\n", err)
 		return exitNo
 	}
 	return exitOK
 }
 
-// serve runs the server on addr with its state in dir until ctx ends.
-func serve(ctx context.Context, addr, dir string, stdout, stderr io.Writer) error {
-	return serveAuth(ctx, addr, dir, api.MattersSigned, stdout, stderr)
+// storeSpec names the store serve opens: badger in a directory, or a
+// PostgreSQL database.
+type storeSpec struct {
+	Kind   string // "badger" or "postgres"; "" for badger in DATA/db
+	Target string // the directory, or the URL
 }
 
-// serveAuth is serve with the judgment routes' authentication mode.
-func serveAuth(ctx context.Context, addr, dir string, mattersAuth api.MattersAuth, stdout, stderr io.Writer) error {
+// String describes the store for the log, without a password.
+func (s storeSpec) String() string {
+	switch s.Kind {
+	case "postgres":
+		if u, err := url.Parse(s.Target); err == nil {
+			return "postgres " + u.Redacted()
+		}
+		return "postgres"
+	case "badger":
+		return "badger " + s.Target
+	}
+	return "badger"
+}
+
+// parseStore parses --store: badger:PATH, postgres:URL (also a bare
+// postgres:// or postgresql:// URL), or "" for the default.
+//
+// # Errors
+//
+// Another scheme, an empty path or a URL that does not parse.
+func parseStore(spec string) (storeSpec, error) {
+	if spec == "" {
+		return storeSpec{}, nil
+	}
+	if strings.HasPrefix(spec, "postgres://") || strings.HasPrefix(spec, "postgresql://") {
+		spec = "postgres:" + spec
+	}
+	kind, target, _ := strings.Cut(spec, ":")
+	switch kind {
+	case "badger":
+		if target == "" {
+			return storeSpec{}, errors.New("badger: needs a directory: badger:PATH")
+		}
+	case "postgres":
+		u, err := url.Parse(target)
+		if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" && u.Query().Get("host") == "" {
+			return storeSpec{}, errors.New("postgres: needs a URL: postgres:postgres://USER@HOST:PORT/DB")
+		}
+	default:
+		return storeSpec{}, fmt.Errorf("unknown store %q: want badger:PATH or postgres:URL", kind)
+	}
+	return storeSpec{Kind: kind, Target: target}, nil
+}
+
+// serveConfig is what serve runs with.
+type serveConfig struct {
+	Addr        string
+	Data        string    // the data directory: the badger store by default, the keys by default, the compile cache
+	Store       storeSpec // zero: badger in Data/db
+	Keys        string    // the directory holding keys/ed25519.json; "": Data
+	MattersAuth api.MattersAuth
+}
+
+// openStore opens the store cfg names.
+func openStore(ctx context.Context, cfg serveConfig, log *slog.Logger) (store.Store, error) {
+	switch cfg.Store.Kind {
+	case "postgres":
+		return postgres.Open(ctx, cfg.Store.Target, postgres.Options{Logger: log})
+	case "badger":
+		return storage.Open(cfg.Store.Target, storage.Options{Logger: log})
+	}
+	return storage.Open(filepath.Join(cfg.Data, "db"), storage.Options{Logger: log})
+}
+
+// serveWith runs the server cfg describes until ctx ends.
+func serveWith(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error {
+	addr, dir, mattersAuth := cfg.Addr, cfg.Data, cfg.MattersAuth
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	keys, err := receipt.OpenKeyring(receipt.KeyringConfig{Dir: dir, Now: time.Now, Rand: rand.Reader})
+	keysDir := cmp.Or(cfg.Keys, dir)
+	// Nodes starting together on one empty key directory agree on one
+	// first key: OpenKeyring links the file into place exclusively.
+	keys, err := receipt.OpenKeyring(receipt.KeyringConfig{Dir: keysDir, Now: time.Now, Rand: rand.Reader})
 	if err != nil {
 		return err
 	}
-	db, err := storage.Open(filepath.Join(dir, "db"), storage.Options{Logger: log})
+	db, err := openStore(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
@@ -174,7 +259,7 @@ func serveAuth(ctx context.Context, addr, dir string, mattersAuth api.MattersAut
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "assay: serving the escrow court on http://%s (data %s, key %s)\n", ln.Addr(), dir, keys.Current().PublicKey)
+	fmt.Fprintf(stdout, "assay: serving the escrow court on http://%s (data %s, store %s, key %s)\n", ln.Addr(), dir, cfg.Store, keys.Current().PublicKey)
 	served := make(chan error, 1)
 	go func() { served <- app.Listener(ln) }()
 	select {
