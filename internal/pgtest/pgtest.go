@@ -23,6 +23,7 @@ import (
 	"encoding/hex"
 	"net/url"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,11 +54,21 @@ func URL(tb testing.TB) string {
 	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 		tb.Fatalf("pgtest: %s=%q is not a postgres:// URL", Env, base)
 	}
+	// The base URL may carry pgxpool's parameters (pool_max_conns) for the
+	// code under test; a plain connection would send them to the server.
+	admin := *u
+	q := admin.Query()
+	for k := range q {
+		if strings.HasPrefix(k, "pool_") {
+			q.Del(k)
+		}
+	}
+	admin.RawQuery = q.Encode()
 	var b [8]byte
 	rand.Read(b[:])
 	name := "assay_test_" + hex.EncodeToString(b[:])
-	exec(tb, base, "CREATE DATABASE "+name)
-	tb.Cleanup(func() { exec(tb, base, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)") })
+	exec(tb, admin.String(), "CREATE DATABASE "+name)
+	tb.Cleanup(func() { exec(tb, admin.String(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)") })
 	u.Path = "/" + name
 	return u.String()
 }

@@ -14,3 +14,6 @@ func SessionSetting(tb testing.TB, s *Store, name string) string {
 	}
 	return v
 }
+
+// Retries returns how many attempts s has run again after a conflict.
+func (s *Store) Retries() int64 { return s.retries.Load() }
