@@ -1,0 +1,170 @@
+package replays
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/assayhq/assay/checkers"
+	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/store"
+	"github.com/assayhq/assay/wasm"
+)
+
+// QueueName is the store.Queue queue that replays spread over nodes go
+// through: Submit enqueues them, every node's Worker claims them.
+const QueueName = "replays"
+
+// MaxBatchID is the longest batch id Submit takes.
+const MaxBatchID = 64
+
+// Task is one replay queued for any node: a checker, by reference, and the
+// input it runs against. It is the payload of a queue job.
+type Task struct {
+	Checker  checkers.Ref `json:"checker"`
+	Artifact []byte       `json:"artifact"`
+	Evidence []byte       `json:"evidence,omitempty"`
+	Criteria []byte       `json:"criteria,omitempty"`
+}
+
+// input returns the sandbox input t describes.
+func (t Task) input() wasm.Input {
+	return wasm.Input{Artifact: t.Artifact, Evidence: t.Evidence, Criteria: t.Criteria}
+}
+
+// TaskResult is what the worker that ran a Task recorded for it.
+type TaskResult struct {
+	// Outcome is the run's outcome, when the checker ran.
+	Outcome wasm.Outcome `json:"outcome"`
+	// Error says why the checker could not run at all (an unknown
+	// checker, a malformed task, a job no worker could finish); Outcome
+	// is then empty.
+	Error string `json:"error,omitempty"`
+	// Worker names the worker that recorded the result, and Attempt which
+	// claim of the job it was (more than 1: a worker before it died or
+	// lost its lease).
+	Worker  string `json:"worker"`
+	Attempt int    `json:"attempt"`
+}
+
+// TaskIDs returns the job ids of a batch of n tasks: "<batch>/<index>",
+// the index zero-padded so that the jobs are claimed in order.
+func TaskIDs(batch string, n int) []string {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%s/%06d", batch, i)
+	}
+	return ids
+}
+
+// Submit queues tasks as the jobs of one batch, for any node's Worker to
+// run, and returns their job ids in the order of tasks. Submitting the same
+// batch again queues nothing twice.
+//
+// # Errors
+//
+// A fault.Invalid error "replay_invalid" for a batch id that is empty,
+// longer than MaxBatchID or not a valid job id, or a task whose checker
+// reference is malformed; the queue's own errors otherwise. Nothing is
+// queued then.
+func Submit(ctx context.Context, q store.Queue, batch string, tasks []Task) ([]string, error) {
+	if batch == "" || len(batch) > MaxBatchID || store.CheckJobID(batch) != nil {
+		return nil, fault.New(fault.Invalid, "replay_invalid", "batch id must be 1 to %d printable ASCII characters other than space", MaxBatchID)
+	}
+	ids := TaskIDs(batch, len(tasks))
+	jobs := make([]store.Job, len(tasks))
+	for i, t := range tasks {
+		if err := t.Checker.Validate(); err != nil {
+			return nil, fault.Wrap(fault.Invalid, "replay_invalid", err)
+		}
+		b, err := json.Marshal(t)
+		if err != nil {
+			return nil, fmt.Errorf("replays: encode task %d: %w", i, err)
+		}
+		jobs[i] = store.Job{ID: ids[i], Payload: b}
+	}
+	// One enqueue per chunk keeps each transaction bounded; a retry of the
+	// whole batch finds the chunks already queued and adds nothing.
+	const chunk = 500
+	for lo := 0; lo < len(jobs); lo += chunk {
+		if err := q.Enqueue(ctx, QueueName, jobs[lo:min(lo+chunk, len(jobs))]...); err != nil {
+			return nil, err
+		}
+	}
+	return ids, nil
+}
+
+// Wait polls the queue every poll until every job of ids has a result,
+// then returns the results in the order of ids. progress, when not nil, is
+// called with the number done whenever it grows.
+//
+// # Errors
+//
+// ctx's error when it ends first; a result that does not decode.
+func Wait(ctx context.Context, q store.Queue, ids []string, poll time.Duration, progress func(done, total int)) ([]TaskResult, error) {
+	out := make([]TaskResult, len(ids))
+	index := make(map[string]int, len(ids))
+	for i, id := range ids {
+		index[id] = i
+	}
+	pending := append([]string(nil), ids...)
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for len(pending) > 0 {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-timer.C:
+		}
+		got, err := q.Results(ctx, QueueName, pending)
+		if err != nil {
+			return nil, err
+		}
+		if len(got) > 0 {
+			for _, r := range got {
+				var tr TaskResult
+				if err := json.Unmarshal(r.Data, &tr); err != nil {
+					return nil, fmt.Errorf("replays: result of %s: %w", r.ID, err)
+				}
+				tr.Worker, tr.Attempt = r.Worker, r.Attempt
+				out[index[r.ID]] = tr
+				delete(index, r.ID)
+			}
+			pending = pending[:0]
+			for _, id := range ids {
+				if _, ok := index[id]; ok {
+					pending = append(pending, id)
+				}
+			}
+			if progress != nil {
+				progress(len(ids)-len(pending), len(ids))
+			}
+		}
+		timer.Reset(poll)
+	}
+	return out, nil
+}
+
+// RunQueued runs tasks on every node's workers through q: it submits them
+// as one batch, waits for all of them, deletes the jobs and returns the
+// results in the order of tasks.
+//
+// # Errors
+//
+// Submit's and Wait's. The jobs of a batch whose wait ended early stay in
+// the queue and are run; submitting the batch again collects them.
+func RunQueued(ctx context.Context, q store.Queue, batch string, tasks []Task, poll time.Duration, progress func(done, total int)) ([]TaskResult, error) {
+	ids, err := Submit(ctx, q, batch, tasks)
+	if err != nil {
+		return nil, err
+	}
+	res, err := Wait(ctx, q, ids, poll, progress)
+	if err != nil {
+		return nil, err
+	}
+	if err := q.Delete(ctx, QueueName, ids); err != nil {
+		return nil, err
+	}
+	return res, nil
+}

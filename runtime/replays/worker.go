@@ -1,0 +1,213 @@
+package replays
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/assayhq/assay/checkers"
+	"github.com/assayhq/assay/runtime/store"
+	"github.com/assayhq/assay/wasm"
+)
+
+// TaskRunner runs one replay; *checkers.Runner is one.
+type TaskRunner interface {
+	Run(ctx context.Context, ref checkers.Ref, in wasm.Input) (wasm.Outcome, error)
+}
+
+// Defaults for WorkerConfig.
+const (
+	// DefaultLease outlasts any one replay: the sandbox's wall-clock
+	// backstop ends a run long before it.
+	DefaultLease = time.Minute
+	// DefaultPoll is the longest a worker with nothing to do waits before
+	// it asks the queue again.
+	DefaultPoll = 200 * time.Millisecond
+	// DefaultMaxAttempts is how many claims a job gets before a worker
+	// records that no worker could finish it.
+	DefaultMaxAttempts = 3
+)
+
+// WorkerConfig configures NewWorker.
+type WorkerConfig struct {
+	Queue  store.Queue
+	Runner TaskRunner
+	// Name names the worker in leases and results; unique per node, such
+	// as host and process id.
+	Name string
+	// Slots is how many replays the worker runs at once; 0 is GOMAXPROCS.
+	Slots int
+	// Lease is how long a claimed job stays the worker's: if the node dies,
+	// the job is claimed again after it. 0 is DefaultLease; it must
+	// outlast the longest replay.
+	Lease time.Duration
+	// Poll is the longest an idle worker waits before claiming again; 0 is
+	// DefaultPoll. It waits less at first, doubling up to Poll.
+	Poll time.Duration
+	// MaxAttempts is how many claims a job gets; the worker that claims it
+	// past that records an error instead of running it. 0 is
+	// DefaultMaxAttempts.
+	MaxAttempts int
+	// Logger receives the queue's errors; nil discards them.
+	Logger *slog.Logger
+}
+
+// WorkerStats counts what a worker did.
+type WorkerStats struct {
+	Claimed   int64 // jobs claimed
+	Completed int64 // results recorded
+	Lost      int64 // results refused: the lease was lost first
+	Abandoned int64 // jobs left to their lease when the worker stopped
+}
+
+// Worker claims replay jobs from the shared queue and runs them, Slots at
+// a time, recording each result once. Every node runs one; a batch that
+// any node submits is spread over all of them.
+type Worker struct {
+	cfg   WorkerConfig
+	log   *slog.Logger
+	stats struct{ claimed, completed, lost, abandoned atomic.Int64 }
+}
+
+// NewWorker returns a Worker; Run starts it.
+//
+// # Notes
+//
+// It panics when cfg has no Queue, Runner or Name: a programming error.
+func NewWorker(cfg WorkerConfig) *Worker {
+	if cfg.Queue == nil || cfg.Runner == nil || cfg.Name == "" {
+		panic("replays: WorkerConfig needs Queue, Runner and Name")
+	}
+	if cfg.Slots <= 0 {
+		cfg.Slots = runtime.GOMAXPROCS(0)
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = DefaultLease
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = DefaultPoll
+	}
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = DefaultMaxAttempts
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Worker{cfg: cfg, log: log}
+}
+
+// Stats returns the counts so far.
+func (w *Worker) Stats() WorkerStats {
+	return WorkerStats{Claimed: w.stats.claimed.Load(), Completed: w.stats.completed.Load(),
+		Lost: w.stats.lost.Load(), Abandoned: w.stats.abandoned.Load()}
+}
+
+// Run claims and runs jobs until ctx ends, then waits for the replays in
+// flight. A replay that ctx cut short is not recorded: its job is claimed
+// again, by any node, once the lease runs out.
+func (w *Worker) Run(ctx context.Context) {
+	var (
+		wg       sync.WaitGroup
+		inflight atomic.Int64
+		freed    = make(chan struct{}, 1)
+		idle     = w.cfg.Poll / 16
+	)
+	defer wg.Wait()
+	slots := int64(w.cfg.Slots)
+	for ctx.Err() == nil {
+		// Claim when half the slots are free (or all are), so that each
+		// claim takes several jobs, not one.
+		free := slots - inflight.Load()
+		if free == 0 || (free < (slots+1)/2 && inflight.Load() > 0) {
+			select {
+			case <-freed:
+			case <-ctx.Done():
+			}
+			continue
+		}
+		leases, err := w.cfg.Queue.Claim(ctx, QueueName, w.cfg.Name, int(free), w.cfg.Lease)
+		if err != nil {
+			if ctx.Err() == nil {
+				w.log.Error("replays: claim", "worker", w.cfg.Name, "err", err)
+			}
+			w.sleep(ctx, w.cfg.Poll)
+			continue
+		}
+		if len(leases) == 0 {
+			w.sleep(ctx, idle)
+			idle = min(2*idle, w.cfg.Poll)
+			continue
+		}
+		idle = w.cfg.Poll / 16
+		w.stats.claimed.Add(int64(len(leases)))
+		for _, l := range leases {
+			inflight.Add(1)
+			wg.Go(func() {
+				defer func() {
+					inflight.Add(-1)
+					select {
+					case freed <- struct{}{}:
+					default:
+					}
+				}()
+				w.do(ctx, l)
+			})
+		}
+	}
+}
+
+func (w *Worker) sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// do runs one claimed job and records its result.
+func (w *Worker) do(ctx context.Context, l store.Lease) {
+	var res TaskResult
+	var task Task
+	switch err := json.Unmarshal(l.Payload, &task); {
+	case err != nil:
+		res.Error = fmt.Sprintf("the task does not decode: %v", err)
+	case l.Attempt > w.cfg.MaxAttempts:
+		res.Error = fmt.Sprintf("claimed %d times, and no worker finished it", l.Attempt-1)
+	default:
+		out, err := w.cfg.Runner.Run(ctx, task.Checker, task.input())
+		if ctx.Err() != nil {
+			// Cut short by shutdown: leave the job to its lease, for a
+			// node that is not stopping.
+			w.stats.abandoned.Add(1)
+			return
+		}
+		if err != nil {
+			res.Error = err.Error()
+		} else {
+			res.Outcome = out
+		}
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		w.log.Error("replays: encode result", "job", l.ID, "err", err)
+		return
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	switch err := w.cfg.Queue.Complete(cctx, l, b); {
+	case err == nil:
+		w.stats.completed.Add(1)
+	case errors.Is(err, store.ErrLeaseLost):
+		w.stats.lost.Add(1)
+	default:
+		w.log.Error("replays: complete", "worker", w.cfg.Name, "job", l.ID, "err", err)
+	}
+}

@@ -1,0 +1,264 @@
+package replays_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/assayhq/assay/checkers"
+	"github.com/assayhq/assay/internal/pgtest"
+	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/replays"
+	"github.com/assayhq/assay/runtime/store"
+	"github.com/assayhq/assay/storage"
+	"github.com/assayhq/assay/storage/postgres"
+	"github.com/assayhq/assay/wasm"
+)
+
+// fixture is a real checker: rows.wasm passes an artifact with at least
+// min_rows rows, each with an id.
+type fixture struct {
+	runner *checkers.Runner
+	ref    checkers.Ref
+}
+
+var (
+	fixtureOnce sync.Once
+	shared      fixture
+	fixtureErr  error
+)
+
+// rowsChecker compiles rows.wasm once for every test in the package.
+func rowsChecker(tb testing.TB) fixture {
+	tb.Helper()
+	fixtureOnce.Do(func() {
+		dir := filepath.Join("..", "..", "fixtures", "checkers")
+		src, err := checkers.OpenDir(dir)
+		if err != nil {
+			fixtureErr = err
+			return
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "rows.wasm"))
+		if err != nil {
+			fixtureErr = err
+			return
+		}
+		sb, err := wasm.NewSandbox(context.Background(), wasm.Config{})
+		if err != nil {
+			fixtureErr = err
+			return
+		}
+		shared = fixture{runner: checkers.NewRunner(sb, src), ref: checkers.Ref{SHA256: checkers.SHA256(b)}}
+	})
+	if fixtureErr != nil {
+		tb.Fatal(fixtureErr)
+	}
+	return shared
+}
+
+// tasks returns n tasks of the rows checker: task i has i%4 rows of the 2
+// it needs, so it passes when i%4 >= 2.
+func tasks(ref checkers.Ref, n int) []replays.Task {
+	out := make([]replays.Task, n)
+	for i := range out {
+		rows := make([]string, i%4)
+		for j := range rows {
+			rows[j] = fmt.Sprintf(`{"id":"r%d"}`, j)
+		}
+		out[i] = replays.Task{Checker: ref, Artifact: []byte(`{"min_rows":2,"rows":[` + strings.Join(rows, ",") + `]}`)}
+	}
+	return out
+}
+
+// startWorkers runs one worker per queue, each its own node, until the
+// test ends.
+func startWorkers(tb testing.TB, runner replays.TaskRunner, queues []store.Queue, slots int, lease time.Duration) []*replays.Worker {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	tb.Cleanup(func() { cancel(); wg.Wait() })
+	ws := make([]*replays.Worker, len(queues))
+	for i, q := range queues {
+		ws[i] = replays.NewWorker(replays.WorkerConfig{Queue: q, Runner: runner, Name: fmt.Sprintf("node%d", i),
+			Slots: slots, Lease: lease, Poll: 50 * time.Millisecond})
+		wg.Go(func() { ws[i].Run(ctx) })
+	}
+	return ws
+}
+
+func checkResults(tb testing.TB, res []replays.TaskResult, n int) map[string]int {
+	tb.Helper()
+	if len(res) != n {
+		tb.Fatalf("%d results for %d tasks", len(res), n)
+	}
+	byWorker := map[string]int{}
+	for i, r := range res {
+		want := wasm.KindFail
+		if i%4 >= 2 {
+			want = wasm.KindPass
+		}
+		if r.Error != "" || r.Outcome.Kind != want {
+			tb.Errorf("task %d: %s %q, want %s", i, r.Outcome.Kind, r.Error, want)
+		}
+		byWorker[r.Worker]++
+	}
+	return byWorker
+}
+
+func openPostgres(tb testing.TB, url string) store.Queue {
+	tb.Helper()
+	s, err := postgres.Open(context.Background(), url, postgres.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	return postgres.NewQueue(s)
+}
+
+// TestWorker_Spread: a batch submitted on one node of three, each node
+// with its own connection to one PostgreSQL database and its own worker,
+// runs on all three, every task once, with the right outcome.
+func TestWorker_Spread(t *testing.T) {
+	url := pgtest.URL(t)
+	f := rowsChecker(t)
+	queues := []store.Queue{openPostgres(t, url), openPostgres(t, url), openPostgres(t, url)}
+	ws := startWorkers(t, f.runner, queues, 2, time.Minute)
+	const n = 90
+	res, err := replays.RunQueued(context.Background(), queues[0], "spread", tasks(f.ref, n), 20*time.Millisecond, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byWorker := checkResults(t, res, n)
+	for i := range ws {
+		if name := fmt.Sprintf("node%d", i); byWorker[name] == 0 {
+			t.Errorf("%s ran none of the batch: %v", name, byWorker)
+		}
+	}
+	t.Logf("spread: %v", byWorker)
+	if st, err := queues[1].Stats(context.Background(), replays.QueueName); err != nil || st != (store.QueueStats{}) {
+		t.Errorf("after RunQueued the queue holds %+v (%v), want nothing", st, err)
+	}
+}
+
+// TestWorker_Badger: the same on one node with badger.
+func TestWorker_Badger(t *testing.T) {
+	f := rowsChecker(t)
+	db, err := storage.Open(t.TempDir(), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	q := storage.NewQueue(db, storage.QueueConfig{})
+	startWorkers(t, f.runner, []store.Queue{q}, 2, time.Minute)
+	res, err := replays.RunQueued(context.Background(), q, "one", tasks(f.ref, 20), 20*time.Millisecond, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResults(t, res, 20)
+}
+
+// TestWorker_NodeDies: a node that claimed jobs and died leaves them to
+// its lease; another node runs them after it, and the dead node's late
+// results are refused.
+func TestWorker_NodeDies(t *testing.T) {
+	url := pgtest.URL(t)
+	f := rowsChecker(t)
+	ctx := context.Background()
+	dead, live := openPostgres(t, url), openPostgres(t, url)
+	ids, err := replays.Submit(ctx, dead, "dies", tasks(f.ref, 8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The dying node claims everything, then stops answering.
+	held, err := dead.Claim(ctx, replays.QueueName, "dead-node", 8, 500*time.Millisecond)
+	if err != nil || len(held) != 8 {
+		t.Fatalf("claim: %d %v", len(held), err)
+	}
+	ws := startWorkers(t, f.runner, []store.Queue{live}, 2, time.Minute)
+	res, err := replays.Wait(ctx, live, ids, 20*time.Millisecond, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range checkResults(t, res, 8) {
+		if i != "node0" || r != 8 {
+			t.Errorf("results by %s: %d", i, r)
+		}
+	}
+	for _, r := range res {
+		if r.Attempt != 2 {
+			t.Errorf("result of attempt %d, want 2 (the live node's retake)", r.Attempt)
+		}
+	}
+	if err := dead.Complete(ctx, held[0], []byte(`{"error":"late"}`)); fault.CodeOf(err) != "lease_lost" {
+		t.Errorf("the dead node's late result: %v, want lease_lost", err)
+	}
+	if st := ws[0].Stats(); st.Completed != 8 || st.Claimed != 8 {
+		t.Errorf("worker stats %+v", st)
+	}
+}
+
+// TestWorker_GivesUp: a job claimed more than MaxAttempts times gets an
+// error result instead of another run.
+func TestWorker_GivesUp(t *testing.T) {
+	db, err := storage.Open(t.TempDir(), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	q := storage.NewQueue(db, storage.QueueConfig{})
+	f := rowsChecker(t)
+	ctx := context.Background()
+	ids, err := replays.Submit(ctx, q, "poison", tasks(f.ref, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range replays.DefaultMaxAttempts {
+		if l, err := q.Claim(ctx, replays.QueueName, "crashing-node", 1, time.Millisecond); err != nil || len(l) != 1 {
+			t.Fatalf("claim: %v %v", l, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	startWorkers(t, f.runner, []store.Queue{q}, 1, time.Minute)
+	res, err := replays.Wait(ctx, q, ids, 10*time.Millisecond, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Attempt != replays.DefaultMaxAttempts+1 || !strings.Contains(res[0].Error, "no worker finished it") || res[0].Outcome.Kind != "" {
+		t.Fatalf("result %+v, want an error after %d attempts", res[0], replays.DefaultMaxAttempts)
+	}
+}
+
+// TestSubmit_ErrInvalid: a bad batch id or checker reference queues
+// nothing.
+func TestSubmit_ErrInvalid(t *testing.T) {
+	db, err := storage.Open(t.TempDir(), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	q := storage.NewQueue(db, storage.QueueConfig{})
+	ctx := context.Background()
+	good := replays.Task{Checker: checkers.Ref{SHA256: strings.Repeat("a", 64)}}
+	for name, c := range map[string]struct {
+		batch string
+		tasks []replays.Task
+	}{
+		"EmptyBatch": {"", []replays.Task{good}},
+		"SpaceBatch": {"a b", []replays.Task{good}},
+		"LongBatch":  {strings.Repeat("b", replays.MaxBatchID+1), []replays.Task{good}},
+		"BadRef":     {"ok", []replays.Task{good, {Checker: checkers.Ref{SHA256: "nope"}}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := replays.Submit(ctx, q, c.batch, c.tasks); fault.CodeOf(err) != "replay_invalid" {
+				t.Fatalf("%v, want replay_invalid", err)
+			}
+		})
+	}
+	if st, err := q.Stats(ctx, replays.QueueName); err != nil || st != (store.QueueStats{}) {
+		t.Errorf("bad submissions queued %+v (%v)", st, err)
+	}
+}
