@@ -17,15 +17,18 @@ import (
 )
 
 func init() {
-	register("bench", "drive load against running servers (assay bench court)", cmdBench)
+	register("bench", "drive load against running servers (assay bench court|replays)", cmdBench)
 }
 
 func cmdBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	switch {
 	case len(args) > 0 && args[0] == "court":
 		return cmdBenchCourt(args[1:], stdout, stderr)
+	case len(args) > 0 && args[0] == "replays":
+		return cmdBenchReplays(args[1:], stdout, stderr)
 	}
 	fmt.Fprintln(stderr, "usage: assay bench court [--base URL[,URL...]] [--clients N] [--cases N] [--dispute-every K] [--json]")
+	fmt.Fprintln(stderr, "       assay bench replays --store postgres:URL --base URL --checker PATH [--count N] [--json]")
 	return exitUsage
 }
 
