@@ -12,8 +12,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/assayhq/assay/checkers/python"
 	"github.com/assayhq/assay/wasm"
@@ -164,18 +166,53 @@ func SHA256(b []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Runner replays checkers from a Source in a sandbox.
+// Runner replays checkers from a Source in a sandbox: one at a time (Run,
+// Do), or many on its Pool (RunBatch, RunJobs). With a Memo it answers a
+// run it has seen before without running it again. It is safe for
+// concurrent use.
 type Runner struct {
-	sb  *wasm.Sandbox
-	src Source
+	sb   *wasm.Sandbox
+	src  Source
+	memo *Memo
+	pool *Pool
+	runs atomic.Int64
 }
+
+// RunnerOption configures NewRunner.
+type RunnerOption func(*Runner)
+
+// WithMemo makes the Runner memoise outcomes in m (see Memo). Without it
+// every run runs.
+func WithMemo(m *Memo) RunnerOption { return func(r *Runner) { r.memo = m } }
+
+// WithPool makes the Runner's batches share p; by default a Runner has a
+// Pool of its own, sized to GOMAXPROCS.
+func WithPool(p *Pool) RunnerOption { return func(r *Runner) { r.pool = p } }
 
 // NewRunner returns a Runner over sb and src.
-func NewRunner(sb *wasm.Sandbox, src Source) *Runner {
-	return &Runner{sb: sb, src: src}
+func NewRunner(sb *wasm.Sandbox, src Source, opts ...RunnerOption) *Runner {
+	r := &Runner{sb: sb, src: src}
+	for _, o := range opts {
+		o(r)
+	}
+	if r.pool == nil {
+		r.pool = NewPool(0)
+	}
+	return r
 }
 
-// Run runs the checker ref names against in.
+// Memo returns the Runner's memo, nil when it has none.
+func (r *Runner) Memo() *Memo { return r.memo }
+
+// Pool returns the pool the Runner's batches run on.
+func (r *Runner) Pool() *Pool { return r.pool }
+
+// Runs returns how many runs the Runner has started in the sandbox: memo
+// hits are not runs.
+func (r *Runner) Runs() int64 { return r.runs.Load() }
+
+// Run runs the checker ref names against in, or answers the memoised
+// outcome of the same run.
 //
 // # Errors
 //
@@ -183,17 +220,149 @@ func NewRunner(sb *wasm.Sandbox, src Source) *Runner {
 // malformed or the Source does not have it. Everything a checker itself
 // does, including being invalid wasm, is an Outcome.
 func (r *Runner) Run(ctx context.Context, ref Ref, in wasm.Input) (wasm.Outcome, error) {
+	res := r.Do(ctx, Job{Ref: ref, Input: in})
+	return res.Outcome, res.Err
+}
+
+// Job is one replay: one checker, one input. It is the unit a batch is
+// made of, and what a queue of replays would hold.
+type Job struct {
+	Ref   Ref
+	Input wasm.Input
+	// NoMemo runs the checker even when its outcome is memoised, and does
+	// not memoise the result: for measurement.
+	NoMemo bool
+
+	module []byte // the checker's bytes, when the batch has read them
+}
+
+// Result is what a Job gave.
+type Result struct {
+	Outcome wasm.Outcome
+	// Memo is true when the outcome was answered from the memo, without
+	// running.
+	Memo bool
+	// Err is set when the checker could not be run at all (see Run), or
+	// when the batch's context ended before the job started.
+	Err error
+}
+
+// Do runs one Job: the memo first, unless the job says NoMemo; then the
+// checker in the sandbox, whose outcome the memo keeps. A memo hit does
+// not read the checker from the Source.
+func (r *Runner) Do(ctx context.Context, job Job) Result {
+	ref := job.Ref
 	if err := ref.Validate(); err != nil {
-		return wasm.Outcome{}, err
+		return Result{Err: err}
+	}
+	var (
+		key     MemoKey
+		useMemo bool
+	)
+	if r.memo != nil && !job.NoMemo {
+		key, useMemo = Key(ref, job.Input, r.sb.Engine())
+		if useMemo {
+			if o, ok := r.memo.Get(key); ok && o.CheckerSHA256 == ref.SHA256 {
+				return Result{Outcome: o, Memo: true}
+			}
+		}
+	}
+	b := job.module
+	if b == nil {
+		var err error
+		if b, err = r.src.Checker(ref.SHA256); err != nil {
+			return Result{Err: err}
+		}
+	}
+	r.runs.Add(1)
+	var o wasm.Outcome
+	if ref.Kind == KindPython {
+		o = python.Run(ctx, r.sb, b, ref.ArtifactType, job.Input, ref.Limits())
+	} else {
+		o = r.sb.Run(ctx, b, job.Input, ref.Limits())
+	}
+	if useMemo {
+		r.memo.Put(key, o)
+	}
+	return Result{Outcome: o}
+}
+
+// BatchOptions tune RunBatch and RunJobs.
+type BatchOptions struct {
+	// NoMemo bypasses the memo for every job (see Job.NoMemo).
+	NoMemo bool
+	// Parallel caps the jobs this batch runs at once, below the pool's
+	// size; 0 is the pool's size.
+	Parallel int
+	// Progress, when set, is called after each job with the number done
+	// and the batch's size, one call at a time.
+	Progress func(done, total int)
+}
+
+// RunBatch runs the checker ref names against every input on the Runner's
+// pool and returns the results in the order of inputs. The checker is read
+// from the Source once.
+//
+// # Errors
+//
+// The reference is malformed or the Source does not have the checker
+// (ErrNotFound, wrapped): nothing ran. Or ctx ended before every input
+// started: the results of those that did not start carry ctx's error.
+func (r *Runner) RunBatch(ctx context.Context, ref Ref, inputs []wasm.Input, opts BatchOptions) ([]Result, error) {
+	if err := ref.Validate(); err != nil {
+		return nil, err
 	}
 	b, err := r.src.Checker(ref.SHA256)
 	if err != nil {
-		return wasm.Outcome{}, err
+		return nil, err
 	}
-	if ref.Kind == KindPython {
-		return python.Run(ctx, r.sb, b, ref.ArtifactType, in, ref.Limits()), nil
+	jobs := make([]Job, len(inputs))
+	for i, in := range inputs {
+		jobs[i] = Job{Ref: ref, Input: in, NoMemo: opts.NoMemo, module: b}
 	}
-	return r.sb.Run(ctx, b, in, ref.Limits()), nil
+	return r.runJobs(ctx, jobs, opts)
+}
+
+// RunJobs runs jobs, each with its own checker, on the Runner's pool and
+// returns their results in order. Each distinct checker is read from the
+// Source once; one that cannot be read fails its jobs' results only.
+//
+// # Errors
+//
+// Only ctx's error, when it ended before every job started: the results of
+// those that did not start carry it too.
+func (r *Runner) RunJobs(ctx context.Context, jobs []Job, opts BatchOptions) ([]Result, error) {
+	modules := map[string][]byte{}
+	jobs = slices.Clone(jobs)
+	for i := range jobs {
+		j := &jobs[i]
+		j.NoMemo = j.NoMemo || opts.NoMemo
+		if j.Ref.Validate() != nil {
+			continue // Do reports it
+		}
+		b, ok := modules[j.Ref.SHA256]
+		if !ok {
+			b, _ = r.src.Checker(j.Ref.SHA256) // nil on error: Do reads again and reports it
+			modules[j.Ref.SHA256] = b
+		}
+		j.module = b
+	}
+	return r.runJobs(ctx, jobs, opts)
+}
+
+func (r *Runner) runJobs(ctx context.Context, jobs []Job, opts BatchOptions) ([]Result, error) {
+	results := make([]Result, len(jobs))
+	started, err := r.pool.Do(ctx, len(jobs), opts.Parallel, func(ctx context.Context, i int) {
+		results[i] = r.Do(ctx, jobs[i])
+	}, opts.Progress)
+	if err != nil {
+		for i, s := range started {
+			if !s {
+				results[i] = Result{Err: err}
+			}
+		}
+	}
+	return results, err
 }
 
 // Validate reports whether b is a checker of the given kind that sb can
