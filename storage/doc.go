@@ -22,7 +22,7 @@
 //	escrow/contract/<id>                 a contract
 //	escrow/delivery/<id>                 its deliverable and evidence, as delivered
 //	escrow/adjudication/<id>             the result and record a dispute was decided from
-//	escrow/activity/<seq:020d>           the court's activity log (seq assigned in memory, resumed on open)
+//	escrow/activity/<seq:020d>-<node>    the court's activity log (seq assigned in memory, resumed on open; node random per process)
 //	escrow/reputation/<did>/<role>/<shard:02d>  dispute counts for seller|buyer, split into 16 shards by contract
 //	receipt/<id>                         a signed receipt
 //	receipt-by-agent/<did>/<unixnano:020d>-<id>  index: the receipts an agent was party to

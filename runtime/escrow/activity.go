@@ -66,7 +66,9 @@ func (s *Service) lastSeq(ctx context.Context) (uint64, error) {
 	var last uint64
 	err := s.st.View(ctx, func(tx store.Tx) error {
 		return tx.Scan(keyActivity, true, func(k string, _ []byte) error {
-			n, err := strconv.ParseUint(strings.TrimPrefix(k, keyActivity), 10, 64)
+			// <seq>-<node>; before nodes were tagged, <seq> alone.
+			seq, _, _ := strings.Cut(strings.TrimPrefix(k, keyActivity), "-")
+			n, err := strconv.ParseUint(seq, 10, 64)
 			if err != nil {
 				return err
 			}
@@ -78,16 +80,18 @@ func (s *Service) lastSeq(ctx context.Context) (uint64, error) {
 }
 
 // clock is what one request takes before its transaction: the time and its
-// activity sequence number, the same on every retry.
+// activity sequence number, the same on every retry, and the node that
+// numbered it.
 type clock struct {
-	now time.Time
-	seq uint64
+	now  time.Time
+	seq  uint64
+	node string
 }
 
-func (s *Service) tick() clock { return clock{now: s.now().UTC(), seq: s.seq.Add(1)} }
+func (s *Service) tick() clock { return clock{now: s.now().UTC(), seq: s.seq.Add(1), node: s.node} }
 
 func putEvent(tx store.Tx, ck clock, e Event) error {
 	e.Seq = ck.seq
 	e.TS = float64(ck.now.UnixMicro()) / 1e6
-	return store.SetJSON(tx, activityKey(ck.seq), e)
+	return store.SetJSON(tx, activityKey(ck.seq, ck.node), e)
 }

@@ -110,6 +110,11 @@ type Service struct {
 	prefix  string
 	plans   *adjudicate.Cache
 	seq     atomic.Uint64 // last activity sequence number handed out
+	// node tells this process's activity events from those of other
+	// nodes serving the court from the same store, which number theirs
+	// from the same last sequence number: random per process, so that no
+	// two nodes write one key.
+	node string
 }
 
 // New returns a Service on cfg.Store. It reads the last activity sequence
@@ -149,6 +154,11 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		return nil, fmt.Errorf("escrow: read activity log: %w", err)
 	}
 	s.seq.Store(last)
+	var node [4]byte
+	if _, err := rand.Read(node[:]); err != nil {
+		return nil, fmt.Errorf("escrow: node tag: %w", err)
+	}
+	s.node = hex.EncodeToString(node[:])
 	return s, nil
 }
 

@@ -490,6 +490,34 @@ func TestService_ActivityResumes(t *testing.T) {
 	}
 }
 
+// TestService_ActivityTwoNodes: two courts on one store (two nodes of one
+// court) number their events from the same last sequence number; every
+// event of both is kept.
+func TestService_ActivityTwoNodes(t *testing.T) {
+	ctx := context.Background()
+	db, err := storage.Open("", storage.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	keys := t.TempDir()
+	a, b := mustCourtOn(t, db, keys), mustCourtOn(t, db, keys)
+	for range 3 {
+		for _, c := range []*court{a, b} {
+			if _, err := c.Create(ctx, createReq("did:a", "did:b", "5", rows100), escrow.Idem{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	act, err := a.Activity(ctx, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if act.Count != 6 {
+		t.Fatalf("%d events kept of 6: %+v", act.Count, act.Events)
+	}
+}
+
 func TestService_Deliver(t *testing.T) {
 	ctx := context.Background()
 	c := mustCourt(t)

@@ -14,7 +14,7 @@ const (
 	keyContract     = "escrow/contract/"     // <id> -> Contract
 	keyDelivery     = "escrow/delivery/"     // <id> -> delivery
 	keyAdjudication = "escrow/adjudication/" // <id> -> adjudication
-	keyActivity     = "escrow/activity/"     // <seq:020d> -> Event
+	keyActivity     = "escrow/activity/"     // <seq:020d>-<node> -> Event
 	keyReputation   = "escrow/reputation/"   // <did>/<role>/<shard:02d> -> counts
 	keyReceipt      = "receipt/"             // <id> -> receipt.Receipt
 	keyAgentReceipt = "receipt-by-agent/"    // <did>/<unixnano:020d>-<id> -> receipt id
@@ -29,9 +29,11 @@ const repShards = 16
 func contractKey(id string) string     { return keyContract + id }
 func deliveryKey(id string) string     { return keyDelivery + id }
 func adjudicationKey(id string) string { return keyAdjudication + id }
-func activityKey(seq uint64) string    { return fmt.Sprintf("%s%020d", keyActivity, seq) }
-func receiptKey(id string) string      { return keyReceipt + id }
-func checkerKey(sum string) string     { return keyChecker + sum }
+func activityKey(seq uint64, node string) string {
+	return fmt.Sprintf("%s%020d-%s", keyActivity, seq, node)
+}
+func receiptKey(id string) string  { return keyReceipt + id }
+func checkerKey(sum string) string { return keyChecker + sum }
 func checkerBytesKey(sum string) string {
 	return keyCheckerBytes + sum
 }
