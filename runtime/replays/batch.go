@@ -1,0 +1,185 @@
+package replays
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/assayhq/assay/checkers"
+	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/wasm"
+)
+
+// Bounds of a batch (POST /replays).
+const (
+	// MaxBatch is the most artifacts one batch replays.
+	MaxBatch = 1000
+	// MaxArtifactBytes bounds one artifact, and the evidence, as the
+	// checker sees them (after decoding).
+	MaxArtifactBytes = 4 << 20
+	// MaxBodyBytes bounds a batch's JSON body.
+	MaxBodyBytes = 8 << 20
+)
+
+// Encodings of a batch's artifacts and evidence.
+const (
+	// EncodingJSON: a JSON string is given to the checker as its
+	// contents, any other JSON value as its JSON bytes, as the market
+	// gives a listing's artifact.
+	EncodingJSON = "json"
+	// EncodingBase64: each is a JSON string holding the bytes in standard
+	// base64, for binary artifacts.
+	EncodingBase64 = "base64"
+)
+
+// Request is a batch: one checker, many artifacts.
+type Request struct {
+	// Checker names a checker the court stores (POST /checkers), with the
+	// limits it runs under, as in a criteria object.
+	Checker checkers.Ref `json:"checker"`
+	// Artifacts are replayed in order, each as /in/artifact and stdin.
+	Artifacts []json.RawMessage `json:"artifacts"`
+	// Evidence, when given, is /in/evidence for every artifact.
+	Evidence json.RawMessage `json:"evidence,omitempty"`
+	// Encoding is EncodingJSON (the default) or EncodingBase64.
+	Encoding string `json:"encoding,omitempty"`
+	// NoMemo runs every artifact even when its outcome is memoised, and
+	// memoises nothing: for measurement.
+	NoMemo bool `json:"no_memo,omitempty"`
+}
+
+// RequestFields names Request's fields, for error messages.
+const RequestFields = "checker, artifacts, evidence, encoding, no_memo"
+
+// Response is a batch's answer: an outcome per artifact, in order.
+type Response struct {
+	Count int `json:"count"`
+	// MemoHits counts the outcomes answered from the memo, without a run.
+	MemoHits int            `json:"memo_hits"`
+	Outcomes []wasm.Outcome `json:"outcomes"`
+}
+
+// Service replays batches on one node's Runner: its pool and its memo.
+type Service struct {
+	runner *checkers.Runner
+}
+
+// NewService returns a Service on runner; nil answers every batch
+// checkers_unavailable.
+func NewService(runner *checkers.Runner) *Service { return &Service{runner: runner} }
+
+// Replay runs req's checker against each of its artifacts, in parallel on
+// the runner's pool, and answers the outcomes in the order of the
+// artifacts. A timeout is an outcome like any other (and is never
+// memoised).
+//
+// # Errors
+//
+// missing_field (no checker or no artifacts), invalid_checker (a malformed
+// reference), invalid_encoding, invalid_artifact, invalid_evidence (400);
+// checker_not_found (404); batch_too_large, artifact_too_large (413);
+// checkers_unavailable (503); or ctx's error when it ended first.
+func (s *Service) Replay(ctx context.Context, req Request) (Response, error) {
+	inputs, err := s.inputs(req)
+	if err != nil {
+		return Response{}, err
+	}
+	results, err := s.runner.RunBatch(ctx, req.Checker, inputs, checkers.BatchOptions{NoMemo: req.NoMemo})
+	switch {
+	case errors.Is(err, checkers.ErrNotFound):
+		return Response{}, fault.New(fault.NotFound, "checker_not_found", "no checker with sha256 %s; upload it with POST /checkers first", req.Checker.SHA256)
+	case err != nil && ctx.Err() != nil:
+		return Response{}, ctx.Err()
+	case err != nil:
+		return Response{}, fault.New(fault.Invalid, "invalid_checker", "%v", err)
+	}
+	resp := Response{Count: len(results), Outcomes: make([]wasm.Outcome, len(results))}
+	for i, r := range results {
+		if r.Err != nil {
+			// RunBatch read the checker and checked the reference, so
+			// only the context ends a job without an outcome.
+			return Response{}, fmt.Errorf("replays: artifact %d: %w", i, r.Err)
+		}
+		resp.Outcomes[i] = r.Outcome
+		if r.Memo {
+			resp.MemoHits++
+		}
+	}
+	return resp, nil
+}
+
+// inputs checks req and decodes its artifacts and evidence.
+func (s *Service) inputs(req Request) ([]wasm.Input, error) {
+	switch {
+	case s.runner == nil:
+		return nil, fault.New(fault.Unavailable, "checkers_unavailable", "this server runs no sandbox, so it cannot replay checkers")
+	case req.Checker.SHA256 == "":
+		return nil, fault.New(fault.Invalid, "missing_field", "checker.sha256 is required")
+	case len(req.Artifacts) == 0:
+		return nil, fault.New(fault.Invalid, "missing_field", "artifacts is required: a list of 1 to %d artifacts", MaxBatch)
+	case len(req.Artifacts) > MaxBatch:
+		return nil, fault.New(fault.TooLarge, "batch_too_large", "a batch is at most %d artifacts; this one has %d", MaxBatch, len(req.Artifacts))
+	case req.Encoding != "" && req.Encoding != EncodingJSON && req.Encoding != EncodingBase64:
+		return nil, fault.New(fault.Invalid, "invalid_encoding", "encoding is %q or %q, not %q", EncodingJSON, EncodingBase64, req.Encoding)
+	}
+	if err := req.Checker.Validate(); err != nil {
+		return nil, fault.New(fault.Invalid, "invalid_checker", "%v", err)
+	}
+	var evidence []byte
+	if len(req.Evidence) > 0 {
+		var err error
+		if evidence, err = decodeValue(req.Evidence, req.Encoding); err != nil {
+			return nil, fault.New(fault.Invalid, "invalid_evidence", "evidence: %v", err)
+		}
+		if len(evidence) > MaxArtifactBytes {
+			return nil, fault.New(fault.TooLarge, "artifact_too_large", "evidence is %d bytes; at most %d", len(evidence), MaxArtifactBytes)
+		}
+	}
+	inputs := make([]wasm.Input, len(req.Artifacts))
+	for i, raw := range req.Artifacts {
+		b, err := decodeValue(raw, req.Encoding)
+		if err != nil {
+			return nil, fault.New(fault.Invalid, "invalid_artifact", "artifacts[%d]: %v", i, err)
+		}
+		if len(b) > MaxArtifactBytes {
+			return nil, fault.New(fault.TooLarge, "artifact_too_large", "artifacts[%d] is %d bytes; at most %d", i, len(b), MaxArtifactBytes)
+		}
+		inputs[i] = wasm.Input{Artifact: b, Evidence: evidence}
+	}
+	return inputs, nil
+}
+
+// decodeValue returns the bytes a checker sees of one JSON value. Under
+// EncodingJSON a string gives its contents and any other value its JSON
+// text, as the market gives a listing's artifact; null is refused. Under
+// EncodingBase64 the value must be a string of standard base64.
+func decodeValue(raw json.RawMessage, encoding string) ([]byte, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, errors.New("must not be null")
+	}
+	var s string
+	isString := raw[0] == '"'
+	if isString {
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, err
+		}
+	}
+	if encoding == EncodingBase64 {
+		if !isString {
+			return nil, errors.New("with encoding base64, must be a string")
+		}
+		b, err := base64.StdEncoding.DecodeString(s)
+		if err != nil {
+			return nil, fmt.Errorf("not standard base64: %v", err)
+		}
+		return b, nil
+	}
+	if isString {
+		return []byte(s), nil
+	}
+	return []byte(raw), nil
+}
