@@ -17,3 +17,11 @@ func SessionSetting(tb testing.TB, s *Store, name string) string {
 
 // Retries returns how many attempts s has run again after a conflict.
 func (s *Store) Retries() int64 { return s.retries.Load() }
+
+// Exec runs sql on s's pool, for tests that prepare the table.
+func Exec(tb testing.TB, s *Store, sql string) {
+	tb.Helper()
+	if _, err := s.pool.Exec(context.Background(), sql); err != nil {
+		tb.Fatal(err)
+	}
+}

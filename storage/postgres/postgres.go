@@ -128,11 +128,17 @@ func (s *Store) Close() error {
 	return nil
 }
 
+// The statements that open a transaction, sent with its first statement.
+const (
+	beginUpdate = `BEGIN ISOLATION LEVEL SERIALIZABLE`
+	beginView   = `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`
+)
+
 // Update implements store.Store.
 func (s *Store) Update(ctx context.Context, fn func(store.Tx) error) error {
 	bound := minBackoff
 	for attempt := 1; ; attempt++ {
-		err := s.run(ctx, pgx.TxOptions{IsoLevel: pgx.Serializable}, fn)
+		err := s.run(ctx, beginUpdate, fn)
 		if !retryable(err) {
 			return err
 		}
@@ -153,23 +159,34 @@ func (s *Store) Update(ctx context.Context, fn func(store.Tx) error) error {
 
 // View implements store.Store.
 func (s *Store) View(ctx context.Context, fn func(store.Tx) error) error {
-	return s.run(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
+	return s.run(ctx, beginView, fn)
 }
 
-// run runs fn once in a transaction with opts and commits it.
-func (s *Store) run(ctx context.Context, opts pgx.TxOptions, fn func(store.Tx) error) (err error) {
+// run runs fn once in a transaction opened by begin, and commits it.
+//
+// # Notes
+//
+// The transaction takes no round trip of its own: BEGIN goes to the server
+// with its first statement, and the writes still pending go with COMMIT. A
+// transaction that sent nothing commits nothing.
+func (s *Store) run(ctx context.Context, begin string, fn func(store.Tx) error) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	ptx, err := s.pool.BeginTx(ctx, opts)
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return wrap(err)
 	}
-	t := &tx{ctx: ctx, tx: ptx}
+	t := &tx{ctx: ctx, conn: conn, begin: begin}
 	defer func() {
-		if err != nil {
-			ptx.Rollback(context.Background())
+		if t.conn.Conn().PgConn().TxStatus() != 'I' {
+			// Still in the transaction (fn failed) or in a failed one:
+			// end it, so that the connection goes back to the pool.
+			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_, _ = t.conn.Exec(rctx, `ROLLBACK`)
+			cancel()
 		}
+		t.conn.Release()
 	}()
 	err = fn(t)
 	if t.failed != nil && retryable(t.failed) {
@@ -180,11 +197,17 @@ func (s *Store) run(ctx context.Context, opts pgx.TxOptions, fn func(store.Tx) e
 	if err != nil {
 		return err
 	}
-	if err := t.flush(); err != nil {
+	if t.begin != "" && len(t.pending) == 0 {
+		return nil // nothing read or written
+	}
+	var tag pgconn.CommandTag
+	if err := t.send(`COMMIT`, nil, func(b *pgx.QueuedQuery) {
+		b.Exec(func(ct pgconn.CommandTag) error { tag = ct; return nil })
+	}); err != nil {
 		return err
 	}
-	if err := ptx.Commit(ctx); err != nil {
-		return wrap(err)
+	if tag.String() == "ROLLBACK" {
+		return errors.New("postgres: the transaction was rolled back at commit")
 	}
 	return nil
 }
@@ -217,11 +240,13 @@ func redact(rawURL string) string {
 	return u.Redacted()
 }
 
-// tx is one transaction. Writes wait in pending until the next read or the
-// commit, and are sent in one batch.
+// tx is one transaction on one connection. Its BEGIN waits until its
+// first statement, and its writes until the next read or the commit; each
+// exchange with the server then sends everything waiting in one batch.
 type tx struct {
 	ctx     context.Context
-	tx      pgx.Tx
+	conn    *pgxpool.Conn
+	begin   string // the BEGIN not sent yet; "" once sent
 	pending []write
 	// failed is the first error the server returned; PostgreSQL aborts
 	// the transaction on any error, so every later call returns it too.
@@ -243,15 +268,18 @@ func (t *tx) fail(err error) error {
 	return t.failed
 }
 
-// flush sends the pending writes.
-func (t *tx) flush() error {
+// send sends the BEGIN and the writes still waiting, then sql with args,
+// whose result then reaches the function that last queues (nil: none), in
+// one batch.
+func (t *tx) send(sql string, args []any, then func(*pgx.QueuedQuery)) error {
 	if t.failed != nil {
 		return t.failed
 	}
-	if len(t.pending) == 0 {
-		return nil
-	}
 	b := &pgx.Batch{}
+	if t.begin != "" {
+		b.Queue(t.begin)
+		t.begin = ""
+	}
 	for _, w := range t.pending {
 		if w.value == nil {
 			b.Queue(`DELETE FROM kv WHERE key = $1`, w.key)
@@ -260,20 +288,36 @@ func (t *tx) flush() error {
 		}
 	}
 	t.pending = t.pending[:0]
-	return t.fail(t.tx.SendBatch(t.ctx, b).Close())
+	if sql != "" {
+		q := b.Queue(sql, args...)
+		if then != nil {
+			then(q)
+		}
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	return t.fail(t.conn.SendBatch(t.ctx, b).Close())
 }
 
 func (t *tx) Get(key string) ([]byte, error) {
-	if err := t.flush(); err != nil {
+	var v []byte
+	found := true
+	err := t.send(`SELECT value FROM kv WHERE key = $1`, []any{[]byte(key)}, func(q *pgx.QueuedQuery) {
+		q.QueryRow(func(row pgx.Row) error {
+			err := row.Scan(&v)
+			if errors.Is(err, pgx.ErrNoRows) {
+				found = false
+				return nil
+			}
+			return err
+		})
+	})
+	if err != nil {
 		return nil, err
 	}
-	var v []byte
-	err := t.tx.QueryRow(t.ctx, `SELECT value FROM kv WHERE key = $1`, []byte(key)).Scan(&v)
-	if errors.Is(err, pgx.ErrNoRows) {
+	if !found {
 		return nil, store.ErrNotFound
-	}
-	if err != nil {
-		return nil, t.fail(err)
 	}
 	return v, nil
 }
@@ -334,9 +378,6 @@ func (t *tx) Scan(prefix string, reverse bool, fn func(string, []byte) error) er
 	hi := upperBound(lo) // nil: no bound
 	limit := firstPage
 	for {
-		if err := t.flush(); err != nil {
-			return err
-		}
 		page, err := t.page(lo, hi, reverse, limit)
 		if err != nil {
 			return err
@@ -374,23 +415,20 @@ func (t *tx) page(lo, hi []byte, reverse bool, limit int) ([]row, error) {
 	case hi != nil:
 		q, args = scanFwdBound, append(args, hi)
 	}
-	rows, err := t.tx.Query(t.ctx, q, args...)
-	if err != nil {
-		return nil, t.fail(err)
-	}
 	page := make([]row, 0, limit)
-	for rows.Next() {
-		var r row
-		if err := rows.Scan(&r.key, &r.value); err != nil {
-			rows.Close()
-			return nil, t.fail(err)
-		}
-		page = append(page, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, t.fail(err)
-	}
-	return page, nil
+	err := t.send(q, args, func(qq *pgx.QueuedQuery) {
+		qq.Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var r row
+				if err := rows.Scan(&r.key, &r.value); err != nil {
+					return err
+				}
+				page = append(page, r)
+			}
+			return rows.Err()
+		})
+	})
+	return page, err
 }
 
 // upperBound returns the least key greater than every key with the prefix,
