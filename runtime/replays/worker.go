@@ -21,6 +21,52 @@ type TaskRunner interface {
 	Run(ctx context.Context, ref checkers.Ref, in wasm.Input) (wasm.Outcome, error)
 }
 
+// CachedSource keeps the bytes of checkers read from src, up to maxBytes
+// in all, so that a worker replaying one checker many times reads it from
+// the store once. Checkers are named by the hash of their bytes, so a kept
+// checker never goes stale; bytes whose hash is not their name are not
+// kept. It is safe for concurrent use.
+func CachedSource(src checkers.Source, maxBytes int) checkers.Source {
+	return &cachedSource{src: src, max: maxBytes, byHash: map[string][]byte{}}
+}
+
+type cachedSource struct {
+	src    checkers.Source
+	max    int
+	mu     sync.Mutex
+	size   int
+	byHash map[string][]byte
+	order  []string // oldest first, for eviction
+}
+
+func (c *cachedSource) Checker(sum string) ([]byte, error) {
+	c.mu.Lock()
+	b, ok := c.byHash[sum]
+	c.mu.Unlock()
+	if ok {
+		return b, nil
+	}
+	b, err := c.src.Checker(sum)
+	if err != nil || len(b) > c.max || checkers.SHA256(b) != sum {
+		return b, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.byHash[sum]; ok {
+		return b, nil
+	}
+	for c.size+len(b) > c.max && len(c.order) > 0 {
+		old := c.order[0]
+		c.order = c.order[1:]
+		c.size -= len(c.byHash[old])
+		delete(c.byHash, old)
+	}
+	c.byHash[sum] = b
+	c.order = append(c.order, sum)
+	c.size += len(b)
+	return b, nil
+}
+
 // Defaults for WorkerConfig.
 const (
 	// DefaultLease outlasts any one replay: the sandbox's wall-clock

@@ -262,3 +262,63 @@ func TestSubmit_ErrInvalid(t *testing.T) {
 		t.Errorf("bad submissions queued %+v (%v)", st, err)
 	}
 }
+
+// countingSource counts the reads that reach it.
+type countingSource struct {
+	mu    sync.Mutex
+	reads map[string]int
+	files map[string][]byte
+}
+
+func (c *countingSource) Checker(sum string) ([]byte, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reads[sum]++
+	b, ok := c.files[sum]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", checkers.ErrNotFound, sum)
+	}
+	return b, nil
+}
+
+// TestCachedSource: a checker is read once and then served from memory;
+// the cache holds at most its bound, oldest out first; unknown checkers
+// and bytes that do not match their name are not kept.
+func TestCachedSource(t *testing.T) {
+	a, b, c := []byte("aaaa"), []byte("bbbbbb"), []byte("cc")
+	src := &countingSource{reads: map[string]int{}, files: map[string][]byte{
+		checkers.SHA256(a): a, checkers.SHA256(b): b, checkers.SHA256(c): c,
+		strings.Repeat("0", 64): []byte("not its name"),
+	}}
+	cs := replays.CachedSource(src, 10)
+	read := func(x []byte) {
+		t.Helper()
+		got, err := cs.Checker(checkers.SHA256(x))
+		if err != nil || string(got) != string(x) {
+			t.Fatalf("read %q: %q %v", x, got, err)
+		}
+	}
+	read(a)
+	read(a)
+	read(b) // 10 bytes: a and b fit
+	read(a)
+	if src.reads[checkers.SHA256(a)] != 1 || src.reads[checkers.SHA256(b)] != 1 {
+		t.Fatalf("reads %v, want one each", src.reads)
+	}
+	read(c) // 12 bytes: a, the oldest, goes
+	read(a)
+	if src.reads[checkers.SHA256(a)] != 2 {
+		t.Errorf("a was read %d times, want 2 (evicted once)", src.reads[checkers.SHA256(a)])
+	}
+	for range 2 {
+		if _, err := cs.Checker(strings.Repeat("0", 64)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cs.Checker(strings.Repeat("f", 64)); err == nil {
+			t.Fatal("an unknown checker was found")
+		}
+	}
+	if src.reads[strings.Repeat("0", 64)] != 2 || src.reads[strings.Repeat("f", 64)] != 2 {
+		t.Errorf("mismatched or unknown checkers were kept: %v", src.reads)
+	}
+}
