@@ -224,6 +224,11 @@ func serveWith(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
+	stopReplays, err := startReplayWorker(ctx, db, sb, court.Checkers(), log)
+	if err != nil {
+		return err
+	}
+	defer stopReplays()
 	// ASSAY_TEST_CLOCK=1 lets the operator move the market's clock forward
 	// (POST /market/clock), so that end-to-end tests close windows.
 	marketNow := time.Now

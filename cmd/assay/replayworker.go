@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/assayhq/assay/checkers"
+	"github.com/assayhq/assay/runtime/replays"
+	"github.com/assayhq/assay/runtime/store"
+	"github.com/assayhq/assay/storage"
+	"github.com/assayhq/assay/storage/postgres"
+	"github.com/assayhq/assay/wasm"
+)
+
+// nodeName names this process among the nodes sharing a store: host and
+// process id.
+func nodeName() string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "node"
+	}
+	return fmt.Sprintf("%s:%d", host, os.Getpid())
+}
+
+// replayWorkerConfig reads the replay worker's settings from the
+// environment: ASSAY_REPLAY_SLOTS (replays at once; 0, the default, is
+// GOMAXPROCS; -1 runs no worker) and ASSAY_REPLAY_LEASE (how long a claimed
+// job is this node's, a Go duration; default replays.DefaultLease).
+func replayWorkerConfig(getenv func(string) string) (slots int, lease time.Duration, err error) {
+	if v := getenv("ASSAY_REPLAY_SLOTS"); v != "" {
+		if slots, err = strconv.Atoi(v); err != nil || slots < -1 {
+			return 0, 0, fmt.Errorf("ASSAY_REPLAY_SLOTS=%q: want a count, 0 for one per core, or -1 for none", v)
+		}
+	}
+	if v := getenv("ASSAY_REPLAY_LEASE"); v != "" {
+		if lease, err = time.ParseDuration(v); err != nil || lease <= 0 || lease > store.MaxLease {
+			return 0, 0, fmt.Errorf("ASSAY_REPLAY_LEASE=%q: want a positive duration up to %s", v, store.MaxLease)
+		}
+	}
+	return slots, lease, nil
+}
+
+// queueFor returns the job queue kept in db, badger's or PostgreSQL's.
+func queueFor(db store.Store) (store.Queue, error) {
+	switch s := db.(type) {
+	case *postgres.Store:
+		return postgres.NewQueue(s), nil
+	case *storage.DB:
+		return storage.NewQueue(s, storage.QueueConfig{}), nil
+	}
+	return nil, fmt.Errorf("no job queue for a store of type %T", db)
+}
+
+// checkerCacheBytes bounds the checker bytes a replay worker keeps in
+// memory, so that it reads a checker from the store once per batch, not
+// once per replay.
+const checkerCacheBytes = 256 << 20
+
+// startReplayWorker runs this node's replay worker on db's job queue, so
+// that replays any node queues (replays.Submit) run here too, on sb with
+// checkers from src. The returned function stops the worker and waits for
+// it; replays it cuts short are left to their lease, for another node.
+func startReplayWorker(ctx context.Context, db store.Store, sb *wasm.Sandbox, src checkers.Source, log *slog.Logger) (stop func(), err error) {
+	slots, lease, err := replayWorkerConfig(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	if slots < 0 {
+		log.Info("replay worker off (ASSAY_REPLAY_SLOTS=-1)")
+		return func() {}, nil
+	}
+	q, err := queueFor(db)
+	if err != nil {
+		return nil, err
+	}
+	runner := checkers.NewRunner(sb, replays.CachedSource(src, checkerCacheBytes))
+	w := replays.NewWorker(replays.WorkerConfig{Queue: q, Runner: runner, Name: nodeName(),
+		Slots: slots, Lease: lease, Logger: log})
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { w.Run(ctx) })
+	log.Info("replay worker", "queue", replays.QueueName, "name", nodeName(), "slots", slots)
+	return func() {
+		cancel()
+		wg.Wait()
+		st := w.Stats()
+		log.Info("replay worker stopped", "claimed", st.Claimed, "completed", st.Completed, "lost", st.Lost, "abandoned", st.Abandoned)
+	}, nil
+}
