@@ -1,0 +1,482 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/assayhq/assay/internal/pgtest"
+	"github.com/assayhq/assay/runtime/ledger"
+	"github.com/assayhq/assay/runtime/receipt"
+	"github.com/assayhq/assay/runtime/store"
+	"github.com/assayhq/assay/storage/postgres"
+)
+
+// startNode runs `assay serve` as one node of a cluster: its own data
+// directory for the compile cache, the shared PostgreSQL store at dbURL,
+// the signing keys in the shared directory keys, and any further args.
+func startNode(tb testing.TB, dbURL, keys string, env []string, args ...string) *server {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skip("e2e: starts servers")
+	}
+	dir := tb.TempDir()
+	argv := append([]string{"serve", "--addr", "127.0.0.1:0", "--data", dir,
+		"--store", "postgres:" + dbURL, "--keys", keys}, args...)
+	cmd := exec.Command(binary, argv...)
+	cmd.Env = append(os.Environ(), env...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s := &server{cmd: cmd, data: dir, out: &bytes.Buffer{}, done: make(chan error, 1)}
+	cmd.Stderr = &lockedWriter{w: s.out}
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	lines := bufio.NewScanner(stdout)
+	found := make(chan string, 1)
+	go func() {
+		for lines.Scan() {
+			if m := listening.FindStringSubmatch(lines.Text()); m != nil {
+				found <- m[1]
+			}
+		}
+		s.done <- cmd.Wait()
+	}()
+	select {
+	case s.base = <-found:
+	case err := <-s.done:
+		tb.Fatalf("assay serve --store postgres exited: %v\n%s", err, s.out)
+	case <-time.After(60 * time.Second):
+		_ = cmd.Process.Kill()
+		tb.Fatalf("assay serve --store postgres did not start\n%s", s.out)
+	}
+	tb.Cleanup(func() { s.stop(tb) })
+	return s
+}
+
+// startCluster starts n nodes on one fresh PostgreSQL database and one key
+// directory: the first alone, so that it creates the keys the others load.
+// It skips without ASSAY_TEST_POSTGRES.
+func startCluster(tb testing.TB, n int, args ...string) (nodes []*server, dbURL string) {
+	tb.Helper()
+	return startClusterEnv(tb, n, nil, args...)
+}
+
+// startClusterEnv is startCluster with more environment for every node.
+func startClusterEnv(tb testing.TB, n int, env []string, args ...string) (nodes []*server, dbURL string) {
+	tb.Helper()
+	dbURL = pgtest.URL(tb)
+	keys := tb.TempDir()
+	nodes = make([]*server, n)
+	nodes[0] = startNode(tb, dbURL, keys, env, args...)
+	var wg sync.WaitGroup
+	for i := 1; i < n; i++ {
+		wg.Go(func() { nodes[i] = startNode(tb, dbURL, keys, env, args...) })
+	}
+	wg.Wait()
+	for _, s := range nodes {
+		if s == nil {
+			tb.FailNow()
+		}
+	}
+	return nodes, dbURL
+}
+
+// TestMultiNode runs three `assay serve` processes on one PostgreSQL
+// database with shared signing keys. Concurrent clients drive whole escrow
+// cases with every step on another node; accept and dispute race on the
+// same contracts from different nodes, and verdicts on the same Matters;
+// one node is killed with SIGKILL in the middle of the load. Then every
+// acknowledged write is read back through each surviving node, every
+// race had exactly one winner, every receipt verifies against the keys any
+// node publishes, and the ledger sums to zero.
+func TestMultiNode(t *testing.T) {
+	nodes, dbURL := startCluster(t, 3, "--matters-auth", "open")
+	client := &http.Client{Timeout: 20 * time.Second}
+
+	// The keys every node publishes are the same.
+	var published []byte
+	for i, s := range nodes {
+		r := s.get(t, "/.well-known/assay-keys")
+		if r.status != http.StatusOK {
+			t.Fatalf("node %d keys: %d %s", i, r.status, r.body)
+		}
+		if i == 0 {
+			published = r.body
+		} else if !bytes.Equal(r.body, published) {
+			t.Fatalf("node %d publishes other keys:\n%s\nnode 0:\n%s", i, r.body, published)
+		}
+	}
+	keys, err := receipt.ParseKeys(published)
+	if err != nil {
+		t.Fatal(err)
+	}
+	verifier := receipt.NewVerifier(keys)
+
+	// alive is the nodes not killed; requests go round them.
+	var killed atomic.Int32
+	killed.Store(-1)
+	node := func(i int) *server {
+		if k := int(killed.Load()); k >= 0 && i%len(nodes) == k {
+			i++
+		}
+		return nodes[i%len(nodes)]
+	}
+	post := func(s *server, path, body string) (int, map[string]any) {
+		resp, err := client.Post(s.base+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			return 0, nil // the node is gone: nothing acknowledged
+		}
+		defer resp.Body.Close()
+		data, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return 0, nil
+		}
+		var out map[string]any
+		_ = json.Unmarshal(data, &out)
+		return resp.StatusCode, out
+	}
+
+	// 1. Load: whole cases, each step on the next node, from 12 clients;
+	// node 2 is killed once 120 cases are decided.
+	var (
+		mu     sync.Mutex
+		acks   = map[string]ack{}
+		done   atomic.Int64
+		stop   atomic.Bool
+		wg     sync.WaitGroup
+		record = func(id string, a ack) { mu.Lock(); acks[id] = a; mu.Unlock() }
+	)
+	for c := range 12 {
+		wg.Go(func() {
+			for i := 0; !stop.Load(); i++ {
+				step := c + i
+				st, created := post(node(step), "/contracts", fmt.Sprintf(
+					`{"buyer":"did:multi:b%d","seller":"did:multi:s%d","price":%d,"acceptance":{"assertions":[{"path":"rows","op":"gte","value":3}]}}`,
+					c, i%7, 10+i))
+				if st != http.StatusOK {
+					continue
+				}
+				id, _ := created["contract_id"].(string)
+				record(id, ack{status: "created"})
+				if st, _ := post(node(step+1), "/contracts/"+id+"/fund", `{}`); st != http.StatusOK {
+					continue
+				}
+				record(id, ack{status: "funded"})
+				if st, _ := post(node(step+2), "/contracts/"+id+"/deliver", fmt.Sprintf(`{"deliverable":{"rows":%d},"evidence":{}}`, i%5)); st != http.StatusOK {
+					continue
+				}
+				record(id, ack{status: "delivered"})
+				action, body := "/accept", `{}`
+				if i%2 == 1 {
+					action, body = "/dispute", `{"reason":"multinode"}`
+				}
+				st, rec := post(node(step+3), "/contracts/"+id+action, body)
+				if st != http.StatusOK {
+					continue
+				}
+				rid, _ := rec["id"].(string)
+				record(id, ack{status: "decided", receipt: rid})
+				done.Add(1)
+			}
+		})
+	}
+
+	// 2. Races, while the load runs: accept and dispute of one delivered
+	// contract sent at once to three nodes; one verdict per Matter.
+	raceContracts := func(n int) (winners map[string]string) {
+		winners = map[string]string{}
+		for k := range n {
+			id := nodes[k%2].deliveredCase(t, "did:multi:race", `{"assertions":[{"path":"rows","op":"gte","value":3}]}`, `{"rows":3}`)
+			type result struct {
+				status int
+				action string
+				body   map[string]any
+			}
+			results := make([]result, 3)
+			var rw sync.WaitGroup
+			for j, action := range []string{"/accept", "/dispute", "/accept"} {
+				rw.Go(func() {
+					body := `{}`
+					if action == "/dispute" {
+						body = `{"reason":"race"}`
+					}
+					st, out := post(node(j), "/contracts/"+id+action, body)
+					results[j] = result{st, action, out}
+				})
+			}
+			rw.Wait()
+			wins := 0
+			for _, r := range results {
+				switch r.status {
+				case http.StatusOK:
+					wins++
+					rid, _ := r.body["id"].(string)
+					winners[id] = rid
+					record(id, ack{status: "decided", receipt: rid})
+				case http.StatusConflict:
+				default:
+					t.Errorf("race on %s: %s answered %d %v", id, r.action, r.status, r.body)
+				}
+			}
+			if wins != 1 {
+				t.Errorf("race on %s: %d winners, want 1: %+v", id, wins, results)
+			}
+		}
+		return winners
+	}
+	winners := raceContracts(15)
+
+	const matters = "/api/v1/economic/matters"
+	matterIDs := map[string]string{} // matter id -> the verdict that won
+	for k := range 10 {
+		open := `{"requester_id":"multi-requester",` + strings.TrimPrefix(matterOpen(time.Now().Add(time.Hour), fmt.Sprintf("multi-open-%d", k)), "{")
+		st, opened := post(nodes[k%3], matters+"/open", open)
+		if st != http.StatusCreated {
+			t.Fatalf("open a matter: %d %v", st, opened)
+		}
+		id := opened["matter"].(map[string]any)["matter_id"].(string)
+		var (
+			wins  atomic.Int32
+			won   atomic.Value
+			races sync.WaitGroup
+		)
+		for j := range 6 {
+			races.Go(func() {
+				ok := j%2 == 0
+				st, body := post(node(j), matters+"/verdict", fmt.Sprintf(
+					`{"matter_id":"%s","solver_id":"solver-%d","solver_kind":"model","action_digest":"%s","verdict":{"ok":%v},"idempotency_key":"mv-%d-%d"}`,
+					id, j, mattersDigest, ok, k, j))
+				switch {
+				case st == http.StatusOK:
+					wins.Add(1)
+					won.Store(fmt.Sprint(ok))
+				case st == http.StatusConflict:
+				default:
+					t.Errorf("verdict on %s: %d %v", id, st, body)
+				}
+			})
+		}
+		races.Wait()
+		if wins.Load() != 1 {
+			t.Errorf("matter %s: %d verdicts won, want 1", id, wins.Load())
+			continue
+		}
+		matterIDs[id] = won.Load().(string)
+	}
+
+	// 3. Kill node 2 once the load is well under way.
+	deadline := time.Now().Add(60 * time.Second)
+	for done.Load() < 120 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := nodes[2].cmd.Process.Kill(); err != nil { // SIGKILL
+		t.Fatal(err)
+	}
+	<-nodes[2].done
+	killed.Store(2)
+	// The survivors keep serving: more races and load after the kill.
+	for id, w := range raceContracts(5) {
+		winners[id] = w
+	}
+	time.Sleep(500 * time.Millisecond)
+	stop.Store(true)
+	wg.Wait()
+	if done.Load() == 0 {
+		t.Fatalf("no case was decided\n%s", nodes[0].out)
+	}
+	t.Logf("killed node 2 after %d decided cases; %d contracts acknowledged", done.Load(), len(acks))
+
+	// 4. Every acknowledged write, read back through each survivor.
+	survivors := nodes[:2]
+	missing, verified := 0, 0
+	for id, a := range acks {
+		for n, s := range survivors {
+			r := s.get(t, "/contracts/"+id)
+			if r.status != http.StatusOK {
+				t.Errorf("node %d: contract %s (acknowledged %s) is missing: %d", n, id, a.status, r.status)
+				missing++
+				continue
+			}
+			got, _ := r.obj(t)["status"].(string)
+			if rank(got) < rank(a.status) {
+				t.Errorf("node %d: contract %s acknowledged %s, found %s", n, id, a.status, got)
+			}
+			if w, ok := winners[id]; ok {
+				// The contract holds the winner's receipt as its last.
+				var c struct{ Receipts []string }
+				_ = json.Unmarshal(r.body, &c)
+				if len(c.Receipts) == 0 || !strings.HasSuffix(w, strings.TrimPrefix(c.Receipts[len(c.Receipts)-1], "urn:assay:receipt:")) {
+					t.Errorf("node %d: contract %s: receipt %s won the race, but the contract's receipts are %v", n, id, w, c.Receipts)
+				}
+			}
+			if a.receipt == "" {
+				continue
+			}
+			rid := strings.TrimPrefix(a.receipt, "urn:assay:receipt:")
+			rr := s.get(t, "/receipts/"+rid)
+			if rr.status != http.StatusOK {
+				t.Errorf("node %d: receipt %s of contract %s is missing: %d", n, a.receipt, id, rr.status)
+				continue
+			}
+			if v := verifier.Verify(rr.body); !v.Valid {
+				t.Errorf("node %d: receipt %s does not verify against the published keys: %s", n, a.receipt, v.Reason)
+			} else {
+				verified++
+			}
+		}
+		if missing > 10 {
+			t.Fatal("too many missing contracts")
+		}
+	}
+	if verified == 0 {
+		t.Error("no receipt was verified")
+	}
+	if len(matterIDs) == 0 {
+		t.Error("no matter had a verdict")
+	}
+	for id, ok := range matterIDs {
+		for n, s := range survivors {
+			r := s.get(t, matters+"/"+id)
+			m, _ := r.obj(t)["matter"].(map[string]any)
+			if r.status != http.StatusOK || m == nil {
+				t.Errorf("node %d: matter %s: %d %s", n, id, r.status, r.body)
+				continue
+			}
+			if v, _ := json.Marshal(m["verdict"]); !strings.Contains(string(v), `"ok":`+ok) {
+				t.Errorf("node %d: matter %s holds verdict %s, but %s won", n, id, v, ok)
+			}
+			rc := s.get(t, matters+"/"+id+"/receipts")
+			list, _ := rc.obj(t)["receipts"].([]any)
+			if len(list) < 2 {
+				t.Errorf("node %d: matter %s has %d receipts", n, id, len(list))
+			}
+			for _, x := range list {
+				b, _ := json.Marshal(x)
+				if v := verifier.Verify(b); !v.Valid {
+					t.Errorf("node %d: a receipt of matter %s does not verify: %s", n, id, v.Reason)
+				}
+			}
+		}
+	}
+
+	// 5. The ledger sums to zero, as every node reports it and as the
+	// database holds it.
+	for n, s := range survivors {
+		if l := s.get(t, "/ledger").obj(t); l["balanced"] != true {
+			t.Errorf("node %d: ledger %v", n, l)
+		}
+	}
+	db, err := postgres.Open(context.Background(), dbURL, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.View(context.Background(), func(tx store.Tx) error {
+		sums, err := ledger.Sums(tx)
+		for cur, sum := range sums {
+			if sum != 0 {
+				t.Errorf("ledger sums to %d %s, want 0", sum, cur)
+			}
+		}
+		if len(sums) == 0 {
+			t.Errorf("the ledger is empty after %d decided cases", done.Load())
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMultiNode_Replays queues replays in the shared database and shows
+// every node's worker running them; then it kills one node with SIGKILL
+// in the middle of a second batch, and the jobs it held are run by the
+// others once their lease runs out, every one recorded once.
+func TestMultiNode_Replays(t *testing.T) {
+	nodes, dbURL := startClusterEnv(t, 3, []string{"ASSAY_REPLAY_SLOTS=2", "ASSAY_REPLAY_LEASE=2s"})
+	checker := filepath.Join("..", "fixtures", "checkers", "rows.wasm")
+	nodesUp := 3
+	run := func(count int) (res struct {
+		Count   int
+		ByNode  map[string]int `json:"by_node"`
+		Kinds   map[string]int
+		Retaken int
+		Errors  int
+	}) {
+		out, err := exec.Command(binary, "bench", "replays", "--store", "postgres:"+dbURL, "--base", nodes[0].base,
+			"--checker", checker, "--count", fmt.Sprint(count), "--nodes", fmt.Sprint(nodesUp), "--json").Output()
+		if err != nil {
+			t.Fatalf("assay bench replays: %v\n%s", err, out)
+		}
+		if err := json.Unmarshal(out, &res); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		if res.Count != count || res.Kinds["pass"] != count || res.Errors != 0 {
+			t.Fatalf("unexpected result: %s", out)
+		}
+		return res
+	}
+	began := time.Now()
+	first := run(60)
+	t.Logf("first batch: %v in %v", first.ByNode, time.Since(began))
+	if len(first.ByNode) != 3 {
+		t.Errorf("60 replays ran on %d nodes, want 3: %v", len(first.ByNode), first.ByNode)
+	}
+
+	// Kill node 2 while it holds jobs of the next batch: they must be
+	// retaken by the others once its lease (2 s) runs out.
+	conn, err := pgx.Connect(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	victim := fmt.Sprintf("%%:%d", nodes[2].cmd.Process.Pid)
+	held := func() (n int) {
+		err := conn.QueryRow(context.Background(),
+			`SELECT count(*) FROM assay_queue WHERE worker LIKE $1 AND done IS NULL AND id NOT LIKE '%-warm%'`, victim).Scan(&n)
+		if err != nil {
+			t.Error(err)
+		}
+		return n
+	}
+	var heldAtDeath atomic.Int64
+	killed := make(chan struct{})
+	go func() {
+		defer close(killed)
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if held() > 0 {
+				_ = nodes[2].cmd.Process.Kill() // SIGKILL
+				<-nodes[2].done
+				heldAtDeath.Store(int64(held())) // what it held, now for good
+				return
+			}
+		}
+	}()
+	nodesUp = 1 // the batch runs while node 2 dies
+	second := run(200)
+	<-killed
+	t.Logf("after the kill: %v; node 2 died holding %d jobs; %d results came from a retake", second.ByNode, heldAtDeath.Load(), second.Retaken)
+	if heldAtDeath.Load() == 0 {
+		t.Fatalf("node 2 was not killed holding a job")
+	}
+	if int64(second.Retaken) < heldAtDeath.Load() {
+		t.Errorf("%d results came from a retake, but node 2 died holding %d jobs", second.Retaken, heldAtDeath.Load())
+	}
+}
