@@ -18,23 +18,24 @@ const (
 	benchArtifact = `{"name": "primes", "rows": [{"id": 1, "ok": true}, {"id": 2, "ok": true}]}`
 )
 
-// hostHarness is what a Python-native market would run per replay: the
-// checker in a fresh host python3 with the artifact as artifact and data.
-const hostHarness = `import json, sys
-raw = open(sys.argv[2], 'rb').read()
-ns = {'__name__': '__main__', 'artifact': raw.decode(), 'data': None}
-try:
-    ns['data'] = json.loads(raw)
-except ValueError:
-    pass
-exec(compile(open(sys.argv[1], 'rb').read(), 'check.py', 'exec'), ns)
+// hostBoot runs harness.py on the host the way python.wasm runs it in the
+// sandbox, minus the preloading: the harness as a module, pointed at a
+// directory with the checker and its input, then check(). Run as
+//
+//	python3 -I -S -B -c hostBoot harness.py DIR
+const hostBoot = `import os, sys
+h = type(sys)("_assay_harness")
+h.__file__ = sys.argv[1]
+exec(compile(open(sys.argv[1], "rb").read(), sys.argv[1], "exec"), h.__dict__)
+h.CHECKER_DIR = h.IN_DIR = sys.argv[2]
+os._exit(h.check())
 `
 
 // BenchmarkReplay is one Python checker replay from a warm cache (the
-// interpreter compiled, the sandbox reused), and the same check done by
-// starting a host python3 per replay. The startup sub-benchmarks show where
-// a replay's time goes: the interpreter alone (-c pass, no site), then the
-// harness with an empty checker.
+// interpreter compiled, the sandbox reused, its snapshot taken), from a
+// cold start (the interpreter starting in the run's instance), and the
+// same check done by starting a host python3 per replay through the same
+// harness. wasm/snapshot/empty-checker is the harness's own cost.
 func BenchmarkReplay(b *testing.B) {
 	sb := newSandbox(b, wasm.Config{})
 	ctx := context.Background()
@@ -58,30 +59,25 @@ func BenchmarkReplay(b *testing.B) {
 			b.ReportMetric(float64(out.MemoryPages)/16, "MiB/op")
 		})
 	}
-	sandboxed("wasm/interpreter-only", func() wasm.Outcome {
-		pin, err := python.Input([]byte("pass"), "", in)
-		if err != nil {
-			b.Fatal(err)
-		}
-		pin.Args = []string{"/usr/local/bin/python3.11", "-I", "-S", "-B", "-c", "pass"}
-		return sb.Run(ctx, python.Module(), pin, lim)
-	})
-	sandboxed("wasm/empty-checker", func() wasm.Outcome {
+	sandboxed("wasm/snapshot/empty-checker", func() wasm.Outcome {
 		return python.Run(ctx, sb, []byte("pass\n"), "", in, lim)
 	})
-	sandboxed("wasm/checker", func() wasm.Outcome {
+	sandboxed("wasm/snapshot/checker", func() wasm.Outcome {
 		return python.Run(ctx, sb, []byte(benchChecker), "", in, lim)
+	})
+	sandboxed("wasm/cold/checker", func() wasm.Outcome {
+		return python.RunCold(ctx, sb, []byte(benchChecker), "", in, lim)
 	})
 
 	// The host runs: with the sandbox's flags (isolated, no site), and as
 	// plain python3 with site, as a market would most likely start it.
 	dir := b.TempDir()
-	for name, body := range map[string]string{"harness.py": hostHarness, "check.py": benchChecker, "artifact": benchArtifact} {
+	for name, body := range map[string]string{"harness.py": string(harnessSource(b)), "check.py": benchChecker, "artifact": benchArtifact, "type": python.DefaultType} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 			b.Fatal(err)
 		}
 	}
-	files := []string{filepath.Join(dir, "harness.py"), filepath.Join(dir, "check.py"), filepath.Join(dir, "artifact")}
+	args := []string{"-c", hostBoot, filepath.Join(dir, "harness.py"), dir}
 	for _, h := range []struct {
 		name  string
 		flags []string
@@ -93,13 +89,23 @@ func BenchmarkReplay(b *testing.B) {
 			py := hostPython(b)
 			b.ReportAllocs()
 			for b.Loop() {
-				cmd := exec.Command(py, append(append([]string(nil), h.flags...), files...)...)
+				cmd := exec.Command(py, append(append([]string(nil), h.flags...), args...)...)
 				if out, err := cmd.CombinedOutput(); err != nil {
 					b.Fatalf("%v: %s", err, out)
 				}
 			}
 		})
 	}
+}
+
+// harnessSource is harness.py, as the sandbox mounts it.
+func harnessSource(tb testing.TB) []byte {
+	tb.Helper()
+	b, err := os.ReadFile("harness.py")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
 }
 
 // hostPython returns the host's python3: the system's, when there is one,

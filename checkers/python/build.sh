@@ -1,8 +1,9 @@
 #!/bin/sh
 # build.sh rebuilds the Python runtime that checkers/python embeds:
-# python.wasm (CPython 3.11.2 for wasm32-wasi) and python311.zip (the
-# standard library as bytecode compiled by the same 3.11.2), laid out under
-# runtime/ as the sandbox mounts them.
+# python.wasm (CPython 3.11.2 for wasm32-wasi, linked as a reactor with
+# reactor/reactor.c as its entry) and python311.zip (the standard library as
+# bytecode compiled by the same 3.11.2), laid out under runtime/ as the
+# sandbox mounts them.
 #
 # It needs Debian bookworm's clang (14), lld, llvm, wasi-libc,
 # libclang-rt-14-dev-wasm32 and python3.11 (3.11.2, the build Python), and
@@ -101,13 +102,19 @@ if ! test -f "$bdir/python.wasm"; then
 			--disable-test-modules --without-ensurepip &&
 		make -j"$jobs")
 fi
+# The reactor: reactor.c in place of Programs/python.c, linked by CPython's
+# own Makefile (reactor/reactor.mk). It is copied in only when it changed,
+# so that make sees an unchanged file as up to date.
+cmp -s "$here/reactor/reactor.c" "$bdir/Programs/reactor.c" ||
+	cp "$here/reactor/reactor.c" "$bdir/Programs/reactor.c"
+(cd "$bdir" && make -f Makefile -f "$here/reactor/reactor.mk" python-reactor.wasm)
 
 # The layout the sandbox mounts at /usr/local: Python finds its prefix by the
 # lib-dynload directory (empty: every extension module is built in) and reads
 # the standard library from the zip.
 mkdir -p "$out/usr/local/lib/python3.11/lib-dynload"
 echo "Empty on purpose: python.wasm has its extension modules built in." >"$out/usr/local/lib/python3.11/lib-dynload/README"
-llvm-strip-14 -o "$out/python.wasm" "$bdir/python.wasm"
+llvm-strip-14 -o "$out/python.wasm" "$bdir/python-reactor.wasm"
 # sysconfig's data, with the scratch directory's name taken out.
 sysconfigdata=$work/_sysconfigdata__wasi_wasm32-wasi.py
 $buildpy - "$bdir"/build/lib.wasi-wasm32-3.11/_sysconfigdata__wasi_wasm32-wasi.py "$sysconfigdata" "$work" <<'EOS'
@@ -122,7 +129,7 @@ with open(dst, "w") as f:
 EOS
 $buildpy "$here/mkzip.py" "$pysrc/Lib" "$sysconfigdata" "$out/usr/local/lib/python311.zip"
 {
-	echo "CPython $version for wasm32-wasi"
+	echo "CPython $version for wasm32-wasi, a reactor (reactor/reactor.c)"
 	echo "source: $(basename "$(ls "$src"/python3.11_*.dsc)") $(basename "$(ls "$src"/zlib_*.dsc)")"
 	echo "toolchain: $(clang --version | head -1); wasi-libc $(dpkg-query -W -f '${Version}' wasi-libc)"
 	echo "build python: $($buildpy -VV | head -1) ($(dpkg-query -W -f '${Version}' python3.11))"

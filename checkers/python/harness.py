@@ -1,21 +1,24 @@
 """Assay's harness for Python checkers, run by python.wasm in the sandbox.
 
-    python -I -S -B /checker/harness.py TYPE
+python.wasm is a reactor (reactor.c). Its _initialize loads this file and
+calls init(), once per snapshot: the interpreter started and the modules
+checkers commonly use imported. Each replay starts from that snapshot and
+calls check(), which runs /checker/check.py against /in/artifact for an
+artifact of the type named in /checker/type.
 
-runs /checker/check.py against /in/artifact. For a code artifact the
-artifact's source runs first, as a module named artifact (so that an
-`if __name__ == "__main__":` block does not run), and the checker runs after
-it in the same namespace; for every other type the checker finds the
-artifact as the string `artifact`, and as `data` when it parses as JSON
-(otherwise `data` is None). Every checker also finds `artifact_bytes`, and
-`evidence` (a string) and `criteria` (parsed) or None where the case has none.
+For a code artifact the artifact's source runs first, as a module named
+artifact (so that an `if __name__ == "__main__":` block does not run), and the
+checker runs after it in the same namespace; for every other type the
+checker finds the artifact as the string `artifact`, and as `data` when it
+parses as JSON (otherwise `data` is None). Every checker also finds
+`artifact_bytes`, and `evidence` (a string) and `criteria` (parsed) or None
+where the case has none. The namespace is new for every check.
 
-Exit status 0 is pass. An uncaught exception, a failed assert included,
-prints a bounded traceback on stderr, ending with the exception's type and
-message, and exits 1: the Go side reads that into the outcome's detail.
-sys.exit(n) exits n, as in any Python program. The harness exits at once,
-without the interpreter's finalization, whose only effect here would be to
-spend fuel freeing what the checker built: atexit handlers do not run.
+check() returns the status: 0 is pass. An uncaught exception, a failed
+assert included, prints a bounded traceback on stderr, ending with the
+exception's type and message, and returns 1: the Go side reads that into the
+outcome's detail. sys.exit(n) returns n, as the exit status of any Python
+program. The interpreter is never finalized: atexit handlers do not run.
 """
 
 import sys
@@ -31,8 +34,33 @@ MARK = "Traceback (most recent call last):"
 # The bytes a JSON text can start with.
 JSON_STARTS = b'{["-0123456789tfn'
 
+# Where check() finds the checker and its input: the sandbox's mounts. The
+# benchmarks' host harness points them at a directory of the host.
+CHECKER_DIR = "/checker"
+IN_DIR = "/in"
+
 CODE = "code"
 TYPES = {CODE, "solution", "dataset", "embedding", "document", "data_feed"}
+
+# What init() imports: the modules checkers commonly use, and what the
+# harness itself needs to parse JSON and to report an exception.
+PRELOAD = (
+    "builtins", "json", "re", "math", "collections", "dataclasses", "itertools",
+    "functools", "decimal", "datetime", "fractions", "statistics", "random",
+    "string", "typing", "enum", "copy", "operator", "heapq", "bisect",
+    "csv", "io", "hashlib", "base64", "linecache", "traceback",
+)
+
+
+def init():
+    """Import PRELOAD, then freeze what start-up built out of the cyclic
+    garbage collector's way, so that a check's collections do not walk it."""
+    import gc
+
+    for name in PRELOAD:
+        __import__(name)
+    gc.collect()
+    gc.freeze()
 
 
 def read(path, optional=False):
@@ -49,13 +77,9 @@ def text(b):
     return b.decode("utf-8", "replace")
 
 
-# The sources run, by the file names their code was compiled with, so that
-# a traceback can quote their lines.
-sources = {}
-
-
-def report(exc):
-    """Print exc's traceback without the harness's own frames."""
+def report(exc, sources):
+    """Print exc's traceback without the harness's own frames, quoting the
+    lines of sources (file name to source bytes)."""
     import linecache
     import traceback
 
@@ -81,16 +105,16 @@ def report(exc):
     sys.stderr.flush()
 
 
-def main():
-    if len(sys.argv) != 2 or sys.argv[1] not in TYPES:
-        sys.stderr.write(f"harness: usage: harness.py TYPE (one of {sorted(TYPES)})\n")
+def run():
+    kind = text(read(f"{CHECKER_DIR}/type")).strip()
+    if kind not in TYPES:
+        sys.stderr.write(f"harness: artifact type {kind!r} is not one of {sorted(TYPES)}\n")
         return 2
-    kind = sys.argv[1]
     import builtins
 
-    raw = read("/in/artifact")
-    evidence = read("/in/evidence", optional=True)
-    criteria = read("/in/criteria.json", optional=True)
+    raw = read(f"{IN_DIR}/artifact")
+    evidence = read(f"{IN_DIR}/evidence", optional=True)
+    criteria = read(f"{IN_DIR}/criteria.json", optional=True)
     # The namespace is a real module's, in sys.modules, so that pickle,
     # dataclasses and typing.get_type_hints find it.
     name = "artifact" if kind == CODE else "__main__"
@@ -112,8 +136,7 @@ def main():
             ns["criteria"] = json.loads(criteria)
         except ValueError:
             pass
-    # Only what may be JSON is parsed, so that a checker of text does not
-    # pay for importing json.
+    # Only what may be JSON is parsed.
     head = raw.lstrip()[:1]
     if kind != CODE and head and head in JSON_STARTS:
         import json
@@ -123,7 +146,7 @@ def main():
         except ValueError:
             pass
     sys.argv = ["check.py"]
-    sources["check.py"] = read("/checker/check.py")
+    sources = {"check.py": read(f"{CHECKER_DIR}/check.py")}
     if kind == CODE:
         sources["artifact.py"] = raw
     try:
@@ -134,7 +157,7 @@ def main():
     except SystemExit as exc:
         return exit_status(exc.code)
     except BaseException as exc:
-        report(exc)
+        report(exc, sources)
         return 1
     return 0
 
@@ -149,15 +172,12 @@ def exit_status(code):
     return 1
 
 
-if __name__ == "__main__":
-    status = main()
-    # Exit at once: the interpreter's finalization would only spend fuel
-    # freeing what the checker built.
+def check():
+    """Run the checker and flush its output: the status, as an int."""
+    status = run()
     try:
         sys.stdout.flush()
         sys.stderr.flush()
     except BaseException:
         status = status or 1
-    import os
-
-    os._exit(status)
+    return status

@@ -5,12 +5,19 @@
 // The interpreter (runtime/python.wasm) and its standard library
 // (runtime/usr/local/lib/python311.zip, bytecode only) are built by
 // build.sh (`make python-wasm`) and embedded, so that a Python checker runs
-// with nothing installed. A run is one run of python.wasm with:
+// with nothing installed. python.wasm is a reactor (reactor/reactor.c): its
+// _initialize starts the interpreter, as `python3.11 -I -S -B` would, and
+// imports harness.py and the modules checkers commonly use; the sandbox runs
+// that once and starts every run from a snapshot of it. Its assay_check runs
+// one checker, with:
 //
-//	argv   /usr/local/bin/python3.11 -I -S -B /checker/harness.py TYPE
-//	/in    the artifact, evidence and criteria.json, as for any checker
+//	/in         the artifact, evidence and criteria.json, as for any checker
 //	/usr/local  the standard library (read-only, shared by every run)
-//	/checker    harness.py and the checker as check.py (read-only)
+//	/checker    harness.py, the checker as check.py and the artifact's type
+//	            as type (read-only)
+//
+// Every Python checker shares the one snapshot: the checker and the type are
+// read by assay_check, never by _initialize.
 //
 // harness.py gives the checker the artifact (see its doc comment): for a
 // code artifact the artifact's source runs first and the checker after it
@@ -20,7 +27,8 @@
 // bounded traceback in the outcome's detail.
 //
 // The interpreter is metered and compiled once per sandbox, like any
-// module, and its start-up costs fuel: see StartupFuel.
+// module. Fuel counts the check alone, not the interpreter's start: see
+// StartupFuel.
 package python
 
 import (
@@ -66,11 +74,14 @@ func ValidType(t string) bool {
 }
 
 // StartupFuel bounds the fuel a Python checker spends before its first
-// line runs: the interpreter's start (about 120 million), the harness
-// (about 36 million), and importing json to parse a JSON artifact (about
-// 103 million). The default budget, wasm.DefaultFuel, is 38 times this; a
-// limit below it ends every Python checker fuel_exhausted.
-const StartupFuel = 300_000_000
+// line runs. The interpreter's start and the imports of the modules
+// checkers commonly use are done once, before the snapshot every run starts
+// from, and cost a run nothing; what is left is the harness's work for the
+// check: reading the checker and the artifact, parsing a JSON artifact and
+// compiling the checker (about 550 thousand for an empty checker of a
+// small JSON artifact; more for a large artifact or checker). A limit below
+// it ends every Python checker fuel_exhausted.
+const StartupFuel = 10_000_000
 
 // MaxCheckerBytes bounds a checker's source.
 const MaxCheckerBytes = 1 << 20
@@ -102,22 +113,20 @@ func Module() []byte { return module }
 // ModuleSHA256 is the interpreter's SHA-256 (lowercase hex). Outcomes of
 // Python checkers are reproducible for a given interpreter: a different
 // build spends different fuel.
-var ModuleSHA256 = hexSum(module)
+var ModuleSHA256 = hex.EncodeToString(moduleSum[:])
+
+// moduleSum is the interpreter's SHA-256, vouched for to the sandbox so that
+// the 6.7 MB module is not hashed per run.
+var moduleSum = sha256.Sum256(module)
 
 func hexSum(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
 
-// args is argv: isolated mode (no environment, no user site, script's
-// directory not on sys.path), no site module, no bytecode writes.
-// argv[0] names an executable under /usr/local/bin (there is none) so that
-// Python finds its prefix, /usr/local, by the zip beside it.
-var args = []string{"/usr/local/bin/python3.11", "-I", "-S", "-B", "/checker/harness.py"}
-
-// exitException is harness.py's exit status for an uncaught exception,
-// reported on stderr. A checker's own sys.exit(1) exits the same, and keeps
-// "exited 1" as its detail unless it printed a traceback.
+// exitException is harness.py's status for an uncaught exception,
+// reported on stderr. A checker's own sys.exit(1) returns the same, and
+// keeps "exited 1" as its detail unless it printed a traceback.
 const exitException = 1
 
 // CheckSource reports whether src can be a Python checker: UTF-8 text of at
@@ -139,7 +148,9 @@ func CheckSource(src []byte) error {
 
 // Input returns the sandbox input that runs the checker src against in for
 // an artifact of type typ ("" is DefaultType). in's own Args and Mounts are
-// replaced.
+// replaced: Args by none (python.wasm takes no arguments), Mounts by
+// /usr/local and /checker. Every Python checker's input has the same Args
+// and mount directories, so that all share one snapshot.
 func Input(src []byte, typ string, in wasm.Input) (wasm.Input, error) {
 	if typ == "" {
 		typ = DefaultType
@@ -150,10 +161,10 @@ func Input(src []byte, typ string, in wasm.Input) (wasm.Input, error) {
 	if err := CheckSource(src); err != nil {
 		return wasm.Input{}, err
 	}
-	in.Args = append(append([]string(nil), args...), typ)
+	in.Args = nil
 	in.Mounts = []wasm.Mount{
 		{Dir: "/usr/local", FS: usrLocal},
-		{Dir: "/checker", FS: wasm.MemDir{"harness.py": harness, "check.py": src}},
+		{Dir: "/checker", FS: wasm.MemDir{"harness.py": harness, "check.py": src, "type": []byte(typ)}},
 	}
 	return in, nil
 }
@@ -165,7 +176,26 @@ func Input(src []byte, typ string, in wasm.Input) (wasm.Input, error) {
 // The outcome's CheckerSHA256 is the checker source's; the interpreter's is
 // ModuleSHA256. A fail from an uncaught exception has the exception's type
 // and message, then the bounded traceback, as its detail.
+//
+// # Notes
+//
+//   - The run starts from the sandbox's snapshot of python.wasm after
+//     _initialize (see wasm.Sandbox.RunSum): the first Python run of a
+//     sandbox takes the interpreter's start, the following ones do not.
+//     FuelUsed counts the check alone.
 func Run(ctx context.Context, sb *wasm.Sandbox, src []byte, typ string, in wasm.Input, lim wasm.Limits) wasm.Outcome {
+	return run(ctx, sb, src, typ, in, lim, false)
+}
+
+// RunCold is Run without the snapshot: the interpreter starts in the run's
+// own instance (see wasm.Sandbox.RunCold). Its outcome is Run's, but for
+// the wall time; it serves to measure what the snapshot saves, and to test
+// that it changes nothing else.
+func RunCold(ctx context.Context, sb *wasm.Sandbox, src []byte, typ string, in wasm.Input, lim wasm.Limits) wasm.Outcome {
+	return run(ctx, sb, src, typ, in, lim, true)
+}
+
+func run(ctx context.Context, sb *wasm.Sandbox, src []byte, typ string, in wasm.Input, lim wasm.Limits, cold bool) wasm.Outcome {
 	pin, err := Input(src, typ, in)
 	if err != nil {
 		return wasm.Outcome{
@@ -179,8 +209,18 @@ func Run(ctx context.Context, sb *wasm.Sandbox, src []byte, typ string, in wasm.
 			Detail:        "invalid checker: " + err.Error(),
 		}
 	}
-	out := sb.Run(ctx, module, pin, lim)
+	var out wasm.Outcome
+	if cold {
+		out = sb.RunColdSum(ctx, moduleSum, module, pin, lim)
+	} else {
+		out = sb.RunSum(ctx, moduleSum, module, pin, lim)
+	}
 	out.CheckerSHA256 = hexSum(src)
+	if returned := fmt.Sprintf("assay_check returned %d", out.ExitCode); strings.HasSuffix(out.Detail, returned) {
+		// What the harness returns is the status the checker would have
+		// exited with as a Python program: sys.exit(3) is "exited 3".
+		out.Detail = strings.TrimSuffix(out.Detail, returned) + fmt.Sprintf("exited %d", out.ExitCode)
+	}
 	switch {
 	case out.Kind == wasm.KindFail && out.ExitCode == exitException:
 		if d := exceptionDetail(out.Stderr); d != "" {
@@ -191,7 +231,7 @@ func Run(ctx context.Context, sb *wasm.Sandbox, src []byte, typ string, in wasm.
 		// it reads below address 0.
 		out.Detail += " (in python.wasm, the interpreter's C stack running out: deep recursion in C, such as repr of deeply nested data after sys.setrecursionlimit)"
 	case out.Kind == wasm.KindFuelExhausted && lim.Fuel < StartupFuel:
-		out.Detail += fmt.Sprintf(" (a python checker's start-up alone takes up to %d)", StartupFuel)
+		out.Detail += fmt.Sprintf(" (a python checker's harness alone takes up to %d before the checker's first line)", StartupFuel)
 	}
 	return out
 }
