@@ -9,7 +9,7 @@ import (
 )
 
 // buildDir holds the guests the tests build, shared by the tests of one
-// binary and removed by TestMain.
+// binary and removed by TestMain, which also closes the shared sandbox.
 var buildDir string
 
 func TestMain(m *testing.M) {
@@ -19,6 +19,7 @@ func TestMain(m *testing.M) {
 	}
 	buildDir = dir
 	code := m.Run()
+	closeSandbox()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
