@@ -42,9 +42,12 @@
 // The sandbox runs _initialize once per checker, with no input (an empty
 // stdin and an empty /in), and snapshots linear memory and globals; every
 // replay starts a fresh instance from that snapshot and calls assay_check
-// once. So work done in init functions (compiling a regular expression,
-// building a table) is paid once per checker, not once per replay, but init
-// functions must not read the input: there is none at that time. Each call
+// once. So work done in init functions is paid once per checker, not once
+// per replay: compile regular expressions and build tables there, and
+// decode a sample into the check's types once, since encoding/json builds
+// its cache for a type on first use (about 600,000 instructions for a small
+// struct, which every replay would otherwise repeat). Init functions must
+// not read the input: there is none at that time. Each call
 // of assay_check reads its input afresh, so a module called twice in one
 // instance still judges each call's own input; a check function should keep
 // no state between calls either.
