@@ -119,6 +119,7 @@ func New(cfg Config) *fiber.App {
 
 	app.Post("/checkers", s.putChecker)
 	app.Get("/checkers/:sha256", s.checker)
+	app.Post("/replays", s.replays)
 	app.Get("/accounts/:id", s.account)
 	app.Get("/ledger", s.ledger)
 

@@ -14,6 +14,7 @@ import (
 	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/rail"
 	"github.com/assayhq/assay/runtime/receipt"
+	"github.com/assayhq/assay/runtime/replays"
 	"github.com/assayhq/assay/runtime/store"
 	"github.com/assayhq/assay/wasm"
 )
@@ -115,6 +116,8 @@ type Service struct {
 	// from the same last sequence number: random per process, so that no
 	// two nodes write one key.
 	node string
+	// replayer is runner as built from the sandbox: nil without one.
+	replayer *checkers.Runner
 }
 
 // New returns a Service on cfg.Store. It reads the last activity sequence
@@ -147,7 +150,10 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		s.prefix = "esc-"
 	}
 	if s.sandbox != nil {
-		s.runner = checkers.NewRunner(s.sandbox, s.Checkers())
+		// The memo lives on the store: it survives restarts, and every
+		// node on one store shares it.
+		s.replayer = checkers.NewRunner(s.sandbox, s.Checkers(), checkers.WithMemo(replays.NewMemo(s.st)))
+		s.runner = s.replayer
 	}
 	last, err := s.lastSeq(ctx)
 	if err != nil {
@@ -161,6 +167,10 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	s.node = hex.EncodeToString(node[:])
 	return s, nil
 }
+
+// Runner returns the Runner that replays the court's checkers, with its
+// pool and its memo; nil when the court runs no sandbox.
+func (s *Service) Runner() *checkers.Runner { return s.replayer }
 
 // HasJuror reports whether semantic criteria can be decided here.
 func (s *Service) HasJuror() bool { return s.juror != nil }

@@ -227,15 +227,55 @@ func (s *Service) runChecker(ctx context.Context, ref checkers.Ref, artifact, ev
 		return wasm.Outcome{}, fault.New(fault.Unavailable, "checkers_unavailable", "this server runs no sandbox, so it cannot replay checkers")
 	}
 	out, err := s.runner.Run(ctx, ref, wasm.Input{Artifact: artifact, Evidence: evidence})
-	if errors.Is(err, checkers.ErrNotFound) {
-		return out, fault.New(fault.Invalid, "unknown_checker", "no checker with sha256 %s; upload it with POST /checkers first", ref.SHA256)
-	} else if err != nil {
-		if ctx.Err() != nil {
-			return out, ctx.Err()
-		}
-		return out, fault.New(fault.Invalid, "invalid_checker", "%v", err)
+	return out, runnerError(ctx, ref, err)
+}
+
+// runnerError turns a Runner's error for ref into the market's.
+func runnerError(ctx context.Context, ref checkers.Ref, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, checkers.ErrNotFound):
+		return fault.New(fault.Invalid, "unknown_checker", "no checker with sha256 %s; upload it with POST /checkers first", ref.SHA256)
+	case ctx.Err() != nil:
+		return ctx.Err()
 	}
-	return out, nil
+	return fault.New(fault.Invalid, "invalid_checker", "%v", err)
+}
+
+// runCheckers replays jobs, in parallel when the runner is a BatchRunner,
+// and returns their outcomes in order.
+//
+// # Errors
+//
+// The first job's error, as runChecker gives it.
+func (s *Service) runCheckers(ctx context.Context, jobs []checkers.Job) ([]wasm.Outcome, error) {
+	if s.runner == nil {
+		return nil, fault.New(fault.Unavailable, "checkers_unavailable", "this server runs no sandbox, so it cannot replay checkers")
+	}
+	outs := make([]wasm.Outcome, len(jobs))
+	br, ok := s.runner.(BatchRunner)
+	if !ok || len(jobs) < 2 {
+		for i, j := range jobs {
+			o, err := s.runChecker(ctx, j.Ref, j.Input.Artifact, j.Input.Evidence)
+			if err != nil {
+				return nil, err
+			}
+			outs[i] = o
+		}
+		return outs, nil
+	}
+	results, err := br.RunJobs(ctx, jobs, checkers.BatchOptions{})
+	if err != nil {
+		return nil, runnerError(ctx, checkers.Ref{}, err)
+	}
+	for i, r := range results {
+		if err := runnerError(ctx, jobs[i].Ref, r.Err); err != nil {
+			return nil, err
+		}
+		outs[i] = r.Outcome
+	}
+	return outs, nil
 }
 
 // Publish lists an artifact. With a checker, the checker is replayed on

@@ -20,6 +20,7 @@ import (
 	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/rail"
 	"github.com/assayhq/assay/runtime/receipt"
+	"github.com/assayhq/assay/runtime/replays"
 	"github.com/assayhq/assay/runtime/store"
 	"github.com/assayhq/assay/wasm"
 )
@@ -85,10 +86,18 @@ type Runner interface {
 	Run(ctx context.Context, ref checkers.Ref, in wasm.Input) (wasm.Outcome, error)
 }
 
+// BatchRunner is a Runner that replays many jobs at once, in parallel;
+// *checkers.Runner is one. Tick replays its samples through it when the
+// Runner has it.
+type BatchRunner interface {
+	RunJobs(ctx context.Context, jobs []checkers.Job, opts checkers.BatchOptions) ([]checkers.Result, error)
+}
+
 // Interface guards.
 var (
-	_ Signer = (*receipt.Keyring)(nil)
-	_ Runner = (*checkers.Runner)(nil)
+	_ Signer      = (*receipt.Keyring)(nil)
+	_ Runner      = (*checkers.Runner)(nil)
+	_ BatchRunner = (*checkers.Runner)(nil)
 )
 
 // Config configures a Service. Store and Signer are required.
@@ -161,7 +170,9 @@ func New(cfg Config) (*Service, error) {
 		s.platform = "platform:market"
 	}
 	if cfg.Sandbox != nil {
-		s.runner = checkers.NewRunner(cfg.Sandbox, source{st: cfg.Store, next: cfg.Checkers})
+		// The memo lives on the store: it survives restarts, and every
+		// node on one store shares it.
+		s.runner = checkers.NewRunner(cfg.Sandbox, source{st: cfg.Store, next: cfg.Checkers}, checkers.WithMemo(replays.NewMemo(cfg.Store)))
 	}
 	if err := s.buildIndex(context.Background()); err != nil {
 		return nil, fmt.Errorf("market: build the search index: %w", err)

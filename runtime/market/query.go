@@ -9,9 +9,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/ledger"
 	"github.com/assayhq/assay/runtime/store"
+	"github.com/assayhq/assay/wasm"
 )
 
 // Profile is an agent's public numeric reputation.
@@ -319,11 +321,28 @@ func (s *Service) Tick(ctx context.Context, req TickRequest) (Ticked, error) {
 	if err != nil {
 		return t, err
 	}
-	for len(ids) > 0 && len(t.Sampled) < req.Samples {
+	// Pick the samples, replay them together (in parallel when the runner
+	// batches), then record each.
+	var picked []string
+	for len(ids) > 0 && len(picked) < req.Samples {
 		j := s.rand(len(ids))
-		id := ids[j]
+		picked = append(picked, ids[j])
 		ids = append(ids[:j], ids[j+1:]...)
-		r, err := s.sample(ctx, id, "")
+	}
+	jobs := make([]checkers.Job, len(picked))
+	for i, id := range picked {
+		ref, art, err := s.sampleInput(ctx, id)
+		if err != nil {
+			return t, err
+		}
+		jobs[i] = checkers.Job{Ref: ref, Input: wasm.Input{Artifact: artifactInput(art)}}
+	}
+	outs, err := s.runCheckers(ctx, jobs)
+	if err != nil {
+		return t, err
+	}
+	for i, id := range picked {
+		r, err := s.recordSample(ctx, id, "", outs[i])
 		if err != nil {
 			return t, err
 		}
@@ -382,6 +401,20 @@ func (s *Service) Replay(ctx context.Context, listingID string, req ReplayReques
 // level 3; a failure pulls the listing and refunds every purchase whose
 // window is open.
 func (s *Service) sample(ctx context.Context, id, by string) (Replayed, error) {
+	ref, art, err := s.sampleInput(ctx, id)
+	if err != nil {
+		return Replayed{}, err
+	}
+	o, err := s.runChecker(ctx, ref, artifactInput(art), nil)
+	if err != nil {
+		return Replayed{}, err
+	}
+	return s.recordSample(ctx, id, by, o)
+}
+
+// sampleInput reads what a sample replay of listing id runs: its checker
+// and its artifact as published.
+func (s *Service) sampleInput(ctx context.Context, id string) (checkers.Ref, []byte, error) {
 	var (
 		l   *Listing
 		art []byte
@@ -395,23 +428,26 @@ func (s *Service) sample(ctx context.Context, id, by string) (Replayed, error) {
 		return err
 	})
 	if err != nil {
-		return Replayed{}, err
+		return checkers.Ref{}, nil, err
 	}
 	if l.Checker == nil {
-		return Replayed{}, fault.New(fault.Conflict, "no_checker", "listing %s has no checker to replay", id)
+		return checkers.Ref{}, nil, fault.New(fault.Conflict, "no_checker", "listing %s has no checker to replay", id)
 	}
 	if l.Status != ListingActive {
-		return Replayed{}, fault.New(fault.Conflict, "listing_not_active", "listing %s is %s", id, l.Status)
+		return checkers.Ref{}, nil, fault.New(fault.Conflict, "listing_not_active", "listing %s is %s", id, l.Status)
 	}
-	o, err := s.runChecker(ctx, *l.Checker, artifactInput(art), nil)
-	if err != nil {
-		return Replayed{}, err
-	}
+	return *l.Checker, art, nil
+}
+
+// recordSample records a sample replay's outcome o on listing id: a pass
+// counts toward level 3; a failure pulls the listing and refunds every
+// purchase whose window is open.
+func (s *Service) recordSample(ctx context.Context, id, by string, o wasm.Outcome) (Replayed, error) {
 	o = signedOutcome(o)
 	now := s.now().UTC()
 	rid := "rpl-" + s.newID()
 	var r Replayed
-	err = s.st.Update(ctx, func(tx store.Tx) error {
+	err := s.st.Update(ctx, func(tx store.Tx) error {
 		l, err := loadListing(tx, id)
 		if err != nil {
 			return err

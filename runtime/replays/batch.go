@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/runtime/fault"
@@ -22,6 +23,10 @@ const (
 	MaxArtifactBytes = 4 << 20
 	// MaxBodyBytes bounds a batch's JSON body.
 	MaxBodyBytes = 8 << 20
+	// BatchTimeout bounds a whole batch, within the server's write timeout
+	// of a minute: replays not started by then are not run, and the batch
+	// answers batch_timeout.
+	BatchTimeout = 45 * time.Second
 )
 
 // Encodings of a batch's artifacts and evidence.
@@ -81,18 +86,24 @@ func NewService(runner *checkers.Runner) *Service { return &Service{runner: runn
 // missing_field (no checker or no artifacts), invalid_checker (a malformed
 // reference), invalid_encoding, invalid_artifact, invalid_evidence (400);
 // checker_not_found (404); batch_too_large, artifact_too_large (413);
-// checkers_unavailable (503); or ctx's error when it ended first.
+// checkers_unavailable, batch_timeout (503: the batch took longer than
+// BatchTimeout); or ctx's error when it ended first.
 func (s *Service) Replay(ctx context.Context, req Request) (Response, error) {
 	inputs, err := s.inputs(req)
 	if err != nil {
 		return Response{}, err
 	}
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, BatchTimeout)
+	defer cancel()
 	results, err := s.runner.RunBatch(ctx, req.Checker, inputs, checkers.BatchOptions{NoMemo: req.NoMemo})
 	switch {
 	case errors.Is(err, checkers.ErrNotFound):
 		return Response{}, fault.New(fault.NotFound, "checker_not_found", "no checker with sha256 %s; upload it with POST /checkers first", req.Checker.SHA256)
+	case err != nil && parent.Err() != nil:
+		return Response{}, parent.Err()
 	case err != nil && ctx.Err() != nil:
-		return Response{}, ctx.Err()
+		return Response{}, batchTimeout(len(inputs))
 	case err != nil:
 		return Response{}, fault.New(fault.Invalid, "invalid_checker", "%v", err)
 	}
@@ -103,12 +114,20 @@ func (s *Service) Replay(ctx context.Context, req Request) (Response, error) {
 			// only the context ends a job without an outcome.
 			return Response{}, fmt.Errorf("replays: artifact %d: %w", i, r.Err)
 		}
+		if r.Outcome.Kind == wasm.KindTimeout && parent.Err() == nil && ctx.Err() != nil {
+			// Cut short by the batch's bound, not its own backstop.
+			return Response{}, batchTimeout(len(inputs))
+		}
 		resp.Outcomes[i] = r.Outcome
 		if r.Memo {
 			resp.MemoHits++
 		}
 	}
 	return resp, nil
+}
+
+func batchTimeout(n int) error {
+	return fault.New(fault.Unavailable, "batch_timeout", "the batch of %d did not finish within %s; send fewer artifacts, or give the checker less fuel", n, BatchTimeout)
 }
 
 // inputs checks req and decodes its artifacts and evidence.
