@@ -1,0 +1,320 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"github.com/assayhq/assay/checkers"
+	"github.com/assayhq/assay/checkers/python"
+	"github.com/assayhq/assay/wasm"
+)
+
+func init() {
+	register("replay", "replay a checker on an artifact many times, in parallel, and time it", cmdReplay)
+}
+
+// maxReplays bounds --count.
+const maxReplays = 100_000_000
+
+// replayReport is what assay replay --json prints.
+type replayReport struct {
+	Count int `json:"count"`
+	// MedianNS and P99NS are of the replays' latencies, each measured
+	// around one replay (a memo hit is a lookup).
+	MedianNS int64 `json:"median_ns"`
+	P99NS    int64 `json:"p99_ns"`
+	// ReplaysPerS is Count over the wall-clock time of the whole batch.
+	ReplaysPerS float64 `json:"replays_per_s"`
+	ElapsedNS   int64   `json:"elapsed_ns"`
+	Parallel    int     `json:"parallel"`
+	Memo        bool    `json:"memo"`
+	MemoHits    int     `json:"memo_hits"`
+	Engine      string  `json:"engine"`
+	// Mismatches counts replays whose outcome differed from the first run
+	// apart from wall_ns: 0 unless something is wrong (or a replay timed
+	// out on a busy machine).
+	Mismatches int `json:"mismatches"`
+	// Outcome is the first, uncounted run's, as assay check --json prints
+	// it.
+	Outcome wasm.Outcome `json:"outcome"`
+}
+
+func cmdReplay(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: assay replay --checker PATH --artifact PATH [--evidence PATH] [--kind wasm|python] [--type TYPE] [--fuel N] [--memory MiB] [--count N] [--no-memo] [--parallel P] [--json]")
+		fmt.Fprintln(stderr, "\nReplays a checker on one artifact --count times on a pool of --parallel workers, as a marketplace")
+		fmt.Fprintln(stderr, "replays level-1 checkers, and reports the latency of one replay (median, p99) and replays per second.")
+		fmt.Fprintln(stderr, "A first run warms the caches (compiled code, snapshot, memo) and is not counted. With the memo (the")
+		fmt.Fprintln(stderr, "default) every counted replay is then answered from it; --no-memo runs every one in the sandbox.")
+		fmt.Fprintln(stderr, "The outcome printed is the first run's; replays whose outcome differs are counted as mismatches.")
+		fmt.Fprintln(stderr, "Exit status as assay check: 0 pass, 1 any other deciding outcome (or a mismatch), 2 usage or")
+		fmt.Fprintln(stderr, "unreadable file, 3 invalid checker, 4 timeout.")
+		fmt.Fprintln(stderr)
+		fs.PrintDefaults()
+	}
+	var memoryMiB uint
+	var (
+		checker  = fs.String("checker", "", "the checker (`PATH` to a .wasm module or a .py file)")
+		kind     = fs.String("kind", "", "checker kind, wasm or python (default: python for a .py file, else wasm)")
+		artType  = fs.String("type", "", "artifact type for a python checker: "+strings.Join(python.Types, "|")+" (default "+python.DefaultType+")")
+		artifact = fs.String("artifact", "", "the artifact (`PATH`), given on stdin and as /in/artifact")
+		evidence = fs.String("evidence", "", "a challenger's counterexample (`PATH`), given as /in/evidence")
+		fuel     = fs.Uint64("fuel", wasm.DefaultFuel, "fuel budget of each replay")
+		count    = fs.Int("count", 1000, "replays to run and time, after the uncounted first")
+		noMemo   = fs.Bool("no-memo", false, "run every replay in the sandbox instead of answering it from the memo")
+		parallel = fs.Int("parallel", runtime.GOMAXPROCS(0), "replays at once (`P` workers)")
+		asJSON   = fs.Bool("json", false, "print the result as one JSON object")
+		cacheDir = fs.String("cache", defaultCacheDir(), "directory for compiled checkers (`DIR`); empty for none")
+	)
+	fs.UintVar(&memoryMiB, "memory", uint(wasm.DefaultMemoryMiB), "memory limit of each replay in `MiB`")
+	fs.UintVar(&memoryMiB, "memory-mib", uint(wasm.DefaultMemoryMiB), "the same as --memory, as assay check spells it")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	switch {
+	case fs.NArg() > 0:
+		fmt.Fprintf(stderr, "assay replay: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	case *checker == "" || *artifact == "":
+		fmt.Fprintln(stderr, "assay replay: --checker and --artifact are required")
+		return exitUsage
+	case memoryMiB == 0 || memoryMiB > uint(wasm.MaxMemoryMiB):
+		fmt.Fprintf(stderr, "assay replay: --memory must be between 1 and %d\n", wasm.MaxMemoryMiB)
+		return exitUsage
+	case *fuel == 0 || *fuel > wasm.MaxFuel:
+		fmt.Fprintf(stderr, "assay replay: --fuel must be between 1 and %d (replays are always metered)\n", wasm.MaxFuel)
+		return exitUsage
+	case *count < 1 || *count > maxReplays:
+		fmt.Fprintf(stderr, "assay replay: --count must be between 1 and %d\n", maxReplays)
+		return exitUsage
+	case *parallel < 1:
+		fmt.Fprintln(stderr, "assay replay: --parallel must be at least 1")
+		return exitUsage
+	}
+	if *kind == "" {
+		*kind = checkers.KindWasm
+		if strings.EqualFold(filepath.Ext(*checker), ".py") {
+			*kind = checkers.KindPython
+		}
+	}
+	switch {
+	case *kind != checkers.KindWasm && *kind != checkers.KindPython:
+		fmt.Fprintf(stderr, "assay replay: --kind must be %s or %s\n", checkers.KindWasm, checkers.KindPython)
+		return exitUsage
+	case *artType != "" && *kind != checkers.KindPython:
+		fmt.Fprintln(stderr, "assay replay: --type applies to python checkers only")
+		return exitUsage
+	case *artType != "" && !python.ValidType(*artType):
+		fmt.Fprintf(stderr, "assay replay: --type must be one of %s\n", strings.Join(python.Types, ", "))
+		return exitUsage
+	}
+
+	module, err := os.ReadFile(*checker)
+	if err != nil {
+		fmt.Fprintf(stderr, "assay replay: cannot read checker %s: %v\n", *checker, err)
+		return exitUsage
+	}
+	in := wasm.Input{}
+	if in.Artifact, err = os.ReadFile(*artifact); err != nil {
+		fmt.Fprintf(stderr, "assay replay: cannot read artifact %s: %v\n", *artifact, err)
+		return exitUsage
+	}
+	if *evidence != "" {
+		if in.Evidence, err = os.ReadFile(*evidence); err != nil {
+			fmt.Fprintf(stderr, "assay replay: cannot read evidence %s: %v\n", *evidence, err)
+			return exitUsage
+		}
+	}
+
+	ctx := context.Background()
+	sb, err := wasm.NewSandbox(ctx, wasm.Config{CacheDir: *cacheDir})
+	if err != nil {
+		fmt.Fprintf(stderr, "assay replay: %v\n", err)
+		return exitUsage
+	}
+	defer func() {
+		// A guest left running by a timeout is ended by the process's exit.
+		closeCtx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		_ = sb.Close(closeCtx)
+	}()
+	ref := checkers.Ref{SHA256: checkers.SHA256(module), Kind: *kind, Fuel: *fuel, MemoryMiB: uint32(memoryMiB), ArtifactType: *artType}
+	pool := checkers.NewPool(*parallel)
+	opts := []checkers.RunnerOption{checkers.WithPool(pool)}
+	if !*noMemo {
+		opts = append(opts, checkers.WithMemo(checkers.NewMemo(checkers.MemoConfig{})))
+	}
+	runner := checkers.NewRunner(sb, oneChecker{sum: ref.SHA256, b: module}, opts...)
+	job := checkers.Job{Ref: ref, Input: in, NoMemo: *noMemo}
+
+	first := runner.Do(ctx, job)
+	if first.Err != nil {
+		fmt.Fprintf(stderr, "assay replay: %v\n", first.Err)
+		return exitUsage
+	}
+	res, err := timeReplays(ctx, runner, pool, job, *count, *parallel, progressTo(stderr))
+	if err != nil {
+		fmt.Fprintf(stderr, "assay replay: %v\n", err)
+		return exitUsage
+	}
+	res.Memo = !*noMemo
+	res.Engine = sb.Engine()
+	res.Mismatches = mismatches(first.Outcome, res.outcomes)
+	res.Outcome = first.Outcome
+
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(res); err != nil {
+			fmt.Fprintf(stderr, "assay replay: %v\n", err)
+			return exitUsage
+		}
+	} else {
+		memo := "memo off"
+		if res.Memo {
+			memo = fmt.Sprintf("memo on (%d hits)", res.MemoHits)
+		}
+		fmt.Fprintf(stdout, "%d replays of %s (%s, %s) on %d workers, %s\n", res.Count, filepath.Base(*checker), *kind, res.Engine, res.Parallel, memo)
+		fmt.Fprintf(stdout, "median %s, p99 %s per replay; %.0f replays/s (%s in all)\n",
+			roundDur(res.MedianNS), roundDur(res.P99NS), res.ReplaysPerS, time.Duration(res.ElapsedNS).Round(time.Millisecond))
+		if res.Mismatches > 0 {
+			fmt.Fprintf(stdout, "%d replays gave another outcome than the first run's\n", res.Mismatches)
+		}
+		printOutcome(stdout, res.Outcome)
+	}
+	if res.Mismatches > 0 && res.Outcome.Kind == wasm.KindPass {
+		return exitNo
+	}
+	switch res.Outcome.Kind {
+	case wasm.KindPass:
+		return exitOK
+	case wasm.KindInvalidChecker:
+		return exitInvalidChecker
+	case wasm.KindTimeout:
+		return exitTimeout
+	default:
+		return exitNo
+	}
+}
+
+// replayTimes is a replayReport with the outcomes it timed.
+type replayTimes struct {
+	replayReport
+	outcomes []wasm.Outcome
+}
+
+// timeReplays runs job n times on pool, parallel at once, timing each
+// replay and the whole. progress may be nil.
+func timeReplays(ctx context.Context, r *checkers.Runner, pool *checkers.Pool, job checkers.Job, n, parallel int, progress func(done, total int)) (replayTimes, error) {
+	lat := make([]int64, n)
+	outs := make([]wasm.Outcome, n)
+	hits := make([]bool, n)
+	errs := make([]error, n)
+	start := time.Now()
+	_, err := pool.Do(ctx, n, parallel, func(ctx context.Context, i int) {
+		t := time.Now()
+		res := r.Do(ctx, job)
+		lat[i] = int64(time.Since(t))
+		outs[i], hits[i], errs[i] = res.Outcome, res.Memo, res.Err
+	}, progress)
+	elapsed := time.Since(start)
+	if err != nil {
+		return replayTimes{}, err
+	}
+	if err := errors.Join(errs...); err != nil {
+		return replayTimes{}, err
+	}
+	res := replayTimes{outcomes: outs}
+	res.Count = n
+	res.ElapsedNS = int64(elapsed)
+	res.ReplaysPerS = float64(n) / elapsed.Seconds()
+	res.Parallel = min(parallel, pool.Size(), n)
+	for _, h := range hits {
+		if h {
+			res.MemoHits++
+		}
+	}
+	slices.Sort(lat)
+	res.MedianNS = lat[n/2]
+	res.P99NS = lat[min(n-1, (n*99+99)/100-1)]
+	return res, nil
+}
+
+var wallField = regexp.MustCompile(`"wall_ns":-?\d+`)
+
+// mismatches counts the outcomes that differ from want apart from wall_ns.
+func mismatches(want wasm.Outcome, outs []wasm.Outcome) int {
+	key := func(o wasm.Outcome) string {
+		b, _ := json.Marshal(o)
+		return wallField.ReplaceAllString(string(b), "")
+	}
+	w := key(want)
+	n := 0
+	for _, o := range outs {
+		if o.WallNS = want.WallNS; o != want && key(o) != w {
+			n++
+		}
+	}
+	return n
+}
+
+// progressTo returns a progress callback drawing a bar on w when w is a
+// terminal, and nil (no bar) otherwise.
+func progressTo(w io.Writer) func(done, total int) {
+	f, ok := w.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return nil
+	}
+	var bar *progressbar.ProgressBar
+	return func(done, total int) {
+		if bar == nil {
+			bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(f), progressbar.OptionSetDescription("replays"),
+				progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("replays"),
+				progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+		}
+		_ = bar.Set(done)
+	}
+}
+
+func roundDur(ns int64) time.Duration {
+	d := time.Duration(ns)
+	switch {
+	case d < 10*time.Microsecond:
+		return d.Round(10 * time.Nanosecond)
+	case d < 10*time.Millisecond:
+		return d.Round(time.Microsecond)
+	}
+	return d.Round(100 * time.Microsecond)
+}
+
+// oneChecker is a Source of one checker: the file assay replay was given.
+type oneChecker struct {
+	sum string
+	b   []byte
+}
+
+func (o oneChecker) Checker(sum string) ([]byte, error) {
+	if sum != o.sum {
+		return nil, fmt.Errorf("%w: %s", checkers.ErrNotFound, sum)
+	}
+	return o.b, nil
+}
