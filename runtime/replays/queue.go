@@ -26,7 +26,18 @@ type Task struct {
 	Artifact []byte       `json:"artifact"`
 	Evidence []byte       `json:"evidence,omitempty"`
 	Criteria []byte       `json:"criteria,omitempty"`
+	// NoMemo runs the checker even when its outcome is memoised, and
+	// memoises nothing (checkers.Job.NoMemo).
+	NoMemo bool `json:"no_memo,omitempty"`
 }
+
+// The codes of a TaskResult's Error.
+const (
+	CodeCheckerNotFound = "checker_not_found" // no node's store has the checker
+	CodeInvalidChecker  = "invalid_checker"   // the reference is malformed
+	CodeInvalidTask     = "invalid_task"      // the job's payload is not a Task
+	CodeAbandoned       = "replay_abandoned"  // claimed past MaxAttempts, never finished
+)
 
 // input returns the sandbox input t describes.
 func (t Task) input() wasm.Input {
@@ -37,10 +48,14 @@ func (t Task) input() wasm.Input {
 type TaskResult struct {
 	// Outcome is the run's outcome, when the checker ran.
 	Outcome wasm.Outcome `json:"outcome"`
+	// Memo is true when the outcome was answered from the memo.
+	Memo bool `json:"memo,omitempty"`
 	// Error says why the checker could not run at all (an unknown
-	// checker, a malformed task, a job no worker could finish); Outcome
-	// is then empty.
+	// checker, a malformed task, a job no worker could finish), and Code
+	// which of those it is (CodeCheckerNotFound...); Outcome is then
+	// empty.
 	Error string `json:"error,omitempty"`
+	Code  string `json:"code,omitempty"`
 	// Worker names the worker that recorded the result, and Attempt which
 	// claim of the job it was (more than 1: a worker before it died or
 	// lost its lease).
@@ -168,3 +183,66 @@ func RunQueued(ctx context.Context, q store.Queue, batch string, tasks []Task, p
 	}
 	return res, nil
 }
+
+// ReplayQueued answers req as Replay does, but spreads its artifacts over
+// every node sharing q: they are queued as the jobs of batch, any node's
+// Worker runs them, and the outcomes come back in the order of the
+// artifacts. batch names this request's jobs; a retry under the same batch
+// collects the same jobs rather than queueing them twice.
+//
+// # Errors
+//
+// Replay's, with checker_not_found when the workers found no such checker
+// in the store, and batch_timeout when the jobs were not all done within
+// QueuedTimeout: they are then taken off the queue.
+func (s *Service) ReplayQueued(ctx context.Context, q store.Queue, batch string, req Request) (Response, error) {
+	inputs, err := s.inputs(req)
+	if err != nil {
+		return Response{}, err
+	}
+	tasks := make([]Task, len(inputs))
+	for i, in := range inputs {
+		tasks[i] = Task{Checker: req.Checker, Artifact: in.Artifact, Evidence: in.Evidence, Criteria: in.Criteria, NoMemo: req.NoMemo}
+	}
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, QueuedTimeout)
+	defer cancel()
+	results, err := RunQueued(ctx, q, batch, tasks, queuedPoll, nil)
+	if err != nil {
+		if ctx.Err() != nil {
+			// Nobody will collect these results: take the jobs off.
+			dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer dcancel()
+			_ = q.Delete(dctx, QueueName, TaskIDs(batch, len(tasks)))
+		}
+		switch {
+		case parent.Err() != nil:
+			return Response{}, parent.Err()
+		case ctx.Err() != nil:
+			return Response{}, fault.New(fault.Unavailable, "batch_timeout", "the batch of %d was not done by the nodes' workers within %s; send fewer artifacts, or give the checker less fuel", len(inputs), QueuedTimeout)
+		}
+		return Response{}, err
+	}
+	resp := Response{Count: len(results), Outcomes: make([]wasm.Outcome, len(results))}
+	for i, r := range results {
+		switch r.Code {
+		case "":
+		case CodeCheckerNotFound:
+			return Response{}, fault.New(fault.NotFound, "checker_not_found", "no checker with sha256 %s; upload it with POST /checkers first", req.Checker.SHA256)
+		default:
+			return Response{}, fmt.Errorf("replays: artifact %d: %s: %s", i, r.Code, r.Error)
+		}
+		resp.Outcomes[i] = r.Outcome
+		if r.Memo {
+			resp.MemoHits++
+		}
+	}
+	return resp, nil
+}
+
+// QueuedTimeout bounds a batch that ReplayQueued spreads over the nodes,
+// within the server's write timeout of a minute.
+const QueuedTimeout = 45 * time.Second
+
+// queuedPoll is how often ReplayQueued asks the queue for its results.
+const queuedPoll = 5 * time.Millisecond

@@ -12,13 +12,14 @@ import (
 	"time"
 
 	"github.com/assayhq/assay/checkers"
+	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/store"
-	"github.com/assayhq/assay/wasm"
 )
 
-// TaskRunner runs one replay; *checkers.Runner is one.
+// TaskRunner runs one replay, or answers it from its memo;
+// *checkers.Runner is one.
 type TaskRunner interface {
-	Run(ctx context.Context, ref checkers.Ref, in wasm.Input) (wasm.Outcome, error)
+	Do(ctx context.Context, job checkers.Job) checkers.Result
 }
 
 // CachedSource keeps the bytes of checkers read from src, up to maxBytes
@@ -224,21 +225,24 @@ func (w *Worker) do(ctx context.Context, l store.Lease) {
 	var task Task
 	switch err := json.Unmarshal(l.Payload, &task); {
 	case err != nil:
-		res.Error = fmt.Sprintf("the task does not decode: %v", err)
+		res.Error, res.Code = fmt.Sprintf("the task does not decode: %v", err), CodeInvalidTask
 	case l.Attempt > w.cfg.MaxAttempts:
-		res.Error = fmt.Sprintf("claimed %d times, and no worker finished it", l.Attempt-1)
+		res.Error, res.Code = fmt.Sprintf("claimed %d times, and no worker finished it", l.Attempt-1), CodeAbandoned
 	default:
-		out, err := w.cfg.Runner.Run(ctx, task.Checker, task.input())
+		r := w.cfg.Runner.Do(ctx, checkers.Job{Ref: task.Checker, Input: task.input(), NoMemo: task.NoMemo})
 		if ctx.Err() != nil {
 			// Cut short by shutdown: leave the job to its lease, for a
 			// node that is not stopping.
 			w.stats.abandoned.Add(1)
 			return
 		}
-		if err != nil {
-			res.Error = err.Error()
-		} else {
-			res.Outcome = out
+		switch {
+		case errors.Is(r.Err, checkers.ErrNotFound):
+			res.Error, res.Code = r.Err.Error(), CodeCheckerNotFound
+		case r.Err != nil:
+			res.Error, res.Code = r.Err.Error(), CodeInvalidChecker
+		default:
+			res.Outcome, res.Memo = r.Outcome, r.Memo
 		}
 	}
 	b, err := json.Marshal(res)
@@ -251,7 +255,8 @@ func (w *Worker) do(ctx context.Context, l store.Lease) {
 	switch err := w.cfg.Queue.Complete(cctx, l, b); {
 	case err == nil:
 		w.stats.completed.Add(1)
-	case errors.Is(err, store.ErrLeaseLost):
+	case errors.Is(err, store.ErrLeaseLost) || fault.CodeOf(err) == "job_not_found":
+		// Another worker finished it, or its submitter gave up on it.
 		w.stats.lost.Add(1)
 	default:
 		w.log.Error("replays: complete", "worker", w.cfg.Name, "job", l.ID, "err", err)

@@ -2,6 +2,7 @@ package replays_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -320,5 +321,53 @@ func TestCachedSource(t *testing.T) {
 	}
 	if src.reads[strings.Repeat("0", 64)] != 2 || src.reads[strings.Repeat("f", 64)] != 2 {
 		t.Errorf("mismatched or unknown checkers were kept: %v", src.reads)
+	}
+}
+
+// TestService_ReplayQueued: POST /replays' service, spread over three
+// nodes through the queue, answers the same outcomes as the same batch run
+// on one node, in order; an unknown checker is checker_not_found.
+func TestService_ReplayQueued(t *testing.T) {
+	url := pgtest.URL(t)
+	f := rowsChecker(t)
+	ctx := context.Background()
+	queues := []store.Queue{openPostgres(t, url), openPostgres(t, url), openPostgres(t, url)}
+	startWorkers(t, f.runner, queues, 2, time.Minute)
+	svc := replays.NewService(f.runner)
+	var req replays.Request
+	req.Checker, req.NoMemo = f.ref, true
+	for _, task := range tasks(f.ref, 40) {
+		raw, _ := json.Marshal(string(task.Artifact))
+		req.Artifacts = append(req.Artifacts, raw)
+	}
+	spread, err := svc.ReplayQueued(ctx, queues[0], "svc-1", req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, err := svc.Replay(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spread.Count != 40 || len(spread.Outcomes) != 40 {
+		t.Fatalf("count %d, %d outcomes", spread.Count, len(spread.Outcomes))
+	}
+	for i := range local.Outcomes {
+		a, b := spread.Outcomes[i], local.Outcomes[i]
+		a.WallNS, b.WallNS = 0, 0
+		if a != b {
+			t.Errorf("artifact %d: queued %+v, local %+v", i, a, b)
+		}
+	}
+	if st, err := queues[2].Stats(ctx, replays.QueueName); err != nil || st != (store.QueueStats{}) {
+		t.Errorf("the queue keeps %+v (%v) after the batch", st, err)
+	}
+
+	req.Checker = checkers.Ref{SHA256: strings.Repeat("ab", 32)}
+	if _, err := svc.ReplayQueued(ctx, queues[1], "svc-2", req); fault.CodeOf(err) != "checker_not_found" {
+		t.Errorf("unknown checker: %v, want checker_not_found", err)
+	}
+	req.Checker = checkers.Ref{SHA256: "short"}
+	if _, err := svc.ReplayQueued(ctx, queues[1], "svc-3", req); fault.CodeOf(err) != "invalid_checker" {
+		t.Errorf("malformed checker: %v, want invalid_checker", err)
 	}
 }
