@@ -35,8 +35,8 @@ func cmdBenchReplays(args []string, stdout, stderr io.Writer) int {
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: assay bench replays --store postgres:URL --base URL --checker PATH [--count N] [--json]")
 		fmt.Fprintln(stderr, "\nUploads the checker to a node, queues --count replays of it in the shared store, each")
-		fmt.Fprintln(stderr, `on its own artifact ({"min_rows":1,"rows":[{"id":"r<i>"}]}, so that no memo answers`)
-		fmt.Fprintln(stderr, "for a run), and waits for the nodes' replay workers to run them all: replays/s over every")
+		fmt.Fprintln(stderr, `on its own artifact ({"min_rows":1,"rows":[{"id":"r<i>"}]}) and bypassing the memo, so`)
+		fmt.Fprintln(stderr, "that every replay runs, and waits for the nodes' replay workers to run them all: replays/s over every")
 		fmt.Fprintln(stderr, "node, and how many each node ran. Untimed warm-up batches run first, until --nodes")
 		fmt.Fprintln(stderr, "workers have each run one, so that the figure excludes compiling the checker.")
 		fmt.Fprintln(stderr)
@@ -127,7 +127,7 @@ func benchReplays(ctx context.Context, l replayLoad) (replayResult, error) {
 	tasks := func(n, from int) []replays.Task {
 		out := make([]replays.Task, n)
 		for i := range out {
-			out[i] = replays.Task{Checker: ref, Artifact: fmt.Appendf(nil, `{"min_rows":1,"rows":[{"id":"r%d"}]}`, from+i)}
+			out[i] = replays.Task{Checker: ref, Artifact: fmt.Appendf(nil, `{"min_rows":1,"rows":[{"id":"r%d"}]}`, from+i), NoMemo: true}
 		}
 		return out
 	}

@@ -78,7 +78,7 @@ func startReplayWorker(ctx context.Context, db store.Store, sb *wasm.Sandbox, sr
 	if err != nil {
 		return nil, err
 	}
-	runner := checkers.NewRunner(sb, replays.CachedSource(src, checkerCacheBytes))
+	runner := checkers.NewRunner(sb, replays.CachedSource(src, checkerCacheBytes), checkers.WithMemo(replays.NewMemo(db)))
 	w := replays.NewWorker(replays.WorkerConfig{Queue: q, Runner: runner, Name: nodeName(),
 		Slots: slots, Lease: lease, Logger: log})
 	ctx, cancel := context.WithCancel(ctx)
