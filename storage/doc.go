@@ -47,6 +47,7 @@
 //	market/challenge/<id>                a challenge; market/evidence/<id> its evidence
 //	market/agent/<did>                   an agent's market record (first seen, sales, challenges lost)
 //	market/wallet/<did>                  a counter every wallet debit rewrites, so that debits conflict
+//	memo/<key>                           a memoised checker outcome (checkers.Memo, runtime/replays.MemoStore); key: checkers.Key in hex
 //
 // DIDs and idempotency keys are path-escaped (url.PathEscape) in keys.
 //
