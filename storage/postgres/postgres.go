@@ -34,8 +34,9 @@ const (
 
 // defaultMaxConns is the pool size when the URL sets no pool_max_conns:
 // transactions spend most of their time waiting for the server, so a node
-// keeps more of them in flight than it has cores.
-const defaultMaxConns = 32
+// keeps more of them in flight than it has cores, while several nodes stay
+// well inside PostgreSQL's default max_connections of 100.
+const defaultMaxConns = 16
 
 // Store is a store.Store on PostgreSQL.
 type Store struct {
