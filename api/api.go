@@ -23,6 +23,7 @@ import (
 	"github.com/assayhq/assay/runtime/market"
 	"github.com/assayhq/assay/runtime/matters"
 	"github.com/assayhq/assay/runtime/receipt"
+	"github.com/assayhq/assay/runtime/store"
 )
 
 // DefaultMaxBodyBytes bounds a JSON request body.
@@ -56,6 +57,10 @@ type Config struct {
 	// AdvanceMarketClock, when set, moves the market's test clock forward:
 	// POST /market/clock (operator). Only for tests (ASSAY_TEST_CLOCK=1).
 	AdvanceMarketClock func(time.Duration)
+	// ReplayQueue, when set, is the job queue that POST /replays?spread=true
+	// spreads a batch over, for every node sharing the store to run; nil
+	// runs every batch on this node.
+	ReplayQueue store.Queue
 }
 
 //go:embed skill.md

@@ -1,6 +1,9 @@
 package api
 
 import (
+	"crypto/rand"
+	"encoding/hex"
+
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/assayhq/assay/runtime/replays"
@@ -8,7 +11,7 @@ import (
 
 func init() {
 	hints["/replays"] = usage{
-		Detail: "replay one stored checker on many artifacts, in parallel; outcomes are memoised (no_memo: true runs every one)",
+		Detail: "replay one stored checker on many artifacts, in parallel; outcomes are memoised (no_memo: true runs every one); ?spread=true spreads the batch over every node sharing the store",
 		Method: "POST", Path: "/replays",
 		Body: map[string]any{"checker": map[string]any{"sha256": "<sha256 from POST /checkers>", "fuel": 500000000, "memory_mib": 64},
 			"artifacts": []any{map[string]any{"rows": 120}, "a string artifact is given as its contents"}},
@@ -16,7 +19,8 @@ func init() {
 	}
 }
 
-// replays is POST /replays: one checker of the court's, many artifacts.
+// replays is POST /replays: one checker of the court's, many artifacts; with
+// ?spread=true, run by every node's replay worker through the queue.
 func (s *server) replays(c *fiber.Ctx) error {
 	b, err := body(c, replays.MaxBodyBytes)
 	if err != nil {
@@ -26,7 +30,16 @@ func (s *server) replays(c *fiber.Ctx) error {
 	if err := decode(b, &req, replays.RequestFields); err != nil {
 		return err
 	}
-	res, err := replays.NewService(s.cfg.Court.Runner()).Replay(c.UserContext(), req)
+	svc := replays.NewService(s.cfg.Court.Runner())
+	var res replays.Response
+	if c.QueryBool("spread") && s.cfg.ReplayQueue != nil {
+		// Every node sharing the store runs a part (replays.Worker).
+		var id [12]byte
+		rand.Read(id[:])
+		res, err = svc.ReplayQueued(c.UserContext(), s.cfg.ReplayQueue, "api-"+hex.EncodeToString(id[:]), req)
+	} else {
+		res, err = svc.Replay(c.UserContext(), req)
+	}
 	if err != nil {
 		return err
 	}

@@ -61,11 +61,12 @@ func queueFor(db store.Store) (store.Queue, error) {
 // once per replay.
 const checkerCacheBytes = 256 << 20
 
-// startReplayWorker runs this node's replay worker on db's job queue, so
-// that replays any node queues (replays.Submit) run here too, on sb with
-// checkers from src. The returned function stops the worker and waits for
-// it; replays it cuts short are left to their lease, for another node.
-func startReplayWorker(ctx context.Context, db store.Store, sb *wasm.Sandbox, src checkers.Source, log *slog.Logger) (stop func(), err error) {
+// startReplayWorker runs this node's replay worker on q, the job queue
+// kept in db, so that replays any node queues (replays.Submit) run here
+// too, on sb with checkers from src. The returned function stops the worker
+// and waits for it; replays it cuts short are left to their lease, for
+// another node.
+func startReplayWorker(ctx context.Context, q store.Queue, db store.Store, sb *wasm.Sandbox, src checkers.Source, log *slog.Logger) (stop func(), err error) {
 	slots, lease, err := replayWorkerConfig(os.Getenv)
 	if err != nil {
 		return nil, err
@@ -73,10 +74,6 @@ func startReplayWorker(ctx context.Context, db store.Store, sb *wasm.Sandbox, sr
 	if slots < 0 {
 		log.Info("replay worker off (ASSAY_REPLAY_SLOTS=-1)")
 		return func() {}, nil
-	}
-	q, err := queueFor(db)
-	if err != nil {
-		return nil, err
 	}
 	runner := checkers.NewRunner(sb, replays.CachedSource(src, checkerCacheBytes), checkers.WithMemo(replays.NewMemo(db)))
 	w := replays.NewWorker(replays.WorkerConfig{Queue: q, Runner: runner, Name: nodeName(),

@@ -224,7 +224,11 @@ func serveWith(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	stopReplays, err := startReplayWorker(ctx, db, sb, court.Checkers(), log)
+	replayQueue, err := queueFor(db)
+	if err != nil {
+		return err
+	}
+	stopReplays, err := startReplayWorker(ctx, replayQueue, db, sb, court.Checkers(), log)
 	if err != nil {
 		return err
 	}
@@ -258,7 +262,7 @@ func serveWith(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) e
 		Court: court, Keys: keys, OperatorToken: os.Getenv("ASSAY_OPERATOR_TOKEN"),
 		JurorName: jurorName, JurorModel: jurorModel, Version: version, Logger: log,
 		InFlight: &inflight, Matters: judgments, MattersAuth: mattersAuth,
-		Market: bazaar, AdvanceMarketClock: advance,
+		Market: bazaar, AdvanceMarketClock: advance, ReplayQueue: replayQueue,
 	})
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
