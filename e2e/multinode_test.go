@@ -19,6 +19,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/internal/pgtest"
 	"github.com/assayhq/assay/runtime/ledger"
 	"github.com/assayhq/assay/runtime/receipt"
@@ -438,6 +439,71 @@ func TestMultiNode_Replays(t *testing.T) {
 	t.Logf("first batch: %v in %v", first.ByNode, time.Since(began))
 	if len(first.ByNode) != 3 {
 		t.Errorf("60 replays ran on %d nodes, want 3: %v", len(first.ByNode), first.ByNode)
+	}
+
+	// POST /replays?spread=true on a node that runs no worker of its own:
+	// the batch is done by the others, through the queue, with the outcomes
+	// the same batch gets run in one place.
+	front := startNode(t, dbURL, t.TempDir(), []string{"ASSAY_REPLAY_SLOTS=-1"})
+	module, err := os.ReadFile(checker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var artifacts []string
+	for i := range 24 {
+		artifacts = append(artifacts, fmt.Sprintf(`{"min_rows":%d,"rows":[{"id":"a"},{"id":"b"}]}`, i%4))
+	}
+	body := fmt.Sprintf(`{"checker":{"sha256":%q},"artifacts":[%s],"no_memo":true}`, checkers.SHA256(module), strings.Join(artifacts, ","))
+	// A trigger records who completes each job, so that the test sees the
+	// batch go through the queue to the other nodes' workers.
+	audit, err := pgx.Connect(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer audit.Close(context.Background())
+	_, err = audit.Exec(context.Background(), `
+		CREATE TABLE e2e_done (id text, worker text);
+		CREATE FUNCTION e2e_done() RETURNS trigger LANGUAGE plpgsql AS
+			$$ BEGIN INSERT INTO e2e_done VALUES (NEW.id, NEW.result_by); RETURN NEW; END $$;
+		CREATE TRIGGER e2e_done AFTER UPDATE OF done ON assay_queue
+			FOR EACH ROW WHEN (NEW.done IS NOT NULL) EXECUTE FUNCTION e2e_done();`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spread := front.post(t, "/replays?spread=true", body)
+	local := nodes[0].post(t, "/replays", body)
+	if spread.status != http.StatusOK || local.status != http.StatusOK {
+		t.Fatalf("POST /replays: spread %d %s; local %d %s", spread.status, spread.body, local.status, local.body)
+	}
+	var gotSpread, gotLocal struct {
+		Count    int
+		Outcomes []map[string]any
+	}
+	_ = json.Unmarshal(spread.body, &gotSpread)
+	_ = json.Unmarshal(local.body, &gotLocal)
+	if gotSpread.Count != 24 || len(gotSpread.Outcomes) != 24 || len(gotLocal.Outcomes) != 24 {
+		t.Fatalf("spread %s\nlocal %s", spread.body, local.body)
+	}
+	for i := range gotLocal.Outcomes {
+		delete(gotSpread.Outcomes[i], "wall_ns")
+		delete(gotLocal.Outcomes[i], "wall_ns")
+		if want := map[bool]string{true: "pass", false: "fail"}[i%4 <= 2]; gotSpread.Outcomes[i]["kind"] != want ||
+			fmt.Sprint(gotSpread.Outcomes[i]) != fmt.Sprint(gotLocal.Outcomes[i]) {
+			t.Errorf("artifact %d: spread %v, local %v, want %s", i, gotSpread.Outcomes[i], gotLocal.Outcomes[i], want)
+		}
+	}
+	var jobs, byFront, workers int
+	err = audit.QueryRow(context.Background(), `SELECT count(*), count(*) FILTER (WHERE worker LIKE $1), count(DISTINCT worker)
+		FROM e2e_done WHERE id LIKE 'api-%'`, fmt.Sprintf("%%:%d", front.cmd.Process.Pid)).Scan(&jobs, &byFront, &workers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if jobs != 24 || byFront != 0 {
+		t.Errorf("the spread batch: %d jobs done through the queue (want 24), %d by the node without a worker", jobs, byFront)
+	}
+	t.Logf("POST /replays?spread=true: 24 replays by %d workers", workers)
+	if r := front.post(t, "/replays?spread=true", strings.Replace(body, checkers.SHA256(module), strings.Repeat("0", 64), 1)); r.status != http.StatusNotFound || r.code(t) != "checker_not_found" {
+		t.Errorf("spread batch of an unknown checker: %d %s", r.status, r.body)
 	}
 
 	// Kill node 2 while it holds jobs of the next batch: they must be
