@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func benchFixture(b *testing.B, name string) []byte {
@@ -129,4 +131,82 @@ func BenchmarkMetering(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkReplay measures replays from a warm cache (module compiled,
+// snapshot taken), through RunSum as the runner at scale calls it (the
+// module is not hashed per run): a reactor from its snapshot, the same
+// reactor cold (_initialize in every run), and commands beside them.
+// Snapshot images are copied into pooled buffers up to copyMax bytes and
+// mapped copy-on-write above, unless the first replay touched much of the
+// image: the -mapped and -copied cases force one or the other. big-reactor has a 20 MiB state, written in full by
+// _initialize (an interpreter's is 10-30 MiB), and touches three pages
+// per check; goreactor (3.4 MiB) touches most of its. The Go cases run
+// when fixtures/checkers/goreactor.wasm and gocommand.wasm are built.
+func BenchmarkReplay(b *testing.B) {
+	ctx := context.Background()
+	auto := benchSandbox(b, Config{})
+	defer auto.Close(ctx)
+	mapped := benchSandbox(b, Config{})
+	mapped.copyMax, mapped.noAdapt = 0, true
+	defer mapped.Close(ctx)
+	copied := benchSandbox(b, Config{})
+	copied.copyMax = 1 << 40
+	defer copied.Close(ctx)
+	type runFunc func(*Sandbox, context.Context, [32]byte, []byte, Input, Limits) Outcome
+	const rows = `{"min_rows":1,"rows":[{"id":"a"}]}`
+	for _, bc := range []struct {
+		name, module, in string
+		s                *Sandbox
+		run              runFunc
+	}{
+		{"trivial-reactor-snapshot", "reactor_pass.wasm", "", auto, (*Sandbox).RunSum},
+		{"trivial-reactor-cold", "reactor_pass.wasm", "", auto, (*Sandbox).RunColdSum},
+		{"trivial-command", "pass.wasm", "", auto, (*Sandbox).RunSum},
+		{"state-reactor-snapshot", "reactor_state.wasm", "", auto, (*Sandbox).RunSum},
+		{"big-reactor-snapshot", "reactor_big.wasm", "", auto, (*Sandbox).RunSum},
+		{"big-reactor-snapshot-mapped", "reactor_big.wasm", "", mapped, (*Sandbox).RunSum},
+		{"big-reactor-snapshot-copied", "reactor_big.wasm", "", copied, (*Sandbox).RunSum},
+		{"big-reactor-cold", "reactor_big.wasm", "", auto, (*Sandbox).RunColdSum},
+		{"goreactor-snapshot", "goreactor.wasm", rows, auto, (*Sandbox).RunSum},
+		{"goreactor-snapshot-mapped", "goreactor.wasm", rows, mapped, (*Sandbox).RunSum},
+		{"goreactor-snapshot-copied", "goreactor.wasm", rows, copied, (*Sandbox).RunSum},
+		{"goreactor-cold", "goreactor.wasm", rows, auto, (*Sandbox).RunColdSum},
+		{"gocommand", "gocommand.wasm", rows, auto, (*Sandbox).RunSum},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			module, err := os.ReadFile(filepath.Join("..", "fixtures", "checkers", bc.module))
+			if os.IsNotExist(err) {
+				b.Skipf("%s is not built", bc.module)
+			} else if err != nil {
+				b.Fatal(err)
+			}
+			sum := sha256.Sum256(module)
+			in := Input{Artifact: []byte(bc.in)}
+			lim := DefaultLimits()
+			lim.Timeout = 5 * time.Minute // the first run compiles
+			if out := bc.run(bc.s, ctx, sum, module, in, lim); !out.Kind.Decides() {
+				b.Fatal(out.Kind, out.Detail)
+			}
+			b.ReportAllocs()
+			cpu := processCPU()
+			for b.Loop() {
+				if out := bc.run(bc.s, ctx, sum, module, in, lim); !out.Kind.Decides() {
+					b.Fatal(out.Kind, out.Detail)
+				}
+			}
+			// The process's CPU time per replay (GC included), which a
+			// machine shared with other work inflates less than ns/op.
+			b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op")
+		})
+	}
+}
+
+// processCPU returns the user and system CPU time the process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -183,11 +183,15 @@ func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
 
 // meteredFS serves a Mount: it passes the mount's files through and charges
 // every byte read to the guest's fuel. It counts the files it has open in
-// open, so that a snapshot can tell whether _initialize left one open.
+// open, so that a snapshot can tell whether _initialize left one open:
+// all but the first open of the root, which is the preopened directory
+// (wazero opens it on first use and keeps it for the instance's life; a
+// fresh instance opens its own).
 type meteredFS struct {
-	fs    fs.FS
-	meter *fuelMeter
-	open  *atomic.Int64
+	fs       fs.FS
+	meter    *fuelMeter
+	open     *atomic.Int64
+	rootSeen bool
 }
 
 // Open implements fs.FS.
@@ -196,8 +200,13 @@ func (f *meteredFS) Open(name string) (fs.File, error) {
 	if err != nil {
 		return nil, err
 	}
+	d, isDir := file.(fs.ReadDirFile)
+	if isDir && name == "." && !f.rootSeen {
+		f.rootSeen = true
+		return d, nil
+	}
 	f.open.Add(1)
-	if d, ok := file.(fs.ReadDirFile); ok {
+	if isDir {
 		return &countedDir{ReadDirFile: d, open: f.open}, nil
 	}
 	return &meteredFile{File: file, meter: f.meter, open: f.open}, nil

@@ -1,6 +1,10 @@
 package wasm
 
-import "github.com/tetratelabs/wazero/experimental"
+import (
+	"sync/atomic"
+
+	"github.com/tetratelabs/wazero/experimental"
+)
 
 // limitedMemory backs one run's linear memory. It refuses to grow past its
 // limit, which is how a per-run memory limit is enforced on a runtime shared
@@ -13,18 +17,47 @@ type limitedMemory struct {
 	freed   int // len(buf) when wazero freed it, as it does when the module closes
 
 	// image, when set, is a snapshot's memory: the memory starts as a
-	// copy of it (the host then grows it to the image's size). On Linux
-	// the copy is a copy-on-write mapping of limit bytes, mapped, which
-	// never moves and which Free unmaps; elsewhere it is a plain copy.
+	// copy of it (the host then grows it to the image's size). The copy
+	// is either a copy-on-write mapping of limit bytes, mapped, which
+	// never moves and which Free unmaps (large images, on Linux), or a
+	// buffer from the image's pool, pooled, filled with the image and
+	// given back by Free.
 	image  *memImage
 	mapped []byte
+	pooled []byte
 }
 
 // memImage is the linear memory of a snapshot, shared by its replays.
 type memImage struct {
-	size int    // bytes
-	fd   int    // a memfd holding the bytes, or -1
-	data []byte // the bytes, when fd is -1
+	size int         // bytes
+	fd   int         // a memfd holding the bytes, to map; or -1
+	data []byte      // the bytes, when fd is -1
+	pool chan []byte // buffers of size bytes to copy data into, reused
+
+	copying atomic.Bool // replays copy the image rather than map it
+	probed  atomic.Bool // a mapped replay has counted the pages it touched
+}
+
+// copyOut returns a buffer of the image's size holding the image: a
+// reused one when the pool has one. Reused buffers are resident, so a
+// replay pays for one copy of the image and no page faults.
+func (img *memImage) copyOut() []byte {
+	var b []byte
+	select {
+	case b = <-img.pool:
+	default:
+		b = make([]byte, img.size)
+	}
+	img.fill(b)
+	return b
+}
+
+// put gives a buffer from copyOut back to the pool, unless it is full.
+func (img *memImage) put(b []byte) {
+	select {
+	case img.pool <- b:
+	default:
+	}
 }
 
 // Allocate implements experimental.MemoryAllocator. wazero calls it once per
@@ -41,10 +74,10 @@ func (m *limitedMemory) Reallocate(size uint64) []byte {
 	}
 	if m.image != nil && m.buf == nil && m.mapped == nil {
 		if m.mapped = m.image.mapPrivate(m.limit); m.mapped == nil {
-			// A plain copy, exactly the image's size: growth beyond it
+			// A copy, exactly the image's size: growth beyond it
 			// reallocates, so pages past the image are zero.
-			m.buf = make([]byte, m.image.size)
-			m.image.fill(m.buf)
+			m.buf = m.image.copyOut()
+			m.pooled = m.buf
 		}
 	}
 	if m.mapped != nil {
@@ -69,8 +102,14 @@ func (m *limitedMemory) Free() {
 	m.freed = max(m.freed, len(m.buf))
 	m.buf = nil
 	if m.mapped != nil {
+		m.image.probeTouched(m.mapped[:m.image.size])
 		unmap(m.mapped)
 		m.mapped = nil
+	}
+	if m.pooled != nil {
+		// wazero is done with it, and with any buffer that replaced it.
+		m.image.put(m.pooled)
+		m.pooled = nil
 	}
 }
 

@@ -1,7 +1,6 @@
 package wasm
 
 import (
-	"bytes"
 	"container/list"
 	"context"
 	"errors"
@@ -26,6 +25,13 @@ import (
 // runs (Limits.Fuel 0) from a snapshot restore one taken under it; cold
 // unmetered runs bound _initialize by the wall clock alone.
 const InitFuel = DefaultFuel
+
+// defaultCopyMax is the largest snapshot image a replay copies rather
+// than maps copy-on-write (see newImage); chosen from BenchmarkReplay.
+const defaultCopyMax = 8 << 20
+
+// imagePool is how many spare buffers an image keeps for copies.
+const imagePool = 4
 
 // initOutputBytes caps what _initialize may write to each stream.
 const initOutputBytes = DefaultOutputBytes
@@ -111,31 +117,35 @@ func (r *run) startReactor(ctx context.Context, rt wazero.Runtime) api.Module {
 	metered := r.lim.Fuel > 0
 	mod, err := rt.InstantiateModule(ctx, r.c.mod, r.config())
 	if err != nil {
-		// On an unmetered engine the start function runs here.
 		r.initFail = r.classifyInit(ctx, err, 0, false)
 		return nil
 	}
-	var left int64
-	var tooDeep bool
+	var g api.MutableGlobal
 	if metered {
-		g, ok := r.fuel(mod)
-		if !ok {
+		var ok bool
+		if g, ok = r.fuel(mod); !ok {
 			mod.Close(context.WithoutCancel(ctx))
 			r.initFail = &initFailure{kind: KindInvalidChecker, exit: -1, detail: r.err.Error(), stdoutSum: emptySum, stderrSum: emptySum}
 			return nil
 		}
 		g.Set(InitFuel)
-		if r.c.hasStart {
-			_, err = mod.ExportedFunction(meter.StartExport).Call(ctx)
+	}
+	// What instantiation does for a command (data segments, then the
+	// start function), then _initialize.
+	for _, step := range []struct {
+		name string
+		has  bool
+	}{{meter.DataExport, r.c.hasData}, {meter.StartFuncExport, r.c.hasStartFn}, {meter.InitExport, r.c.hasInit}} {
+		if step.has && err == nil {
+			_, err = mod.ExportedFunction(step.name).Call(ctx)
 		}
-		if err == nil && r.c.hasInit {
-			_, err = mod.ExportedFunction(meter.InitExport).Call(ctx)
-		}
+	}
+	var left int64
+	var tooDeep bool
+	if metered {
 		left = int64(g.Get())
 		depth := mod.ExportedGlobal(meter.DepthExport)
 		tooDeep = depth != nil && int32(depth.Get()) == meter.DepthExceeded
-	} else if r.c.hasInit {
-		_, err = mod.ExportedFunction(meter.InitExport).Call(ctx)
 	}
 	if f := r.classifyInit(ctx, err, left, tooDeep); f != nil {
 		mod.Close(context.WithoutCancel(ctx))
@@ -254,21 +264,16 @@ type snapState struct {
 	randN   int64    // bytes read from the random source
 }
 
-// execSnapshot runs a reactor from its snapshot, taking the snapshot first
-// if nobody has.
-func (r *run) execSnapshot(ctx context.Context, s *Sandbox, e *engine, sum [32]byte, module []byte) {
-	ent := s.snaps.get(snapKey(sum, r.in), func(ent *snapEntry) { s.takeSnapshot(ent, sum, module, r.in) })
+// execSnapshot runs a reactor from its snapshot entry: a fresh instance
+// with the snapshot's state, or how _initialize failed, or, when the
+// module's state could not be captured, a cold run.
+func (r *run) execSnapshot(ctx context.Context, e *engine, ent *snapEntry) {
 	if ent.fail != nil {
 		r.initFail = ent.fail
 		return
 	}
 	st := ent.state
 	if st == nil {
-		r.execCold(ctx, e.rt)
-		return
-	}
-	rmod, err := e.restorable(context.WithoutCancel(ctx), sum, r.c)
-	if err != nil {
 		r.execCold(ctx, e.rt)
 		return
 	}
@@ -280,7 +285,7 @@ func (r *run) execSnapshot(ctx context.Context, s *Sandbox, e *engine, sum [32]b
 	r.clock.elapsed = st.clock
 	r.rand.skip(st.randN)
 	ctx = experimental.WithMemoryAllocator(ctx, &r.memory)
-	mod, err := e.rt.InstantiateModule(ctx, rmod, r.config())
+	mod, err := e.rt.InstantiateModule(ctx, r.c.mod, r.config())
 	if err != nil {
 		r.err = err
 		return
@@ -292,8 +297,8 @@ func (r *run) execSnapshot(ctx context.Context, s *Sandbox, e *engine, sum [32]b
 	r.check(ctx, mod)
 }
 
-// restore writes a snapshot's state into a fresh instance of the
-// restorable form, whose memory is already the image (limitedMemory).
+// restore writes a snapshot's state into a fresh instance, whose memory is
+// already the image (limitedMemory).
 func (r *run) restore(mod api.Module, st *snapState) error {
 	mem := mod.Memory()
 	if cur := mem.Size() / pageSize; cur < st.pages {
@@ -341,11 +346,7 @@ func (s *Sandbox) takeSnapshot(ent *snapEntry, sum [32]byte, module []byte, in I
 		st.globals = append(st.globals, g.Get())
 	}
 	mem := r.memory.buf[:uint64(st.pages)*pageSize]
-	if s.copySnapshots {
-		st.image = &memImage{size: len(mem), fd: -1, data: bytes.Clone(mem)}
-	} else {
-		st.image = newImage(mem)
-	}
+	st.image = newImage(mem, s.copyMax, !s.noAdapt)
 	ent.state = st
 }
 

@@ -125,11 +125,12 @@ func TestSnapshot_cacheBound(t *testing.T) {
 }
 
 // TestSnapshot_copyMatchesMap: replays that copy the image give what
-// copy-on-write replays give.
+// copy-on-write replays give, and what cold runs give.
 func TestSnapshot_copyMatchesMap(t *testing.T) {
 	mapped := newTestSandbox(t, Config{})
+	mapped.copyMax, mapped.noAdapt = 0, true
 	copied := newTestSandbox(t, Config{})
-	copied.copySnapshots = true
+	copied.copyMax = 1 << 40
 	for _, name := range []string{"reactor_state.wasm", "reactor_clock.wasm", "reactor_io.wasm", "reactor_initgrow.wasm"} {
 		module := fixtureBytes(t, name)
 		in := Input{Artifact: []byte("abc")}
@@ -180,5 +181,31 @@ func TestSnapshot_leftOpen(t *testing.T) {
 	}
 	if ent := s.snaps.get(snapKey(sha256.Sum256(module), in), nil); ent.state != nil || ent.fail != nil {
 		t.Errorf("a snapshot was kept: %+v", ent)
+	}
+}
+
+// TestSnapshot_adapt: an image larger than copyMax is mapped, and stays
+// mapped when replays touch little of it (reactor_big: 3 pages of 320),
+// but is copied after the first replay touches much of it (reactor_state:
+// most of its 3 pages). Outcomes are the cold ones either way.
+func TestSnapshot_adapt(t *testing.T) {
+	s := newTestSandbox(t, Config{})
+	s.copyMax = 0
+	for name, copying := range map[string]bool{"reactor_big.wasm": false, "reactor_state.wasm": true} {
+		module := fixtureBytes(t, name)
+		want := jsonOf(t, s.RunCold(context.Background(), module, Input{}, DefaultLimits()))
+		for range 3 {
+			if got := jsonOf(t, s.Run(context.Background(), module, Input{}, DefaultLimits())); got != want {
+				t.Errorf("%s:\n%s\nwant %s", name, got, want)
+			}
+		}
+		ent := s.snaps.get(snapKey(sha256.Sum256(module), Input{}), nil)
+		img := ent.state.image
+		if img.fd < 0 {
+			t.Skipf("%s: no memfd here", name)
+		}
+		if !img.probed.Load() || img.copying.Load() != copying {
+			t.Errorf("%s: probed %v copying %v, want copying %v", name, img.probed.Load(), img.copying.Load(), copying)
+		}
 	}
 }

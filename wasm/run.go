@@ -168,27 +168,34 @@ func (s *Sandbox) runOn(ctx context.Context, e *engine, sum [32]byte, module []b
 			pagesString(c.minPages), lim.MemoryMiB), start)
 	}
 
+	// A reactor's snapshot is taken once per key, like compilation, and
+	// before the backstop starts: InitFuel bounds it.
+	var snap *snapEntry
+	if c.reactor && !cold && c.noSnapshot == "" {
+		if !s.enter() {
+			return out.end(KindTimeout, "the sandbox was closed before the run started; it decides nothing", start)
+		}
+		snap = s.snaps.get(snapKey(sum, in), func(ent *snapEntry) { s.takeSnapshot(ent, sum, module, in) })
+		s.inflight.Done()
+	}
+
 	ctx, cancel := context.WithTimeout(ctx, lim.Timeout)
 	defer cancel()
 	r := newRun(c, in, lim)
 	done := make(chan struct{})
-	s.mu.RLock()
-	if s.closed {
-		s.mu.RUnlock()
+	if !s.enter() {
 		return out.end(KindTimeout, "the sandbox was closed before the run started; it decides nothing", start)
 	}
-	s.inflight.Add(1)
-	s.mu.RUnlock()
 	go func() {
 		defer s.inflight.Done()
 		defer close(done)
 		switch {
 		case !c.reactor:
 			r.exec(ctx, e.rt)
-		case cold || c.noSnapshot != "":
+		case snap == nil:
 			r.execCold(ctx, e.rt)
 		default:
-			r.execSnapshot(ctx, s, e, sum, module)
+			r.execSnapshot(ctx, e, snap)
 		}
 	}()
 	select {
@@ -202,6 +209,18 @@ func (s *Sandbox) runOn(ctx context.Context, e *engine, sum [32]byte, module []b
 		return out.end(KindTimeout, detail, start)
 	}
 	return r.outcome(out, ctx, start)
+}
+
+// enter counts a guest about to run, for Close to wait for; false when
+// the sandbox is closed.
+func (s *Sandbox) enter() bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return false
+	}
+	s.inflight.Add(1)
+	return true
 }
 
 // run is the state of one guest execution.

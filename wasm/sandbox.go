@@ -59,9 +59,11 @@ type Sandbox struct {
 	metered   *engine
 	unmetered *engine
 	snaps     *snapCache
-	// copySnapshots makes replays copy a snapshot's memory instead of
-	// mapping it copy-on-write, for benchmarks that compare the two.
-	copySnapshots bool
+	// copyMax is the largest snapshot image replays copy rather than map
+	// copy-on-write, and noAdapt keeps larger ones mapped whatever their
+	// replays touch (see newImage); benchmarks change them to compare.
+	copyMax int
+	noAdapt bool
 
 	// inflight counts guests still running, including those whose caller
 	// got a timeout outcome: Close waits for them before freeing code.
@@ -92,17 +94,13 @@ type compiled struct {
 	err      error
 
 	// Reactors only (see reactor.go): mod is then compiled from the
-	// module's live form, which exports its mutable globals.
+	// module's restorable form (meter.PrepareReactor).
 	reactor    bool
 	hasInit    bool     // exports _initialize
+	hasData    bool     // exports meter.DataExport
+	hasStartFn bool     // exports meter.StartFuncExport
 	globals    []string // export names of the mutable globals
 	noSnapshot string   // why a snapshot cannot hold its state, if it cannot
-
-	// The restorable form, compiled on first use by a snapshot replay.
-	restoreOnce sync.Once
-	restoreSrc  []byte // the form's bytes, until compiled
-	restoreMod  wazero.CompiledModule
-	restoreErr  error
 }
 
 // NewSandbox returns a Sandbox ready to run checkers.
@@ -118,7 +116,7 @@ func NewSandbox(ctx context.Context, cfg Config) (*Sandbox, error) {
 	} else {
 		cache = wazero.NewCompilationCache()
 	}
-	s := &Sandbox{cfg: cfg, cache: cache, snaps: newSnapCache(cfg.SnapshotEntries, cfg.SnapshotBytes)}
+	s := &Sandbox{cfg: cfg, cache: cache, snaps: newSnapCache(cfg.SnapshotEntries, cfg.SnapshotBytes), copyMax: defaultCopyMax}
 	if s.metered, err = s.newEngine(ctx, true, false); err != nil {
 		return nil, err
 	}
@@ -199,8 +197,7 @@ func (e *engine) doCompile(ctx context.Context, c *compiled, sum [32]byte, modul
 			return err
 		}
 		c.globals, c.noSnapshot = rc.Globals, rc.NoSnapshot
-		c.restoreSrc = rc.Restorable
-		bin, form = rc.Live, liveForm
+		bin, form = rc.Module, reactorForm
 	}
 	if e.metered {
 		var err error
@@ -220,32 +217,16 @@ func (e *engine) doCompile(ctx context.Context, c *compiled, sum [32]byte, modul
 	c.mod = mod
 	c.minPages = mod.ExportedMemories()["memory"].Min()
 	_, c.hasStart = mod.ExportedFunctions()[meter.StartExport]
-	_, c.hasInit = mod.ExportedFunctions()[meter.InitExport]
+	fns := mod.ExportedFunctions()
+	_, c.hasInit = fns[meter.InitExport]
+	_, c.hasData = fns[meter.DataExport]
+	_, c.hasStartFn = fns[meter.StartFuncExport]
 	return nil
 }
 
-// Forms of a reactor module in the cache directory, beside a command's
-// metered module.
-var (
-	liveForm       = fmt.Sprintf(".live-r%d", meter.ReactorVersion)
-	restorableForm = fmt.Sprintf(".restorable-r%d", meter.ReactorVersion)
-)
-
-// restorable returns c's restorable form compiled for this engine, compiling
-// it on first use; c must be a reactor compiled by e.
-func (e *engine) restorable(ctx context.Context, sum [32]byte, c *compiled) (wazero.CompiledModule, error) {
-	c.restoreOnce.Do(func() {
-		bin := c.restoreSrc
-		c.restoreSrc = nil
-		if e.metered {
-			if bin, c.restoreErr = e.instrument(sum, restorableForm, bin); c.restoreErr != nil {
-				return
-			}
-		}
-		c.restoreMod, c.restoreErr = e.rt.CompileModule(ctx, bin)
-	})
-	return c.restoreMod, c.restoreErr
-}
+// reactorForm names a reactor's restorable form in the cache directory,
+// beside a command's metered module.
+var reactorForm = fmt.Sprintf(".reactor-r%d", meter.ReactorVersion)
 
 // instrument returns the metered form of module, from the cache directory
 // when an earlier process made it. form names which form of the checker

@@ -4,20 +4,30 @@ package wasm
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"runtime"
+	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-// newImage keeps a snapshot's memory in a memfd, so that each replay maps
-// it copy-on-write (MAP_PRIVATE) and pays only for the pages it touches.
-// Pages that are all zero are not written, so the file stays sparse. When
-// a memfd cannot be made, the image is kept as a plain copy.
-func newImage(mem []byte) *memImage {
-	img := &memImage{size: len(mem), fd: -1}
-	if len(mem) == 0 {
+// newImage keeps a snapshot's memory for replays. An image of up to
+// copyMax bytes is kept as bytes that each replay copies into a pooled
+// buffer. A larger one goes in a memfd that replays map copy-on-write
+// (MAP_PRIVATE), paying only for the pages they touch; in it, pages that
+// are all zero are not written, so the file stays sparse. Page faults cost
+// microseconds each, so a replay that touches much of an image is faster
+// copying it: with adapt, the first replay that maps the image counts the
+// pages it touched (probeTouched), and when they are more than one in
+// touchedRatio, later replays copy it instead (from the memfd). When a
+// memfd cannot be made, the image is copied.
+func newImage(mem []byte, copyMax int, adapt bool) *memImage {
+	img := &memImage{size: len(mem), fd: -1, pool: make(chan []byte, imagePool)}
+	img.copying.Store(true)
+	if len(mem) <= copyMax {
+		img.data = bytes.Clone(mem)
 		return img
 	}
 	fd, err := unix.MemfdCreate("assay-snapshot", unix.MFD_CLOEXEC)
@@ -31,10 +41,65 @@ func newImage(mem []byte) *memImage {
 		return img
 	}
 	img.fd = fd
+	img.copying.Store(false)
+	img.probed.Store(!adapt)
 	// Mappings made from fd hold the file on their own, so the descriptor
 	// can go once no replay can map it any more.
 	runtime.AddCleanup(img, func(fd int) { unix.Close(fd) }, fd)
 	return img
+}
+
+// touchedRatio: a replay that touches more than one page of an image in
+// touchedRatio makes later replays copy the image rather than map it.
+// BenchmarkReplay measured a page fault here at 25-35 times the cost of
+// copying a page (goreactor mapped and copied, big-reactor copied).
+const touchedRatio = 24
+
+// probeTouched, given a replay's mapping of the image before it is
+// unmapped, decides once whether replays map or copy the image.
+func (img *memImage) probeTouched(mapped []byte) {
+	if !img.probed.CompareAndSwap(false, true) {
+		return
+	}
+	touched, ok := residentPages(mapped)
+	if ok && touched*touchedRatio > (len(mapped)+pageSizeOS-1)/pageSizeOS {
+		img.copying.Store(true)
+	}
+}
+
+const pageSizeOS = 4096
+
+var pagemap struct {
+	once sync.Once
+	fd   int
+	err  error
+}
+
+// residentPages counts the pages of b that are mapped in, from
+// /proc/self/pagemap (bit 63 of each page's entry: present).
+func residentPages(b []byte) (int, bool) {
+	pagemap.once.Do(func() { pagemap.fd, pagemap.err = unix.Open("/proc/self/pagemap", unix.O_RDONLY|unix.O_CLOEXEC, 0) })
+	if pagemap.err != nil || len(b) == 0 {
+		return 0, false
+	}
+	first := uintptr(unsafe.Pointer(unsafe.SliceData(b))) / pageSizeOS
+	pages := (len(b) + pageSizeOS - 1) / pageSizeOS
+	buf := make([]byte, 8*min(pages, 4096))
+	n := 0
+	for done := 0; done < pages; {
+		k := min(pages-done, len(buf)/8)
+		got, err := unix.Pread(pagemap.fd, buf[:8*k], int64(first+uintptr(done))*8)
+		if err != nil || got != 8*k {
+			return 0, false
+		}
+		for i := range k {
+			if binary.LittleEndian.Uint64(buf[8*i:])&(1<<63) != 0 {
+				n++
+			}
+		}
+		done += k
+	}
+	return n, true
 }
 
 // writeSparse sizes the file to mem and writes its non-zero pages.
@@ -85,7 +150,7 @@ func allZero(b []byte) bool {
 // reserved without commitment; nil when the image has no memfd or the
 // mapping fails.
 func (img *memImage) mapPrivate(limit uint64) []byte {
-	if img.fd < 0 || limit == 0 || limit < uint64(img.size) {
+	if img.fd < 0 || img.copying.Load() || limit == 0 || limit < uint64(img.size) {
 		return nil
 	}
 	region, err := unix.MmapPtr(-1, 0, nil, uintptr(limit), unix.PROT_READ|unix.PROT_WRITE,

@@ -4,10 +4,15 @@ package wasm
 
 import "bytes"
 
-// newImage keeps a snapshot's memory as a plain copy: each replay copies it.
-func newImage(mem []byte) *memImage {
-	return &memImage{size: len(mem), fd: -1, data: bytes.Clone(mem)}
+// newImage keeps a snapshot's memory as bytes that each replay copies
+// into a pooled buffer.
+func newImage(mem []byte, _ int, _ bool) *memImage {
+	img := &memImage{size: len(mem), fd: -1, data: bytes.Clone(mem), pool: make(chan []byte, imagePool)}
+	img.copying.Store(true)
+	return img
 }
+
+func (img *memImage) probeTouched([]byte) {}
 
 // mapPrivate is Linux only; elsewhere replays copy the image.
 func (img *memImage) mapPrivate(uint64) []byte { return nil }
