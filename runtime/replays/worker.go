@@ -90,6 +90,10 @@ type WorkerConfig struct {
 	Name string
 	// Slots is how many replays the worker runs at once; 0 is GOMAXPROCS.
 	Slots int
+	// Backlog is how many claimed jobs beyond Slots the worker holds,
+	// waiting for a slot, so that claiming and recording results (round
+	// trips to the store) overlap the runs; 0 is Slots, negative none.
+	Backlog int
 	// Lease is how long a claimed job stays the worker's: if the node dies,
 	// the job is claimed again after it. 0 is DefaultLease; it must
 	// outlast the longest replay.
@@ -134,6 +138,10 @@ func NewWorker(cfg WorkerConfig) *Worker {
 	if cfg.Slots <= 0 {
 		cfg.Slots = runtime.GOMAXPROCS(0)
 	}
+	if cfg.Backlog == 0 {
+		cfg.Backlog = cfg.Slots
+	}
+	cfg.Backlog = max(cfg.Backlog, 0)
 	if cfg.Lease <= 0 {
 		cfg.Lease = DefaultLease
 	}
@@ -167,12 +175,13 @@ func (w *Worker) Run(ctx context.Context) {
 		idle     = w.cfg.Poll / 16
 	)
 	defer wg.Wait()
-	slots := int64(w.cfg.Slots)
+	held := int64(w.cfg.Slots + w.cfg.Backlog) // jobs held at once
+	cpu := make(chan struct{}, w.cfg.Slots)    // runs at once
 	for ctx.Err() == nil {
-		// Claim when half the slots are free (or all are), so that each
+		// Claim when half the room is free (or all of it), so that each
 		// claim takes several jobs, not one.
-		free := slots - inflight.Load()
-		if free == 0 || (free < (slots+1)/2 && inflight.Load() > 0) {
+		free := held - inflight.Load()
+		if free == 0 || (free < (held+1)/2 && inflight.Load() > 0) {
 			select {
 			case <-freed:
 			case <-ctx.Done():
@@ -204,7 +213,7 @@ func (w *Worker) Run(ctx context.Context) {
 					default:
 					}
 				}()
-				w.do(ctx, l)
+				w.do(ctx, l, cpu)
 			})
 		}
 	}
@@ -220,7 +229,7 @@ func (w *Worker) sleep(ctx context.Context, d time.Duration) {
 }
 
 // do runs one claimed job and records its result.
-func (w *Worker) do(ctx context.Context, l store.Lease) {
+func (w *Worker) do(ctx context.Context, l store.Lease, cpu chan struct{}) {
 	var res TaskResult
 	var task Task
 	switch err := json.Unmarshal(l.Payload, &task); {
@@ -229,7 +238,14 @@ func (w *Worker) do(ctx context.Context, l store.Lease) {
 	case l.Attempt > w.cfg.MaxAttempts:
 		res.Error, res.Code = fmt.Sprintf("claimed %d times, and no worker finished it", l.Attempt-1), CodeAbandoned
 	default:
+		select {
+		case cpu <- struct{}{}:
+		case <-ctx.Done():
+			w.stats.abandoned.Add(1)
+			return
+		}
 		r := w.cfg.Runner.Do(ctx, checkers.Job{Ref: task.Checker, Input: task.input(), NoMemo: task.NoMemo})
+		<-cpu
 		if ctx.Err() != nil {
 			// Cut short by shutdown: leave the job to its lease, for a
 			// node that is not stopping.
