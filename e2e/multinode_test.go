@@ -546,3 +546,30 @@ func TestMultiNode_Replays(t *testing.T) {
 		t.Errorf("%d results came from a retake, but node 2 died holding %d jobs", second.Retaken, heldAtDeath.Load())
 	}
 }
+
+// TestBenchCourt_Nodes runs the load generator over three nodes on one
+// PostgreSQL database: every case decided, clients spread over the nodes,
+// and the ledger balanced as each node reports it.
+func TestBenchCourt_Nodes(t *testing.T) {
+	nodes, _ := startCluster(t, 3)
+	bases := []string{nodes[0].base, nodes[1].base, nodes[2].base}
+	out, err := exec.Command(binary, "bench", "court", "--base", strings.Join(bases, ","), "--clients", "9", "--cases", "60", "--json").Output()
+	if err != nil {
+		t.Fatalf("assay bench court: %v\n%s", err, out)
+	}
+	var res struct {
+		Nodes, Cases, Accepted, Disputed, Errors int
+		CasesPerSec                              float64 `json:"cases_per_sec"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if res.Nodes != 3 || res.Cases != 60 || res.Accepted != 30 || res.Disputed != 30 || res.Errors != 0 || res.CasesPerSec <= 0 {
+		t.Fatalf("unexpected result: %s", out)
+	}
+	for i, s := range nodes {
+		if l := s.get(t, "/ledger").obj(t); l["balanced"] != true {
+			t.Errorf("node %d: ledger after the load: %v", i, l)
+		}
+	}
+}
