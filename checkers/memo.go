@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
-	"hash"
 	"sync"
 	"sync/atomic"
 
@@ -59,50 +58,37 @@ func Key(ref Ref, in wasm.Input, engine string) (key MemoKey, ok bool) {
 		return MemoKey{}, false
 	}
 	lim := ref.Limits()
-	h := sha256.New()
-	e := keyEncoder{h: h}
-	e.str(memoKeyVersion)
-	e.str(ref.SHA256)
-	e.str(kind)
-	e.str(interp)
-	e.str(typ)
-	e.sum(in.Artifact, true)
-	e.sum(in.Evidence, in.Evidence != nil)
-	e.sum(in.Criteria, in.Criteria != nil)
-	e.uint(lim.Fuel)
-	e.uint(uint64(lim.MemoryMiB))
-	e.uint(uint64(lim.StdoutBytes))
-	e.uint(uint64(lim.StderrBytes))
-	e.uint(uint64(wasm.InstrumentationVersion))
-	e.str(engine)
-	h.Sum(key[:0])
-	return key, true
+	// One buffer on the stack, hashed once.
+	var arr [512]byte
+	b := appendStr(arr[:0], memoKeyVersion)
+	b = appendStr(b, ref.SHA256)
+	b = appendStr(b, kind)
+	b = appendStr(b, interp)
+	b = appendStr(b, typ)
+	b = appendSum(b, in.Artifact, true)
+	b = appendSum(b, in.Evidence, in.Evidence != nil)
+	b = appendSum(b, in.Criteria, in.Criteria != nil)
+	b = binary.AppendUvarint(b, lim.Fuel)
+	b = binary.AppendUvarint(b, uint64(lim.MemoryMiB))
+	b = binary.AppendUvarint(b, uint64(lim.StdoutBytes))
+	b = binary.AppendUvarint(b, uint64(lim.StderrBytes))
+	b = binary.AppendUvarint(b, uint64(wasm.InstrumentationVersion))
+	b = appendStr(b, engine)
+	return sha256.Sum256(b), true
 }
 
-// keyEncoder writes length-prefixed fields into a hash.
-type keyEncoder struct {
-	h   hash.Hash
-	buf [binary.MaxVarintLen64]byte
+// appendStr appends s, prefixed by its length.
+func appendStr(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
 }
 
-func (e *keyEncoder) uint(v uint64) {
-	e.h.Write(binary.AppendUvarint(e.buf[:0], v))
-}
-
-func (e *keyEncoder) str(s string) {
-	e.uint(uint64(len(s)))
-	e.h.Write([]byte(s))
-}
-
-// sum writes a presence byte and, when present, the SHA-256 of b.
-func (e *keyEncoder) sum(b []byte, present bool) {
+// appendSum appends a presence byte and, when present, the SHA-256 of v.
+func appendSum(b, v []byte, present bool) []byte {
 	if !present {
-		e.h.Write([]byte{0})
-		return
+		return append(b, 0)
 	}
-	s := sha256.Sum256(b)
-	e.h.Write([]byte{1})
-	e.h.Write(s[:])
+	s := sha256.Sum256(v)
+	return append(append(b, 1), s[:]...)
 }
 
 // MemoStore keeps memoised outcomes beyond the process, so that a memo
