@@ -11,6 +11,14 @@
 // the same module and input give the same Outcome, fuel included, on every
 // machine and on both of wazero's engines.
 //
+// A checker may also take the reactor form (assay_check and _initialize;
+// see Sandbox.RunCold). Run then starts it from a snapshot: _initialize
+// runs once per module, argv and mount directories, and each run restores
+// the memory, mutable globals, clock and random position it left into a
+// fresh instance of the module (rewritten once by meter.PrepareReactor so
+// that instantiation writes nothing), giving the outcome a cold start
+// would.
+//
 // Limits bound a run: fuel (deterministic), memory pages (a per-run
 // allocator that refuses to grow past the limit), bytes of output, and a
 // wall-clock backstop that only protects the host. Every end of a run is an

@@ -38,22 +38,27 @@ type memImage struct {
 	probed  atomic.Bool // a mapped replay has counted the pages it touched
 }
 
-// copyOut returns a buffer of the image's size holding the image: a
-// reused one when the pool has one. Reused buffers are resident, so a
-// replay pays for one copy of the image and no page faults.
+// copyOut returns a buffer of the image's size holding the image, with
+// zeroed room to grow past it (a quarter of the image, at least two pages,
+// at most 16 MiB): a reused one when the pool has one. Reused buffers are
+// resident, so a replay pays for one copy of the image and no page faults.
 func (img *memImage) copyOut() []byte {
 	var b []byte
 	select {
 	case b = <-img.pool:
 	default:
-		b = make([]byte, img.size)
+		room := min(max(img.size/4, 2*pageSize), 16<<20)
+		b = make([]byte, img.size, img.size+room)
 	}
 	img.fill(b)
 	return b
 }
 
 // put gives a buffer from copyOut back to the pool, unless it is full.
-func (img *memImage) put(b []byte) {
+// used is how far past the image the run grew into it: that part is zeroed
+// first, so that room to grow is zero for the next run, as fresh memory is.
+func (img *memImage) put(b []byte, used int) {
+	clear(b[img.size:min(used, cap(b))])
 	select {
 	case img.pool <- b:
 	default:
@@ -74,8 +79,7 @@ func (m *limitedMemory) Reallocate(size uint64) []byte {
 	}
 	if m.image != nil && m.buf == nil && m.mapped == nil {
 		if m.mapped = m.image.mapPrivate(m.limit); m.mapped == nil {
-			// A copy, exactly the image's size: growth beyond it
-			// reallocates, so pages past the image are zero.
+			// A copy, with zeroed room past it to grow into.
 			m.buf = m.image.copyOut()
 			m.pooled = m.buf
 		}
@@ -107,8 +111,9 @@ func (m *limitedMemory) Free() {
 		m.mapped = nil
 	}
 	if m.pooled != nil {
-		// wazero is done with it, and with any buffer that replaced it.
-		m.image.put(m.pooled)
+		// wazero is done with it, and with any buffer that replaced it;
+		// memory never shrinks, so its peak size bounds what was used.
+		m.image.put(m.pooled, m.freed)
 		m.pooled = nil
 	}
 }
