@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -81,7 +83,7 @@ func startReplayWorker(ctx context.Context, q store.Queue, db store.Store, sb *w
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { w.Run(ctx) })
-	log.Info("replay worker", "queue", replays.QueueName, "name", nodeName(), "slots", slots)
+	log.Info("replay worker", "queue", replays.QueueName, "name", nodeName(), "slots", cmp.Or(slots, runtime.GOMAXPROCS(0)))
 	return func() {
 		cancel()
 		wg.Wait()
