@@ -193,7 +193,9 @@ func RunQueued(ctx context.Context, q store.Queue, batch string, tasks []Task, p
 // # Errors
 //
 // Replay's, with checker_not_found when the workers found no such checker
-// in the store, and batch_timeout when the jobs were not all done within
+// in the store, replay_abandoned (fault.Unavailable) when workers died or
+// lost their leases on a job more than DefaultMaxAttempts times, and
+// batch_timeout when the jobs were not all done within
 // QueuedTimeout: they are then taken off the queue.
 func (s *Service) ReplayQueued(ctx context.Context, q store.Queue, batch string, req Request) (Response, error) {
 	inputs, err := s.inputs(req)
@@ -229,6 +231,8 @@ func (s *Service) ReplayQueued(ctx context.Context, q store.Queue, batch string,
 		case "":
 		case CodeCheckerNotFound:
 			return Response{}, fault.New(fault.NotFound, "checker_not_found", "no checker with sha256 %s; upload it with POST /checkers first", req.Checker.SHA256)
+		case CodeAbandoned:
+			return Response{}, fault.New(fault.Unavailable, CodeAbandoned, "artifact %d: %s", i, r.Error)
 		default:
 			return Response{}, fmt.Errorf("replays: artifact %d: %s: %s", i, r.Code, r.Error)
 		}
