@@ -48,6 +48,8 @@
 //	market/agent/<did>                   an agent's market record (first seen, sales, challenges lost)
 //	market/wallet/<did>                  a counter every wallet debit rewrites, so that debits conflict
 //	memo/<key>                           a memoised checker outcome (checkers.Memo, runtime/replays.MemoStore); key: checkers.Key in hex
+//	queue/job/<queue>/<id>               a job of the badger job queue (Queue), its lease and its result; PostgreSQL keeps them in the table assay_queue
+//	queue/wait/<queue>/<order:020d>/<id>  index: the queue's jobs not done, in enqueue order
 //
 // DIDs and idempotency keys are path-escaped (url.PathEscape) in keys.
 //
