@@ -396,6 +396,11 @@ func (s *Service) Fund(ctx context.Context, id string, idem Idem) (Reply, error)
 		return Reply{}, err
 	}
 	if c.Status != StatusCreated {
+		// A request with the same key may have funded it since the replay
+		// check above: its answer, not a wrong state, is this one's.
+		if r, err := s.replay(ctx, idem); err != nil || r != nil {
+			return deref(r), err
+		}
 		return Reply{}, wrongState(c, "fund", StatusCreated)
 	}
 	// A payment id of its own per attempt: a losing attempt refunds only

@@ -130,6 +130,11 @@ func (s *Service) Challenge(ctx context.Context, listingID string, req Challenge
 		return err
 	})
 	if err != nil {
+		// A request with the same key may have opened the challenge since
+		// the replay check above: its answer, not a refusal, is this one's.
+		if r, rerr := s.replay(ctx, i); rerr != nil || r != nil {
+			return deref(r), rerr
+		}
 		return Reply{}, err
 	}
 	var out *wasm.Outcome
