@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/assayhq/assay/checkers/python"
 	"github.com/assayhq/assay/wasm"
@@ -96,6 +97,46 @@ func BenchmarkReplay(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkReplayVsHost alternates one replay from the snapshot and one
+// host python3 subprocess (isolated, no site) running the same checker
+// through the same harness, so that both see the same load on a shared
+// machine, and reports each one's mean and their ratio (host/wasm).
+func BenchmarkReplayVsHost(b *testing.B) {
+	sb := newSandbox(b, wasm.Config{})
+	ctx := context.Background()
+	lim := wasm.DefaultLimits()
+	in := wasm.Input{Artifact: []byte(benchArtifact)}
+	if out := python.Run(ctx, sb, []byte(benchChecker), "", in, lim); out.Kind != wasm.KindPass {
+		b.Fatalf("%s: %s %s", out.Kind, out.Detail, out.Stderr)
+	}
+	dir := b.TempDir()
+	for name, body := range map[string]string{"harness.py": string(harnessSource(b)), "check.py": benchChecker, "artifact": benchArtifact, "type": python.DefaultType} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	py := hostPython(b)
+	var wasmNS, hostNS time.Duration
+	n := 0
+	for b.Loop() {
+		t0 := time.Now()
+		if out := python.Run(ctx, sb, []byte(benchChecker), "", in, lim); out.Kind != wasm.KindPass {
+			b.Fatalf("%s: %s %s", out.Kind, out.Detail, out.Stderr)
+		}
+		t1 := time.Now()
+		cmd := exec.Command(py, "-I", "-S", "-B", "-c", hostBoot, filepath.Join(dir, "harness.py"), dir)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%v: %s", err, out)
+		}
+		wasmNS += t1.Sub(t0)
+		hostNS += time.Since(t1)
+		n++
+	}
+	b.ReportMetric(float64(wasmNS.Nanoseconds())/float64(n)/1e6, "wasm-ms/op")
+	b.ReportMetric(float64(hostNS.Nanoseconds())/float64(n)/1e6, "host-ms/op")
+	b.ReportMetric(float64(hostNS)/float64(wasmNS), "host/wasm")
 }
 
 // harnessSource is harness.py, as the sandbox mounts it.
