@@ -117,39 +117,46 @@ func (q *Queue) Claim(ctx context.Context, queue, worker string, max int, lease 
 		out = out[:0]
 		now := q.now()
 		prefix := "queue/wait/" + queue + "/"
-		var claim []string // ids
+		// Read only as far as the jobs claimed, so that this transaction
+		// conflicts with as few others (completions, claims) as it can.
+		type claimable struct {
+			id  string
+			rec jobRecord
+		}
+		var take []claimable
 		err := tx.Scan(prefix, false, func(key string, _ []byte) error {
 			// <order>/<id>: the id may itself hold slashes.
 			_, id, ok := strings.Cut(key[len(prefix):], "/")
 			if !ok {
 				return fmt.Errorf("storage: malformed queue key %q", key)
 			}
-			claim = append(claim, id)
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		for _, id := range claim {
-			if len(out) == max {
-				break
-			}
 			var rec jobRecord
 			if err := store.GetJSON(tx, jobKey(queue, id), &rec); err != nil {
 				return err
 			}
 			if rec.Done != 0 || rec.Expires > now.UnixNano() {
-				continue // leased, lease still holding
+				return nil // leased, lease still holding
 			}
+			take = append(take, claimable{id, rec})
+			if len(take) == max {
+				return store.ErrStop
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, c := range take {
+			rec := c.rec
 			rec.Worker = worker
 			rec.Attempt++
 			expires := now.Add(lease)
 			rec.Expires = expires.UnixNano()
-			if err := store.SetJSON(tx, jobKey(queue, id), rec); err != nil {
+			if err := store.SetJSON(tx, jobKey(queue, c.id), rec); err != nil {
 				return err
 			}
 			out = append(out, store.Lease{
-				Job:   store.Job{ID: id, Payload: rec.Payload},
+				Job:   store.Job{ID: c.id, Payload: rec.Payload},
 				Queue: queue, Worker: worker, Attempt: rec.Attempt, Expires: expires,
 			})
 		}
