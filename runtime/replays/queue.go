@@ -249,4 +249,4 @@ func (s *Service) ReplayQueued(ctx context.Context, q store.Queue, batch string,
 const QueuedTimeout = 45 * time.Second
 
 // queuedPoll is how often ReplayQueued asks the queue for its results.
-const queuedPoll = 5 * time.Millisecond
+const queuedPoll = 20 * time.Millisecond
