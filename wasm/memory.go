@@ -31,7 +31,7 @@ type limitedMemory struct {
 type memImage struct {
 	size int         // bytes
 	fd   int         // a memfd holding the bytes, to map; or -1
-	data []byte      // the bytes, when fd is -1
+	data []byte      // the bytes to copy from: a copy, or a read-only view of fd
 	pool chan []byte // buffers of size bytes to copy data into, reused
 
 	copying atomic.Bool // replays copy the image rather than map it
