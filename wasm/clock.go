@@ -45,15 +45,20 @@ const resolution = sys.ClockResolution(clockStep)
 // a guest asks for can be charged to its fuel: math/rand seeded with 42,
 // the same stream as wazero's own fake source, so outcomes do not change.
 // It counts the bytes it gave, so that a snapshot can record its position
-// and a replay can continue the stream where _initialize left it.
+// and a replay can continue the stream where _initialize left it. The
+// source is seeded on first use: seeding costs more than a trivial
+// checker's whole run, and most checkers never ask.
 type fakeRand struct {
 	r *rand.Rand
 	n int64 // bytes read so far
 }
 
-func newFakeRand() *fakeRand { return &fakeRand{r: rand.New(rand.NewSource(42))} }
+func newFakeRand() *fakeRand { return &fakeRand{} }
 
 func (f *fakeRand) Read(p []byte) (int, error) {
+	if f.r == nil {
+		f.r = rand.New(rand.NewSource(42))
+	}
 	n, err := f.r.Read(p)
 	f.n += int64(n)
 	return n, err
