@@ -152,7 +152,7 @@ func TestCheck_python(t *testing.T) {
 		{"OKKind", []string{"--checker", noExt, "--kind", "python", "--artifact", art}, exitOK, "pass", ""},
 		{"OKCode", []string{"--checker", codePy, "--type", "code", "--artifact", code}, exitOK, "pass", ""},
 		{"Fail", []string{"--checker", failPy, "--artifact", art}, exitNo, "fail", "AssertionError: 3 rows"},
-		{"Fuel", []string{"--checker", passPy, "--artifact", art, "--fuel", "1000000"}, exitNo, "fuel_exhausted", ""},
+		{"Fuel", []string{"--checker", passPy, "--artifact", art, "--fuel", "100000"}, exitNo, "fuel_exhausted", ""},
 		{"ErrType", []string{"--checker", passPy, "--artifact", art, "--type", "blob"}, exitUsage, "", ""},
 		{"ErrTypeWasm", []string{"--checker", fixturePath("pass.wasm"), "--artifact", art, "--type", "code"}, exitUsage, "", ""},
 		{"ErrKind", []string{"--checker", passPy, "--artifact", art, "--kind", "lua"}, exitUsage, "", ""},
