@@ -197,7 +197,7 @@ func wrap(err error) error {
 	case errors.Is(err, badger.ErrKeyNotFound):
 		return store.ErrNotFound
 	case errors.Is(err, badger.ErrConflict):
-		return fmt.Errorf("storage: gave up after %d conflicting attempts", maxAttempts)
+		return fmt.Errorf("storage: gave up after %d conflicting attempts: %w", maxAttempts, store.ErrContention)
 	}
 	return err
 }

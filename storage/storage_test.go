@@ -2,8 +2,10 @@ package storage_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
+	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/ledger"
 	"github.com/assayhq/assay/runtime/store"
 	"github.com/assayhq/assay/storage"
@@ -49,4 +51,36 @@ func TestDB_reopen(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// An Update that conflicts on every attempt gives up with
+// store.ErrContention, a 503 for the API, and keeps nothing.
+func TestDB_contention(t *testing.T) {
+	ctx := context.Background()
+	db := MustOpen(t, t.TempDir())
+	attempts := 0
+	err := db.Update(ctx, func(tx store.Tx) error {
+		attempts++
+		if _, err := tx.Get("hot"); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		// Another writer changes what this transaction read, every time.
+		if err := db.Update(ctx, func(tx store.Tx) error { return tx.Set("hot", []byte{byte(attempts)}) }); err != nil {
+			return err
+		}
+		return tx.Set("mine", []byte("x"))
+	})
+	if !errors.Is(err, store.ErrContention) || fault.KindOf(err) != fault.Unavailable {
+		t.Fatalf("err %v (kind %q), want store.ErrContention", err, fault.KindOf(err))
+	}
+	if attempts < 2 {
+		t.Fatalf("%d attempts, want retries", attempts)
+	}
+	err = db.View(ctx, func(tx store.Tx) error {
+		_, err := tx.Get("mine")
+		return err
+	})
+	if !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the conflicting transaction's write was kept: %v", err)
+	}
 }

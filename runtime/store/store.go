@@ -12,6 +12,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/assayhq/assay/runtime/fault"
 )
 
 // ErrNotFound is returned by Tx.Get for a key that has no value.
@@ -19,6 +21,12 @@ var ErrNotFound = errors.New("store: not found")
 
 // ErrStop, returned by a Scan callback, ends the scan without error.
 var ErrStop = errors.New("store: stop scan")
+
+// ErrContention is what Update's error wraps when its transaction
+// conflicted with concurrent ones on every attempt: nothing was written,
+// and the caller may try again. It is a fault of kind unavailable (503).
+var ErrContention = fault.New(fault.Unavailable, "store_contention",
+	"too many concurrent changes to the same records; nothing was changed, try again")
 
 // Store runs transactions.
 type Store interface {

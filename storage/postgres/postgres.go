@@ -145,7 +145,7 @@ func (s *Store) Update(ctx context.Context, fn func(store.Tx) error) error {
 		}
 		s.retries.Add(1)
 		if attempt == maxAttempts {
-			return fmt.Errorf("postgres: gave up after %d conflicting attempts: %w", maxAttempts, err)
+			return fmt.Errorf("postgres: gave up after %d conflicting attempts: %w", maxAttempts, errors.Join(store.ErrContention, err))
 		}
 		// Another transaction wrote what this one read: run it again on
 		// the new state, after a pause that grows with contention.
