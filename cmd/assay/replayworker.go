@@ -58,11 +58,6 @@ func queueFor(db store.Store) (store.Queue, error) {
 	return nil, fmt.Errorf("no job queue for a store of type %T", db)
 }
 
-// checkerCacheBytes bounds the checker bytes a replay worker keeps in
-// memory, so that it reads a checker from the store once per batch, not
-// once per replay.
-const checkerCacheBytes = 256 << 20
-
 // startReplayWorker runs this node's replay worker on q, the job queue
 // kept in db, so that replays any node queues (replays.Submit) run here
 // too, on sb with checkers from src. The returned function stops the worker
@@ -77,7 +72,7 @@ func startReplayWorker(ctx context.Context, q store.Queue, db store.Store, sb *w
 		log.Info("replay worker off (ASSAY_REPLAY_SLOTS=-1)")
 		return func() {}, nil
 	}
-	runner := checkers.NewRunner(sb, replays.CachedSource(src, checkerCacheBytes), checkers.WithMemo(replays.NewMemo(db)))
+	runner := checkers.NewRunner(sb, replays.CachedSource(src, replays.CheckerCacheBytes), checkers.WithMemo(replays.NewMemo(db)))
 	w := replays.NewWorker(replays.WorkerConfig{Queue: q, Runner: runner, Name: nodeName(),
 		Slots: slots, Lease: lease, Logger: log})
 	ctx, cancel := context.WithCancel(ctx)

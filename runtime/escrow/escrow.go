@@ -151,8 +151,9 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	}
 	if s.sandbox != nil {
 		// The memo lives on the store: it survives restarts, and every
-		// node on one store shares it.
-		s.replayer = checkers.NewRunner(s.sandbox, s.Checkers(), checkers.WithMemo(replays.NewMemo(s.st)))
+		// node on one store shares it. Checkers' bytes, named by their
+		// hash, are read from the store once.
+		s.replayer = checkers.NewRunner(s.sandbox, replays.CachedSource(s.Checkers(), replays.CheckerCacheBytes), checkers.WithMemo(replays.NewMemo(s.st)))
 		s.runner = s.replayer
 	}
 	last, err := s.lastSeq(ctx)

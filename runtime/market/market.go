@@ -172,7 +172,7 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Sandbox != nil {
 		// The memo lives on the store: it survives restarts, and every
 		// node on one store shares it.
-		s.runner = checkers.NewRunner(cfg.Sandbox, source{st: cfg.Store, next: cfg.Checkers}, checkers.WithMemo(replays.NewMemo(cfg.Store)))
+		s.runner = checkers.NewRunner(cfg.Sandbox, replays.CachedSource(source{st: cfg.Store, next: cfg.Checkers}, replays.CheckerCacheBytes), checkers.WithMemo(replays.NewMemo(cfg.Store)))
 	}
 	if err := s.buildIndex(context.Background()); err != nil {
 		return nil, fmt.Errorf("market: build the search index: %w", err)

@@ -22,6 +22,10 @@ type TaskRunner interface {
 	Do(ctx context.Context, job checkers.Job) checkers.Result
 }
 
+// CheckerCacheBytes is what a node's runners keep of checkers' bytes in
+// memory (CachedSource), each: a Go checker is a few megabytes.
+const CheckerCacheBytes = 256 << 20
+
 // CachedSource keeps the bytes of checkers read from src, up to maxBytes
 // in all, so that a worker replaying one checker many times reads it from
 // the store once. Checkers are named by the hash of their bytes, so a kept
