@@ -87,7 +87,11 @@ func (d *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
 		if err == nil && d.sync != nil && t.wrote {
 			// Acknowledge only what is on disk. A transaction that wrote
 			// nothing committed nothing, and waits for no sync.
-			return d.sync.wait()
+			// A failed sync leaves the commit applied but not durable.
+			if err := d.sync.wait(); err != nil {
+				return errors.Join(err, store.ErrCommitUnknown)
+			}
+			return nil
 		}
 		if !errors.Is(err, badger.ErrConflict) || attempt == maxAttempts {
 			return wrap(err)

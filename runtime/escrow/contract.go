@@ -413,6 +413,11 @@ func (s *Service) Fund(ctx context.Context, id string, idem Idem) (Reply, error)
 			Err:     fmt.Errorf("collect %d %s from %s on the %s rail: %w", c.Price, c.Currency, c.Buyer, s.rail.Name(), err)}
 	}
 	r, err := s.fund(ctx, id, idem, ck, ref)
+	if errors.Is(err, store.ErrCommitUnknown) {
+		// The hold may be recorded: returning the money could pay it twice.
+		return Reply{}, fault.Wrap(fault.Internal, "commit_unknown",
+			fmt.Errorf("payment %s was collected and its recording is unknown; not refunded, reconcile it: %w", ref, err))
+	}
 	if err != nil || r.Replayed {
 		if _, rerr := s.rail.Refund(context.WithoutCancel(ctx), ref, c.Price); rerr != nil {
 			// Money taken and neither held nor returned: an internal

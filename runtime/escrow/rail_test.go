@@ -4,11 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/assayhq/assay/runtime/escrow"
+	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/rail"
+	"github.com/assayhq/assay/runtime/store"
+	"github.com/assayhq/assay/storage"
 )
 
 // recordingRail is the dev rail with a ledger of its own: what it collected
@@ -110,4 +115,51 @@ func TestService_Fund_rail(t *testing.T) {
 			t.Fatalf("after a failed collection the contract is %v (%v), want created", got.Status, err)
 		}
 	})
+}
+
+// unsureStore commits the Updates it is armed for and then reports that it
+// cannot tell whether they committed, as a store whose connection failed
+// during COMMIT does.
+type unsureStore struct {
+	store.Store
+	armed atomic.Bool
+}
+
+func (s *unsureStore) Update(ctx context.Context, fn func(store.Tx) error) error {
+	err := s.Store.Update(ctx, fn)
+	if err == nil && s.armed.CompareAndSwap(true, false) {
+		return fmt.Errorf("connection reset during COMMIT: %w", store.ErrCommitUnknown)
+	}
+	return err
+}
+
+// A fund whose commit's fate is unknown keeps the money: it may be held,
+// and refunding it could pay it out twice. The error is an internal one,
+// so that it is logged for reconciliation.
+func TestService_Fund_commitUnknown(t *testing.T) {
+	ctx := context.Background()
+	db, err := storage.Open("", storage.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	us := &unsureStore{Store: db}
+	r := newRecordingRail()
+	c := mustCourtOn(t, us, t.TempDir(), withRail(r))
+	created, err := c.Create(ctx, createReq("did:x:buyer", "did:x:seller", "50", rows100), escrow.Idem{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cr escrow.Created
+	json.Unmarshal(created.Body, &cr)
+	us.armed.Store(true)
+	_, err = c.Fund(ctx, cr.ContractID, escrow.Idem{})
+	wantCode(t, err, "commit_unknown")
+	if fault.KindOf(err) != fault.Internal {
+		t.Errorf("kind %q, want internal", fault.KindOf(err))
+	}
+	got, err := c.Get(ctx, cr.ContractID)
+	if err != nil || got.Status != escrow.StatusFunded || r.net() != 50 {
+		t.Fatalf("contract %v (%v), rail kept %d: want funded and 50 kept", got.Status, err, r.net())
+	}
 }

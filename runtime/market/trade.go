@@ -146,6 +146,11 @@ func (s *Service) Deposit(ctx context.Context, did string, req AmountRequest, i 
 		body, err := json.Marshal(map[string]any{"agent": did, "amount_usd": amount, "balance_usd": USD(bal), "payment_ref": ref, "rail": s.rail.Name()})
 		return Reply{Body: body, Created: true}, err
 	})
+	if errors.Is(err, store.ErrCommitUnknown) {
+		// The deposit may be recorded: returning it could pay it twice.
+		return Reply{}, fault.Wrap(fault.Internal, "commit_unknown",
+			fmt.Errorf("market: deposit %s was collected and its recording is unknown; not refunded, reconcile it: %w", ref, err))
+	}
 	if err != nil || r.Replayed {
 		// The rail took the money and the ledger did not record it (or a
 		// concurrent request with the same key recorded its own): give it

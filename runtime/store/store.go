@@ -28,6 +28,16 @@ var ErrStop = errors.New("store: stop scan")
 var ErrContention = fault.New(fault.Unavailable, "store_contention",
 	"too many concurrent changes to the same records; nothing was changed, try again")
 
+// ErrCommitUnknown is what Update's error wraps when the store cannot tell
+// whether the transaction committed: the connection to the database failed
+// while the commit was under way, or the commit was applied but could not
+// be made durable. A caller must not undo effects outside the store (a
+// refund on a payment rail) on such an error, as it would on any other: the
+// writes may be there. It is a fault of kind internal, so that it is
+// logged.
+var ErrCommitUnknown = fault.New(fault.Internal, "commit_unknown",
+	"the store could not confirm the commit; the change may or may not have been made")
+
 // Store runs transactions.
 type Store interface {
 	// Update runs fn in a read-write transaction and commits it durably:
@@ -43,7 +53,9 @@ type Store interface {
 	//
 	// # Errors
 	//
-	// fn's error, unchanged, after which nothing fn wrote is kept.
+	// fn's error, unchanged, after which nothing fn wrote is kept;
+	// ErrContention when conflicts outlasted the retries (nothing kept);
+	// ErrCommitUnknown when the commit's fate is unknown (see there).
 	Update(ctx context.Context, fn func(tx Tx) error) error
 	// View runs fn in a read-only transaction over a consistent snapshot.
 	View(ctx context.Context, fn func(tx Tx) error) error
