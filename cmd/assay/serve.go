@@ -120,10 +120,7 @@ type storeSpec struct {
 func (s storeSpec) String() string {
 	switch s.Kind {
 	case "postgres":
-		if u, err := url.Parse(s.Target); err == nil {
-			return "postgres " + u.Redacted()
-		}
-		return "postgres"
+		return "postgres " + postgres.Redact(s.Target)
 	case "badger":
 		return "badger " + s.Target
 	}

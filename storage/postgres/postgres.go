@@ -64,7 +64,7 @@ type Options struct {
 // migration, or a server with fsync off; the error names the URL without
 // its password.
 func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
-	where := redact(rawURL)
+	where := Redact(rawURL)
 	cfg, err := pgxpool.ParseConfig(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %s: %w", where, err)
@@ -205,7 +205,13 @@ func (s *Store) run(ctx context.Context, begin string, fn func(store.Tx) error) 
 	if err := t.send(`COMMIT`, nil, func(b *pgx.QueuedQuery) {
 		b.Exec(func(ct pgconn.CommandTag) error { tag = ct; return nil })
 	}); err != nil {
-		return err
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) || pgconn.SafeToRetry(err) {
+			return err // the server refused it, or it was never sent
+		}
+		// The connection failed with the COMMIT sent or half sent: the
+		// server may have committed it.
+		return errors.Join(err, store.ErrCommitUnknown)
 	}
 	if tag.String() == "ROLLBACK" {
 		return errors.New("postgres: the transaction was rolled back at commit")
@@ -232,12 +238,21 @@ func wrap(err error) error {
 	return fmt.Errorf("postgres: %w", err)
 }
 
-// redact returns rawURL without its password.
-func redact(rawURL string) string {
+// Redact returns a PostgreSQL URL fit for a log: without the password of
+// its user part and without the values of its password and sslpassword
+// parameters.
+func Redact(rawURL string) string {
 	u, err := url.Parse(rawURL)
-	if err != nil {
+	if err != nil || u.Scheme == "" {
 		return "(a URL that does not parse)"
 	}
+	q := u.Query()
+	for _, k := range []string{"password", "sslpassword"} {
+		if q.Has(k) {
+			q.Set(k, "xxxxx")
+		}
+	}
+	u.RawQuery = q.Encode()
 	return u.Redacted()
 }
 

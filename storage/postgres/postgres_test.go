@@ -86,7 +86,8 @@ func TestOpen(t *testing.T) {
 		}
 	})
 	t.Run("ErrURL", func(t *testing.T) {
-		for _, bad := range []string{"mysql://x", "postgres://nobody:secret@127.0.0.1:1/none?connect_timeout=2"} {
+		for _, bad := range []string{"mysql://x", "postgres://nobody:secret@127.0.0.1:1/none?connect_timeout=2",
+			"postgres://nobody@127.0.0.1:1/none?connect_timeout=2&password=secret"} {
 			s, err := postgres.Open(ctx, bad, postgres.Options{})
 			if err == nil {
 				s.Close()
@@ -143,5 +144,19 @@ func TestStore_errKey(t *testing.T) {
 	})
 	if err == nil || !strings.Contains(err.Error(), "longer than") {
 		t.Errorf("Set of a long key: %v", err)
+	}
+}
+
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		"postgres://u:s3cret@h:5432/db?sslmode=disable":     "postgres://u:xxxxx@h:5432/db?sslmode=disable",
+		"postgres://u@h/db?password=s3cret&sslmode=require": "postgres://u@h/db?password=xxxxx&sslmode=require",
+		"postgresql://u@h/db?sslpassword=s3cret":            "postgresql://u@h/db?sslpassword=xxxxx",
+		"host=h user=u password=s3cret":                     "(a URL that does not parse)",
+		"postgres://u@h/db":                                 "postgres://u@h/db",
+	} {
+		if got := postgres.Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
