@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,11 @@ import (
 // transaction of the DB, so a job and its result are as durable as any
 // other write. Claims by concurrent workers conflict on the job they both
 // read, and badger's retry gives the job to one of them.
+//
+// A lease's fencing token comes from the same counter as the enqueue
+// order: increasing within the process, and seeded from the clock (unix
+// nanoseconds), so that it keeps increasing across restarts unless the
+// clock goes back by more than the process's life.
 //
 // Keys (see doc.go):
 //
@@ -52,8 +58,10 @@ type jobRecord struct {
 	Order    int64  `json:"order"`
 	Worker   string `json:"worker,omitempty"`
 	Attempt  int    `json:"attempt"`
-	Expires  int64  `json:"expires,omitempty"` // unix ns; 0: never claimed
-	Done     int64  `json:"done,omitempty"`    // unix ns; 0: not done
+	Token    int64  `json:"token,omitempty"`    // the holding claim's; 0: none
+	Enqueued int64  `json:"enqueued,omitempty"` // unix ns; 0: Order is
+	Expires  int64  `json:"expires,omitempty"`  // unix ns; 0: waiting
+	Done     int64  `json:"done,omitempty"`     // unix ns; 0: not done
 	Result   []byte `json:"result,omitempty"`
 	ResultBy string `json:"result_by,omitempty"`
 }
@@ -95,7 +103,7 @@ func (q *Queue) Enqueue(ctx context.Context, queue string, jobs ...store.Job) er
 			case !errors.Is(err, store.ErrNotFound):
 				return err
 			}
-			rec := jobRecord{Payload: j.Payload, Order: orders[i]}
+			rec := jobRecord{Payload: j.Payload, Order: orders[i], Enqueued: q.now().UnixNano()}
 			if err := store.SetJSON(tx, jobKey(queue, j.ID), rec); err != nil {
 				return err
 			}
@@ -150,6 +158,7 @@ func (q *Queue) Claim(ctx context.Context, queue, worker string, max int, lease 
 			rec := c.rec
 			rec.Worker = worker
 			rec.Attempt++
+			rec.Token = q.nextOrder()
 			expires := now.Add(lease)
 			rec.Expires = expires.UnixNano()
 			if err := store.SetJSON(tx, jobKey(queue, c.id), rec); err != nil {
@@ -157,7 +166,7 @@ func (q *Queue) Claim(ctx context.Context, queue, worker string, max int, lease 
 			}
 			out = append(out, store.Lease{
 				Job:   store.Job{ID: c.id, Payload: rec.Payload},
-				Queue: queue, Worker: worker, Attempt: rec.Attempt, Expires: expires,
+				Queue: queue, Worker: worker, Attempt: rec.Attempt, Token: rec.Token, Expires: expires,
 			})
 		}
 		return nil
@@ -174,15 +183,9 @@ func (q *Queue) Complete(ctx context.Context, l store.Lease, result []byte) erro
 		return err
 	}
 	return q.db.Update(ctx, func(tx store.Tx) error {
-		var rec jobRecord
-		err := store.GetJSON(tx, jobKey(l.Queue, l.ID), &rec)
-		if errors.Is(err, store.ErrNotFound) {
-			return store.JobNotFound(l.Queue, l.ID)
-		} else if err != nil {
+		rec, err := q.held(tx, l)
+		if err != nil {
 			return err
-		}
-		if rec.Done != 0 || rec.Attempt != l.Attempt {
-			return store.LeaseLost(l)
 		}
 		rec.Done = q.now().UnixNano()
 		rec.Result = result
@@ -192,6 +195,119 @@ func (q *Queue) Complete(ctx context.Context, l store.Lease, result []byte) erro
 		}
 		return tx.Delete(waitKey(l.Queue, rec.Order, l.ID))
 	})
+}
+
+// held reads l's job, if l still holds it.
+func (q *Queue) held(tx store.Tx, l store.Lease) (jobRecord, error) {
+	var rec jobRecord
+	err := store.GetJSON(tx, jobKey(l.Queue, l.ID), &rec)
+	if errors.Is(err, store.ErrNotFound) {
+		return rec, store.JobNotFound(l.Queue, l.ID)
+	} else if err != nil {
+		return rec, err
+	}
+	if rec.Done != 0 || rec.Token == 0 || rec.Token != l.Token {
+		return rec, store.LeaseLost(l)
+	}
+	return rec, nil
+}
+
+// Release implements store.Queue.
+func (q *Queue) Release(ctx context.Context, l store.Lease) error {
+	if err := store.CheckLease(l, time.Second); err != nil {
+		return err
+	}
+	return q.db.Update(ctx, func(tx store.Tx) error {
+		rec, err := q.held(tx, l)
+		if err != nil {
+			return err
+		}
+		rec.Worker, rec.Token, rec.Expires = "", 0, 0
+		rec.Attempt = max(rec.Attempt-1, 0)
+		return store.SetJSON(tx, jobKey(l.Queue, l.ID), rec)
+	})
+}
+
+// Renew implements store.Queue.
+func (q *Queue) Renew(ctx context.Context, l store.Lease, lease time.Duration) (time.Time, error) {
+	if err := store.CheckLease(l, lease); err != nil {
+		return time.Time{}, err
+	}
+	var expires time.Time
+	err := q.db.Update(ctx, func(tx store.Tx) error {
+		rec, err := q.held(tx, l)
+		if err != nil {
+			return err
+		}
+		expires = q.now().Add(lease)
+		rec.Expires = expires.UnixNano()
+		return store.SetJSON(tx, jobKey(l.Queue, l.ID), rec)
+	})
+	if err != nil {
+		return time.Time{}, err
+	}
+	return expires, nil
+}
+
+// Purge implements store.Queue. It deletes in transactions of a few
+// hundred jobs each.
+func (q *Queue) Purge(ctx context.Context, queue string, age time.Duration) (int, error) {
+	if err := store.CheckPurge(queue, age); err != nil {
+		return 0, err
+	}
+	cutoff := q.now().Add(-age).UnixNano()
+	old := func(rec jobRecord) bool { return cmp.Or(rec.Enqueued, rec.Order) < cutoff }
+	var ids []string
+	prefix := "queue/job/" + queue + "/"
+	err := q.db.View(ctx, func(tx store.Tx) error {
+		ids = ids[:0]
+		return tx.Scan(prefix, false, func(key string, v []byte) error {
+			var rec jobRecord
+			if err := json.Unmarshal(v, &rec); err != nil {
+				return fmt.Errorf("storage: decode queued job: %w", err)
+			}
+			if old(rec) {
+				ids = append(ids, key[len(prefix):])
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	const chunk = 500
+	for lo := 0; lo < len(ids); lo += chunk {
+		var gone int
+		err := q.db.Update(ctx, func(tx store.Tx) error {
+			gone = 0
+			for _, id := range ids[lo:min(lo+chunk, len(ids))] {
+				var rec jobRecord
+				err := store.GetJSON(tx, jobKey(queue, id), &rec)
+				if errors.Is(err, store.ErrNotFound) {
+					continue
+				} else if err != nil {
+					return err
+				}
+				if !old(rec) {
+					continue // deleted and enqueued again since
+				}
+				if err := tx.Delete(jobKey(queue, id)); err != nil {
+					return err
+				}
+				if err := tx.Delete(waitKey(queue, rec.Order, id)); err != nil {
+					return err
+				}
+				gone++
+			}
+			return nil
+		})
+		if err != nil {
+			return n, err
+		}
+		n += gone
+	}
+	return n, nil
 }
 
 // Results implements store.Queue.

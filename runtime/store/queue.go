@@ -10,9 +10,10 @@ import (
 )
 
 // ErrLeaseLost is returned, wrapped in a fault.Error of code "lease_lost",
-// by Queue.Complete when the lease it names no longer holds the job: the
-// lease ran out and another worker claimed the job, or the job was
-// completed already. Its result is not recorded.
+// by Queue.Complete, Release and Renew when the lease it names no longer
+// holds the job: the lease ran out and another worker claimed the job, the
+// lease was released, or the job was completed already. Its result is not
+// recorded.
 var ErrLeaseLost = errors.New("store: job lease lost")
 
 // ErrJobExists is returned, wrapped in a fault.Error of code
@@ -30,7 +31,7 @@ const (
 	MaxJobPayload = 16 << 20
 	// MaxClaim is the most jobs one Claim takes.
 	MaxClaim = 1000
-	// MaxLease is the longest lease a Claim may ask for.
+	// MaxLease is the longest lease a Claim or Renew may ask for.
 	MaxLease = 24 * time.Hour
 )
 
@@ -47,12 +48,16 @@ type Lease struct {
 	Job
 	Queue  string
 	Worker string
-	// Attempt counts the claims of the job, this one included: more than 1
-	// means an earlier worker's lease ran out before it completed. It is
-	// the lease's fencing token: every claim of a job, by any worker, gets
-	// the next attempt number, and Complete takes the job only from the
-	// claim whose attempt holds it.
+	// Attempt counts the claims of the job that were not released, this
+	// one included: more than 1 means an earlier worker's lease ran out
+	// (it died, or stalled) before it completed.
 	Attempt int
+	// Token is the lease's fencing token: unique to this claim among every
+	// claim of every job ever enqueued under the job's id, in its queue
+	// (an id deleted and enqueued again gets new tokens, never an old
+	// one's). Complete, Release and Renew take the job only from the claim
+	// whose token holds it.
+	Token int64
 	// Expires is when the lease ends, on the queue's clock (for a shared
 	// database, the database's clock, so that nodes whose clocks disagree
 	// still agree on it).
@@ -126,6 +131,25 @@ type Queue interface {
 	//   - A fault.Invalid error "job_invalid" for a result over
 	//     MaxJobPayload.
 	Complete(ctx context.Context, l Lease, result []byte) error
+	// Release gives the job back, if l still holds it: it is waiting again
+	// at once, for any worker to claim, and the claim l was does not count
+	// in Attempt. A worker that stops, or will not run a job it claimed,
+	// releases it rather than leave it to its lease.
+	//
+	// # Errors
+	//
+	// As Complete's: "lease_lost" when l no longer holds the job,
+	// "job_not_found" for a job not in the queue.
+	Release(ctx context.Context, l Lease) error
+	// Renew extends l to lease from now, if l still holds the job, and
+	// returns the new expiry: a worker renews the leases of jobs it is
+	// running, so that a lease can be short (a dead worker's jobs are
+	// retaken soon) and still outlast a long job.
+	//
+	// # Errors
+	//
+	// As Complete's, and "job_invalid" for lease outside (0, MaxLease].
+	Renew(ctx context.Context, l Lease, lease time.Duration) (time.Time, error)
 	// Results returns the results of the jobs among ids that are done, in
 	// the order of ids; jobs not done, or unknown, are left out.
 	//
@@ -142,6 +166,15 @@ type Queue interface {
 	//
 	// A fault.Invalid error "job_invalid" for a bad queue name or id.
 	Delete(ctx context.Context, queue string, ids []string) error
+	// Purge deletes the jobs of the queue enqueued more than age ago,
+	// whatever their state, with their results, and returns how many it
+	// deleted: jobs that outlived any submitter that could want them.
+	//
+	// # Errors
+	//
+	// A fault.Invalid error "job_invalid" for a bad queue name or age not
+	// positive.
+	Purge(ctx context.Context, queue string, age time.Duration) (int, error)
 	// Stats counts the queue's jobs by state.
 	Stats(ctx context.Context, queue string) (QueueStats, error)
 }
@@ -235,6 +268,32 @@ func CheckComplete(l Lease, result []byte) error {
 	return nil
 }
 
+// CheckLease checks the lease of Queue.Release and Queue.Renew; lease is
+// Renew's (any positive value for Release).
+func CheckLease(l Lease, lease time.Duration) error {
+	if err := CheckQueue(l.Queue); err != nil {
+		return err
+	}
+	if err := CheckJobID(l.ID); err != nil {
+		return err
+	}
+	if lease <= 0 || lease > MaxLease {
+		return jobInvalid("lease must be positive and at most %s, not %s", MaxLease, lease)
+	}
+	return nil
+}
+
+// CheckPurge checks the arguments of Queue.Purge.
+func CheckPurge(queue string, age time.Duration) error {
+	if err := CheckQueue(queue); err != nil {
+		return err
+	}
+	if age <= 0 {
+		return jobInvalid("purge age must be positive, not %s", age)
+	}
+	return nil
+}
+
 // CheckIDs checks the arguments of Queue.Results and Queue.Delete.
 func CheckIDs(queue string, ids []string) error {
 	if err := CheckQueue(queue); err != nil {
@@ -248,11 +307,11 @@ func CheckIDs(queue string, ids []string) error {
 	return nil
 }
 
-// LeaseLost returns the error Complete gives when l no longer holds its
-// job.
+// LeaseLost returns the error Complete, Release and Renew give when l no
+// longer holds its job.
 func LeaseLost(l Lease) error {
 	return &fault.Error{Kind: fault.Conflict, Code: "lease_lost",
-		Message: fmt.Sprintf("job %s of queue %s is no longer held by attempt %d (worker %s)", l.ID, l.Queue, l.Attempt, l.Worker),
+		Message: fmt.Sprintf("job %s of queue %s is no longer held by claim %d (worker %s, attempt %d)", l.ID, l.Queue, l.Token, l.Worker, l.Attempt),
 		Err:     ErrLeaseLost}
 }
 

@@ -18,12 +18,13 @@ import (
 // to the database. Claims take waiting rows with SELECT ... FOR UPDATE SKIP
 // LOCKED, so that concurrent workers on any node take different jobs
 // without waiting on each other; Complete records a result only while the
-// claim's attempt number still holds the row, so a worker whose lease ran
-// out and was retaken cannot record a second result. Leases run on the
-// database's clock.
+// claim's token still holds the row, so a worker whose lease ran out and
+// was retaken, or whose job was deleted and enqueued again, cannot record
+// a result. Tokens come from one sequence, assay_queue_token, so no two
+// claims ever share one. Leases run on the database's clock.
 //
-// Its table, assay_queue, is created by migration 2 (queueSchema), which
-// Open applies with the others.
+// Its table, assay_queue, is created by migrations 2 (queueSchema) and 3
+// (queueTokens), which Open applies with the others.
 type Queue struct {
 	pool *pgxpool.Pool
 }
@@ -50,7 +51,19 @@ CREATE TABLE assay_queue (
 CREATE INDEX assay_queue_waiting ON assay_queue (queue, seq) WHERE done IS NULL;
 `
 
-func init() { addMigration(2, "queue", queueSchema) }
+// queueTokens adds the claims' fencing tokens and the enqueue time that
+// Purge goes by.
+const queueTokens = `
+CREATE SEQUENCE assay_queue_token;
+ALTER TABLE assay_queue
+	ADD COLUMN token bigint NOT NULL DEFAULT 0,
+	ADD COLUMN enqueued timestamptz NOT NULL DEFAULT now();
+`
+
+func init() {
+	addMigration(2, "queue", queueSchema)
+	addMigration(3, "queue tokens", queueTokens)
+}
 
 // NewQueue returns the job queue kept in s's database.
 func NewQueue(s *Store) *Queue { return &Queue{pool: s.pool} }
@@ -121,10 +134,11 @@ func (q *Queue) Claim(ctx context.Context, queue, worker string, max int, lease 
 			FOR UPDATE SKIP LOCKED
 		)
 		UPDATE assay_queue q
-		SET worker = $3, attempt = q.attempt + 1, expires = now() + $4 * interval '1 microsecond'
+		SET worker = $3, attempt = q.attempt + 1, token = nextval('assay_queue_token'),
+			expires = now() + $4 * interval '1 microsecond'
 		FROM c
 		WHERE q.queue = c.queue AND q.id = c.id
-		RETURNING q.seq, q.id, q.payload, q.attempt, q.expires`,
+		RETURNING q.seq, q.id, q.payload, q.attempt, q.token, q.expires`,
 		queue, max, worker, lease.Microseconds())
 	if err != nil {
 		return nil, wrapQueue("claim", err)
@@ -136,7 +150,7 @@ func (q *Queue) Claim(ctx context.Context, queue, worker string, max int, lease 
 	var got []row
 	for rows.Next() {
 		r := row{l: store.Lease{Queue: queue, Worker: worker}}
-		if err := rows.Scan(&r.seq, &r.l.ID, &r.l.Payload, &r.l.Attempt, &r.l.Expires); err != nil {
+		if err := rows.Scan(&r.seq, &r.l.ID, &r.l.Payload, &r.l.Attempt, &r.l.Token, &r.l.Expires); err != nil {
 			rows.Close()
 			return nil, wrapQueue("claim", err)
 		}
@@ -160,23 +174,80 @@ func (q *Queue) Complete(ctx context.Context, l store.Lease, result []byte) erro
 	}
 	tag, err := q.pool.Exec(ctx, `
 		UPDATE assay_queue SET done = now(), result = $4, result_by = $5
-		WHERE queue = $1 AND id = $2 AND attempt = $3 AND done IS NULL`,
-		l.Queue, l.ID, l.Attempt, nonNil(result), l.Worker)
+		WHERE queue = $1 AND id = $2 AND token = $3 AND token <> 0 AND done IS NULL`,
+		l.Queue, l.ID, l.Token, nonNil(result), l.Worker)
 	if err != nil {
 		return wrapQueue("complete", err)
 	}
 	if tag.RowsAffected() == 1 {
 		return nil
 	}
+	return q.notHeld(ctx, "complete", l)
+}
+
+// notHeld returns the error for a fenced update that found no row l holds:
+// job_not_found or lease_lost.
+func (q *Queue) notHeld(ctx context.Context, op string, l store.Lease) error {
 	var exists bool
-	err = q.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM assay_queue WHERE queue = $1 AND id = $2)`, l.Queue, l.ID).Scan(&exists)
+	err := q.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM assay_queue WHERE queue = $1 AND id = $2)`, l.Queue, l.ID).Scan(&exists)
 	if err != nil {
-		return wrapQueue("complete", err)
+		return wrapQueue(op, err)
 	}
 	if !exists {
 		return store.JobNotFound(l.Queue, l.ID)
 	}
 	return store.LeaseLost(l)
+}
+
+// Release implements store.Queue.
+func (q *Queue) Release(ctx context.Context, l store.Lease) error {
+	if err := store.CheckLease(l, time.Second); err != nil {
+		return err
+	}
+	tag, err := q.pool.Exec(ctx, `
+		UPDATE assay_queue SET worker = NULL, token = 0, expires = NULL, attempt = greatest(attempt - 1, 0)
+		WHERE queue = $1 AND id = $2 AND token = $3 AND token <> 0 AND done IS NULL`,
+		l.Queue, l.ID, l.Token)
+	if err != nil {
+		return wrapQueue("release", err)
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	return q.notHeld(ctx, "release", l)
+}
+
+// Renew implements store.Queue.
+func (q *Queue) Renew(ctx context.Context, l store.Lease, lease time.Duration) (time.Time, error) {
+	if err := store.CheckLease(l, lease); err != nil {
+		return time.Time{}, err
+	}
+	var expires time.Time
+	err := q.pool.QueryRow(ctx, `
+		UPDATE assay_queue SET expires = now() + $4 * interval '1 microsecond'
+		WHERE queue = $1 AND id = $2 AND token = $3 AND token <> 0 AND done IS NULL
+		RETURNING expires`,
+		l.Queue, l.ID, l.Token, lease.Microseconds()).Scan(&expires)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return time.Time{}, q.notHeld(ctx, "renew", l)
+	} else if err != nil {
+		return time.Time{}, wrapQueue("renew", err)
+	}
+	return expires, nil
+}
+
+// Purge implements store.Queue.
+func (q *Queue) Purge(ctx context.Context, queue string, age time.Duration) (int, error) {
+	if err := store.CheckPurge(queue, age); err != nil {
+		return 0, err
+	}
+	tag, err := q.pool.Exec(ctx, `
+		DELETE FROM assay_queue WHERE queue = $1 AND enqueued < now() - $2 * interval '1 microsecond'`,
+		queue, age.Microseconds())
+	if err != nil {
+		return 0, wrapQueue("purge", err)
+	}
+	return int(tag.RowsAffected()), nil
 }
 
 // Results implements store.Queue.

@@ -245,6 +245,124 @@ func RunQueueSuite(t *testing.T, open func(testing.TB) store.Queue) {
 		}
 	})
 
+	t.Run("ErrLeaseLost_Reenqueued", func(t *testing.T) {
+		// A claims x; x is deleted and enqueued again; B claims the new
+		// x, at the same attempt number as A's. A's result, for the old
+		// payload, must not be recorded against the new job.
+		q := open(t)
+		queueMust(t, q.Enqueue(ctx, "q-reenq", job("x", "old")))
+		a, err := q.Claim(ctx, "q-reenq", "a", 1, time.Minute)
+		queueMust(t, err)
+		queueMust(t, q.Delete(ctx, "q-reenq", []string{"x"}))
+		queueMust(t, q.Enqueue(ctx, "q-reenq", job("x", "new")))
+		b, err := q.Claim(ctx, "q-reenq", "b", 1, time.Minute)
+		queueMust(t, err)
+		if len(a) != 1 || len(b) != 1 || a[0].Attempt != b[0].Attempt || a[0].Token == b[0].Token {
+			t.Fatalf("claims %+v and %+v: want one each, same attempt, different tokens", a, b)
+		}
+		if err := q.Complete(ctx, a[0], []byte("from a")); !errors.Is(err, store.ErrLeaseLost) {
+			t.Fatalf("complete by the old incarnation's lease: %v, want lease_lost", err)
+		}
+		if err := q.Release(ctx, a[0]); !errors.Is(err, store.ErrLeaseLost) {
+			t.Errorf("release by the old incarnation's lease: %v, want lease_lost", err)
+		}
+		if _, err := q.Renew(ctx, a[0], time.Minute); !errors.Is(err, store.ErrLeaseLost) {
+			t.Errorf("renew by the old incarnation's lease: %v, want lease_lost", err)
+		}
+		queueMust(t, q.Complete(ctx, b[0], []byte("from b")))
+		res, err := q.Results(ctx, "q-reenq", []string{"x"})
+		queueMust(t, err)
+		if len(res) != 1 || string(res[0].Data) != "from b" || res[0].Worker != "b" {
+			t.Fatalf("result %+v, want b's", res)
+		}
+	})
+
+	t.Run("OK_Release", func(t *testing.T) {
+		q := open(t)
+		queueMust(t, q.Enqueue(ctx, "q-rel", job("j", "p")))
+		a, err := q.Claim(ctx, "q-rel", "a", 1, time.Hour)
+		queueMust(t, err)
+		queueMust(t, q.Release(ctx, a[0]))
+		queueWantStats(t, q, "q-rel", store.QueueStats{Waiting: 1})
+		// Waiting again at once, and the released claim is not counted.
+		b, err := q.Claim(ctx, "q-rel", "b", 1, time.Hour)
+		queueMust(t, err)
+		if len(b) != 1 || b[0].Attempt != 1 || b[0].Token == a[0].Token {
+			t.Fatalf("claim after a release: %+v, want attempt 1 with a new token", b)
+		}
+		for name, err := range map[string]error{
+			"complete": q.Complete(ctx, a[0], []byte("from a")),
+			"release":  q.Release(ctx, a[0]),
+			"renew":    queueRenewErr(q.Renew(ctx, a[0], time.Minute)),
+		} {
+			if !errors.Is(err, store.ErrLeaseLost) || fault.CodeOf(err) != "lease_lost" {
+				t.Errorf("%s by a released lease: %v, want lease_lost", name, err)
+			}
+		}
+		queueMust(t, q.Complete(ctx, b[0], []byte("from b")))
+		if err := q.Release(ctx, b[0]); !errors.Is(err, store.ErrLeaseLost) {
+			t.Errorf("release of a done job: %v, want lease_lost", err)
+		}
+		queueMust(t, q.Delete(ctx, "q-rel", []string{"j"}))
+		if err := q.Release(ctx, b[0]); fault.CodeOf(err) != "job_not_found" {
+			t.Errorf("release of a deleted job: %v, want job_not_found", err)
+		}
+		if err := q.Release(ctx, store.Lease{Job: job("j", ""), Queue: "Q"}); fault.CodeOf(err) != "job_invalid" {
+			t.Errorf("release in a bad queue: %v, want job_invalid", err)
+		}
+	})
+
+	t.Run("OK_Renew", func(t *testing.T) {
+		q := open(t)
+		queueMust(t, q.Enqueue(ctx, "q-renew", job("j", "p")))
+		a, err := q.Claim(ctx, "q-renew", "a", 1, 300*time.Millisecond)
+		queueMust(t, err)
+		// Renewed past its first expiry, the lease keeps the job.
+		for range 4 {
+			time.Sleep(150 * time.Millisecond)
+			exp, err := q.Renew(ctx, a[0], 300*time.Millisecond)
+			queueMust(t, err)
+			if !exp.After(a[0].Expires) {
+				t.Errorf("renewed to %s, not after the claim's %s", exp, a[0].Expires)
+			}
+			if l, err := q.Claim(ctx, "q-renew", "b", 1, time.Minute); err != nil || len(l) != 0 {
+				t.Fatalf("claimed %v (%v) under a renewed lease", ids(l), err)
+			}
+		}
+		if _, err := q.Renew(ctx, a[0], 0); fault.CodeOf(err) != "job_invalid" {
+			t.Errorf("renew for 0: %v, want job_invalid", err)
+		}
+		queueMust(t, q.Complete(ctx, a[0], []byte("r")))
+		if _, err := q.Renew(ctx, a[0], time.Minute); !errors.Is(err, store.ErrLeaseLost) {
+			t.Errorf("renew of a done job: %v, want lease_lost", err)
+		}
+	})
+
+	t.Run("OK_Purge", func(t *testing.T) {
+		q := open(t)
+		queueMust(t, q.Enqueue(ctx, "q-purge", job("done", "1"), job("held", "2"), job("waiting", "3")))
+		ls, err := q.Claim(ctx, "q-purge", "w", 2, time.Minute)
+		queueMust(t, err)
+		queueMust(t, q.Complete(ctx, ls[0], []byte("r")))
+		if n, err := q.Purge(ctx, "q-purge", time.Hour); err != nil || n != 0 {
+			t.Fatalf("purge of nothing old: %d %v", n, err)
+		}
+		time.Sleep(300 * time.Millisecond)
+		queueMust(t, q.Enqueue(ctx, "q-purge", job("young", "4")))
+		n, err := q.Purge(ctx, "q-purge", 200*time.Millisecond)
+		queueMust(t, err)
+		if n != 3 {
+			t.Errorf("purged %d, want the 3 old jobs", n)
+		}
+		queueWantStats(t, q, "q-purge", store.QueueStats{Waiting: 1})
+		if err := q.Complete(ctx, ls[1], nil); fault.CodeOf(err) != "job_not_found" {
+			t.Errorf("complete a purged job: %v, want job_not_found", err)
+		}
+		if _, err := q.Purge(ctx, "q-purge", 0); fault.CodeOf(err) != "job_invalid" {
+			t.Errorf("purge of age 0: %v, want job_invalid", err)
+		}
+	})
+
 	t.Run("OK_Isolated", func(t *testing.T) {
 		q := open(t)
 		queueMust(t, q.Enqueue(ctx, "q-iso", job("j", "1")))
@@ -375,4 +493,5 @@ func queueWantStats(tb testing.TB, q store.Queue, queue string, want store.Queue
 
 func queueClaimErr(_ []store.Lease, err error) error    { return err }
 func queueResultsErr(_ []store.Result, err error) error { return err }
+func queueRenewErr(_ time.Time, err error) error        { return err }
 func queueStatsErr(_ store.QueueStats, err error) error { return err }
