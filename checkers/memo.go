@@ -23,22 +23,24 @@ func (k MemoKey) String() string { return hex.EncodeToString(k[:]) }
 
 // memoKeyVersion starts every encoding that Key hashes. Bump it when the
 // encoding, or what an outcome holds, changes.
-const memoKeyVersion = "assay memo v1"
+const memoKeyVersion = "assay memo v2"
 
 // Key returns the memo key of running the checker ref names against in,
 // on a sandbox of the given engine (wasm.Sandbox.Engine). It hashes, in
 // this order, each field length-prefixed:
 //
-//   - the version tag "assay memo v1";
+//   - the version tag "assay memo v2";
 //   - the checker's SHA-256 and kind ("" is wasm);
-//   - for python, the interpreter's SHA-256 (python.ModuleSHA256) and the
+//   - for python, the Python runtime's SHA-256 (python.RuntimeSHA256:
+//     interpreter, harness and standard library) and the
 //     artifact type ("" is python.DefaultType); for wasm, two empty fields;
 //   - the SHA-256 of the artifact; of the evidence and of the criteria,
 //     each after a presence byte, so that absent and empty differ;
 //   - the limits that shape an outcome, with defaults filled in: fuel,
 //     memory MiB, stdout and stderr caps. Not the wall-clock backstop: a
 //     run it stops is a timeout, which is never memoised;
-//   - wasm.InstrumentationVersion and the engine.
+//   - wasm.OutcomeVersion (the fuel meter, the reactor rewrite, the
+//     limits of a reactor's start-up) and the engine.
 //
 // ok is false when in cannot be memoised: a wasm checker given Args or
 // Mounts, whose file systems have no hash.
@@ -50,7 +52,7 @@ func Key(ref Ref, in wasm.Input, engine string) (key MemoKey, ok bool) {
 	var interp, typ string
 	if kind == KindPython {
 		// python.Input replaces Args and Mounts with the interpreter's.
-		interp, typ = python.ModuleSHA256, ref.ArtifactType
+		interp, typ = python.RuntimeSHA256(), ref.ArtifactType
 		if typ == "" {
 			typ = python.DefaultType
 		}
@@ -72,7 +74,7 @@ func Key(ref Ref, in wasm.Input, engine string) (key MemoKey, ok bool) {
 	b = binary.AppendUvarint(b, uint64(lim.MemoryMiB))
 	b = binary.AppendUvarint(b, uint64(lim.StdoutBytes))
 	b = binary.AppendUvarint(b, uint64(lim.StderrBytes))
-	b = binary.AppendUvarint(b, uint64(wasm.InstrumentationVersion))
+	b = appendStr(b, wasm.OutcomeVersion)
 	b = appendStr(b, engine)
 	return sha256.Sum256(b), true
 }

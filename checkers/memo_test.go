@@ -199,14 +199,15 @@ func TestKey(t *testing.T) {
 	// Golden: the encoding is part of every stored memo. A change here
 	// must bump the version tag (stored outcomes then miss, as they should).
 	if want := goldenKey; k1.String() != want {
-		t.Errorf("key %s, want %s (wasm.InstrumentationVersion %d)", k1, want, wasm.InstrumentationVersion)
+		t.Errorf("key %s, want %s (wasm.OutcomeVersion %q)", k1, want, wasm.OutcomeVersion)
 	}
 }
 
 // goldenKey is Key(Ref{SHA256: "abab…"}, Input{Artifact: "a"}, "compiler")
-// under wasm.InstrumentationVersion 2, computed independently (a Python
-// script hashing the encoding that Key documents).
-const goldenKey = "70bcf19fa745b745c536e15aaa24dc8fbe6ab446a704fb5f3130be74d4b18414"
+// under wasm.OutcomeVersion "meter v2; reactor v1; init fuel 10000000000,
+// memory 256 MiB", computed independently (a Python script hashing the
+// encoding that Key documents).
+const goldenKey = "d3bfabece13db0427277cabc45f8c9af00e0c7d8621cec979c4b301f3953af93"
 
 func TestMemo_notTimeout(t *testing.T) {
 	memo := checkers.NewMemo(checkers.MemoConfig{})

@@ -1,6 +1,7 @@
 package wasm
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/assayhq/assay/wasm/internal/meter"
@@ -78,3 +79,10 @@ func (l Limits) memoryPages() uint32 { return l.MemoryMiB * pagesPerMiB }
 // so a cache of outcomes keyed by it (checkers' memo) never serves an
 // outcome measured under another cost model.
 const InstrumentationVersion = meter.Version
+
+// OutcomeVersion names everything in the sandbox, beyond a run's module,
+// input and limits, that can change its outcome: the fuel meter, the
+// reactor rewrite and the fixed limits of a reactor's _initialize. A cache
+// of outcomes (checkers' memo) keys on it.
+var OutcomeVersion = fmt.Sprintf("meter v%d; reactor v%d; init fuel %d, memory %d MiB",
+	meter.Version, meter.ReactorVersion, InitFuel, InitMemoryMiB)

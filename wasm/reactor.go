@@ -26,6 +26,11 @@ import (
 // unmetered runs bound _initialize by the wall clock alone.
 const InitFuel = DefaultFuel
 
+// InitMemoryMiB is the memory a reactor's _initialize may grow to,
+// whatever the run's limits, for the same reason; a snapshot holds what it
+// leaves. CPython's start leaves about 10 MiB, Go's runtime about 4.
+const InitMemoryMiB = 256
+
 // defaultCopyMax is the largest snapshot image a replay copies rather
 // than maps copy-on-write (see newImage); chosen from BenchmarkReplay.
 const defaultCopyMax = 8 << 20
@@ -104,7 +109,7 @@ func (f *initFailure) outcome(out Outcome, start time.Time) Outcome {
 
 // startReactor instantiates a reactor with its input and output switched
 // off and runs its start function and _initialize under InitFuel and
-// MaxMemoryMiB. It returns the instance, or nil with r.initFail set.
+// InitMemoryMiB. It returns the instance, or nil with r.initFail set.
 func (r *run) startReactor(ctx context.Context, rt wazero.Runtime) api.Module {
 	r.io = &switches{
 		initOut: newCapWriter(initOutputBytes, &r.meter),
@@ -112,7 +117,7 @@ func (r *run) startReactor(ctx context.Context, rt wazero.Runtime) api.Module {
 	}
 	r.io.in.off = &meteredFS{fs: MemDir{}, meter: &r.meter, open: &r.open}
 	limit := r.memory.limit
-	r.memory.limit = uint64(MaxMemoryMiB) * pagesPerMiB * pageSize
+	r.memory.limit = uint64(InitMemoryMiB) * pagesPerMiB * pageSize
 	ctx = experimental.WithMemoryAllocator(ctx, &r.memory)
 	metered := r.lim.Fuel > 0
 	mod, err := rt.InstantiateModule(ctx, r.c.mod, r.config())
@@ -186,7 +191,7 @@ func (r *run) classifyInit(ctx context.Context, err error, left int64, tooDeep b
 		f.kind, f.detail = KindFail, fmt.Sprintf("_initialize: exited %d", f.exit)
 		if r.memory.reachedLimit() {
 			f.kind = KindMemoryExceeded
-			f.detail = fmt.Sprintf("_initialize: reached the memory limit of %d MiB, then exited %d", MaxMemoryMiB, f.exit)
+			f.detail = fmt.Sprintf("_initialize: reached the memory limit of %d MiB, then exited %d", InitMemoryMiB, f.exit)
 		}
 	default:
 		msg := trapMessage(err)
@@ -196,7 +201,7 @@ func (r *run) classifyInit(ctx context.Context, err error, left int64, tooDeep b
 		f.kind, f.detail = KindTrap, "_initialize: "+msg
 		if r.memory.reachedLimit() {
 			f.kind = KindMemoryExceeded
-			f.detail = fmt.Sprintf("_initialize: reached the memory limit of %d MiB, then %s", MaxMemoryMiB, msg)
+			f.detail = fmt.Sprintf("_initialize: reached the memory limit of %d MiB, then %s", InitMemoryMiB, msg)
 		}
 	}
 	f.pages = r.memory.pages()
@@ -326,7 +331,7 @@ func (s *Sandbox) takeSnapshot(ent *snapEntry, sum [32]byte, module []byte, in I
 	if c.err != nil || !c.reactor || c.noSnapshot != "" {
 		return
 	}
-	lim := Limits{Fuel: InitFuel, MemoryMiB: MaxMemoryMiB}.withDefaults()
+	lim := Limits{Fuel: InitFuel, MemoryMiB: InitMemoryMiB}.withDefaults()
 	r := newRun(c, Input{Args: in.Args, Mounts: in.Mounts}, lim)
 	mod := r.startReactor(ctx, s.metered.rt)
 	if mod == nil {

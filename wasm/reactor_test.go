@@ -43,6 +43,7 @@ var reactors = []struct {
 	{name: "clock and random", module: "reactor_clock.wasm", kind: wasm.KindPass, exit: 0, stdout: "\n"},
 	{name: "memory after init over the limit", module: "reactor_initgrow.wasm", lim: wasm.Limits{MemoryMiB: 2}, kind: wasm.KindMemoryExceeded, exit: -1, detail: "memory after _initialize is 41 pages"},
 	{name: "memory after init within the limit", module: "reactor_initgrow.wasm", lim: wasm.Limits{MemoryMiB: 3}, kind: wasm.KindPass, exit: 0},
+	{name: "init over its own memory limit", module: "reactor_initbig.wasm", lim: wasm.Limits{MemoryMiB: 4096}, kind: wasm.KindMemoryExceeded, exit: -1, detail: "_initialize: reached the memory limit of 256 MiB"},
 	{name: "both _start and assay_check", module: "reactor_both.wasm", kind: wasm.KindInvalidChecker, exit: -1, detail: "both _start and assay_check"},
 	{name: "assay_check of the wrong type", module: "reactor_badtype.wasm", kind: wasm.KindInvalidChecker, exit: -1, detail: "assay_check must take nothing and return an i32"},
 }

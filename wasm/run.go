@@ -109,7 +109,7 @@ func (s *Sandbox) RunSum(ctx context.Context, sum [32]byte, module []byte, in In
 //     Mounts; assay_check then sees the input. Whatever _initialize writes
 //     to stdout and stderr is dropped unless it fails.
 //   - _initialize runs under fixed limits, whatever the run's: InitFuel
-//     fuel and MaxMemoryMiB of memory. If it does not return within them
+//     fuel and InitMemoryMiB of memory. If it does not return within them
 //     the run ends as it would for a command (trap, fuel_exhausted,
 //     memory_exceeded, output_exceeded over DefaultOutputBytes, fail for a
 //     non-zero proc_exit; invalid_checker for proc_exit(0), after which

@@ -36,11 +36,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"embed"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/assayhq/assay/wasm"
@@ -118,6 +120,40 @@ var ModuleSHA256 = hex.EncodeToString(moduleSum[:])
 // moduleSum is the interpreter's SHA-256, vouched for to the sandbox so that
 // the 6.7 MB module is not hashed per run.
 var moduleSum = sha256.Sum256(module)
+
+// RuntimeSHA256 returns the SHA-256 (lowercase hex) of everything of this
+// package that shapes a Python checker's outcome: the interpreter, the
+// harness that runs checkers, and the standard library mounted beside
+// them, each file by its path. A cache of outcomes (checkers' memo) keys on
+// it, so that a new harness or library is never answered with an outcome
+// of the old one. It is computed on first use (it reads 15 MB).
+var RuntimeSHA256 = sync.OnceValue(func() string {
+	h := sha256.New()
+	field := func(b []byte) {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
+		h.Write(n[:])
+		h.Write(b)
+	}
+	field(moduleSum[:])
+	field(harness)
+	err := fs.WalkDir(stdlib, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := stdlib.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		field([]byte(path))
+		field(b)
+		return nil
+	})
+	if err != nil {
+		panic(err) // impossible: the tree is embedded
+	}
+	return hex.EncodeToString(h.Sum(nil))
+})
 
 func hexSum(b []byte) string {
 	sum := sha256.Sum256(b)
