@@ -167,14 +167,26 @@ func Wait(ctx context.Context, q store.Queue, ids []string, poll time.Duration, 
 //
 // # Errors
 //
-// Submit's and Wait's. The jobs of a batch whose wait ended early stay in
-// the queue and are run; submitting the batch again collects them.
-func RunQueued(ctx context.Context, q store.Queue, batch string, tasks []Task, poll time.Duration, progress func(done, total int)) ([]TaskResult, error) {
+// Submit's and Wait's. The batch's jobs are deleted on every error (but a
+// job_conflict, whose jobs are another batch's), so a retry runs them
+// afresh; jobs a submitter that died never deleted are deleted by the
+// workers once they are older than the workers' JobTTL (DefaultJobTTL),
+// so a wait must end within it.
+func RunQueued(ctx context.Context, q store.Queue, batch string, tasks []Task, poll time.Duration, progress func(done, total int)) (res []TaskResult, err error) {
+	defer func() {
+		if err != nil && fault.CodeOf(err) != "job_conflict" {
+			// Nobody will collect these results: take the jobs off, even
+			// when ctx has ended.
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			_ = q.Delete(dctx, QueueName, TaskIDs(batch, len(tasks)))
+		}
+	}()
 	ids, err := Submit(ctx, q, batch, tasks)
 	if err != nil {
 		return nil, err
 	}
-	res, err := Wait(ctx, q, ids, poll, progress)
+	res, err = Wait(ctx, q, ids, poll, progress)
 	if err != nil {
 		return nil, err
 	}
@@ -187,8 +199,8 @@ func RunQueued(ctx context.Context, q store.Queue, batch string, tasks []Task, p
 // ReplayQueued answers req as Replay does, but spreads its artifacts over
 // every node sharing q: they are queued as the jobs of batch, any node's
 // Worker runs them, and the outcomes come back in the order of the
-// artifacts. batch names this request's jobs; a retry under the same batch
-// collects the same jobs rather than queueing them twice.
+// artifacts. batch names this request's jobs; they are deleted when it
+// returns, whatever it returns.
 //
 // # Errors
 //
@@ -211,12 +223,6 @@ func (s *Service) ReplayQueued(ctx context.Context, q store.Queue, batch string,
 	defer cancel()
 	results, err := RunQueued(ctx, q, batch, tasks, queuedPoll, nil)
 	if err != nil {
-		if ctx.Err() != nil {
-			// Nobody will collect these results: take the jobs off.
-			dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			defer dcancel()
-			_ = q.Delete(dctx, QueueName, TaskIDs(batch, len(tasks)))
-		}
 		switch {
 		case parent.Err() != nil:
 			return Response{}, parent.Err()
@@ -245,7 +251,9 @@ func (s *Service) ReplayQueued(ctx context.Context, q store.Queue, batch string,
 }
 
 // QueuedTimeout bounds a batch that ReplayQueued spreads over the nodes,
-// within the server's write timeout of a minute.
+// within the server's write timeout of a minute. A job of a node that dies
+// is retaken after its lease (DefaultLease, 10 s) and rerun within it; a
+// node that stops gracefully releases its jobs at once.
 const QueuedTimeout = 45 * time.Second
 
 // queuedPoll is how often ReplayQueued asks the queue for its results.

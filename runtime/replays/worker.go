@@ -74,15 +74,32 @@ func (c *cachedSource) Checker(sum string) ([]byte, error) {
 
 // Defaults for WorkerConfig.
 const (
-	// DefaultLease outlasts any one replay: the sandbox's wall-clock
-	// backstop ends a run long before it.
-	DefaultLease = time.Minute
+	// DefaultLease is how long a claimed job stays a worker's without a
+	// renewal. A worker renews the leases of the jobs it holds every
+	// third of the lease, while they wait for a slot and while they run,
+	// so the lease need not outlast a replay (the sandbox's wall-clock
+	// backstop, wasm.DefaultTimeout, is 10 s): it bounds how long the jobs
+	// of a node that died wait before another node retakes them. With
+	// the default, a dead node's job is retaken within about 10 s and
+	// rerun well within QueuedTimeout (45 s); a worker that stops
+	// gracefully releases its jobs at once instead.
+	DefaultLease = 10 * time.Second
+	// MinLease is the shortest lease a worker takes: renewals every
+	// third of it must fit the store's round trips.
+	MinLease = time.Second
 	// DefaultPoll is the longest a worker with nothing to do waits before
 	// it asks the queue again.
 	DefaultPoll = 200 * time.Millisecond
 	// DefaultMaxAttempts is how many claims a job gets before a worker
 	// records that no worker could finish it.
 	DefaultMaxAttempts = 3
+	// DefaultJobTTL is how long a job stays in the queue, whatever its
+	// state: workers delete older ones (store.Queue.Purge), left by a
+	// submitter that died or gave up. It is far beyond QueuedTimeout.
+	DefaultJobTTL = 10 * time.Minute
+	// MaxSlots is the most replays a worker runs at once: with its
+	// backlog it holds at most store.MaxClaim jobs.
+	MaxSlots = store.MaxClaim / 2
 )
 
 // WorkerConfig configures NewWorker.
@@ -92,15 +109,23 @@ type WorkerConfig struct {
 	// Name names the worker in leases and results; unique per node, such
 	// as host and process id.
 	Name string
-	// Slots is how many replays the worker runs at once; 0 is GOMAXPROCS.
+	// Slots is how many replays the worker runs at once; 0 is GOMAXPROCS,
+	// and more than MaxSlots is MaxSlots.
 	Slots int
 	// Backlog is how many claimed jobs beyond Slots the worker holds,
 	// waiting for a slot, so that claiming and recording results (round
 	// trips to the store) overlap the runs; 0 is Slots, negative none.
+	// Slots and Backlog together are at most store.MaxClaim.
 	Backlog int
-	// Lease is how long a claimed job stays the worker's: if the node dies,
-	// the job is claimed again after it. 0 is DefaultLease; it must
-	// outlast the longest replay.
+	// Lease is how long a claimed job stays the worker's without a
+	// renewal; 0 is DefaultLease, and less than MinLease is MinLease. The
+	// worker renews every held job's lease each third of it, so the lease
+	// need not outlast a replay; it is how long a dead node's jobs wait
+	// before another node retakes them (and so, with a run, must fit well
+	// within QueuedTimeout). A worker that stops releases its jobs
+	// (store.Queue.Release) rather than leave them to the lease; a result
+	// is recorded only under the claim's fencing token (store.Lease.Token),
+	// so a worker whose lease ran out records nothing.
 	Lease time.Duration
 	// Poll is the longest an idle worker waits before claiming again; 0 is
 	// DefaultPoll. It waits less at first, doubling up to Poll.
@@ -109,6 +134,10 @@ type WorkerConfig struct {
 	// past that records an error instead of running it. 0 is
 	// DefaultMaxAttempts.
 	MaxAttempts int
+	// JobTTL is how long a job may stay in the queue; the worker deletes
+	// older ones every tenth of it (store.Queue.Purge). 0 is
+	// DefaultJobTTL.
+	JobTTL time.Duration
 	// Logger receives the queue's errors; nil discards them.
 	Logger *slog.Logger
 }
@@ -118,7 +147,9 @@ type WorkerStats struct {
 	Claimed   int64 // jobs claimed
 	Completed int64 // results recorded
 	Lost      int64 // results refused: the lease was lost first
-	Abandoned int64 // jobs left to their lease when the worker stopped
+	Abandoned int64 // jobs released unrun or cut short when the worker stopped
+	Retried   int64 // jobs given back for a transient error (a store's)
+	Purged    int64 // expired jobs deleted
 }
 
 // Worker claims replay jobs from the shared queue and runs them, Slots at
@@ -127,7 +158,9 @@ type WorkerStats struct {
 type Worker struct {
 	cfg   WorkerConfig
 	log   *slog.Logger
-	stats struct{ claimed, completed, lost, abandoned atomic.Int64 }
+	stats struct {
+		claimed, completed, lost, abandoned, retried, purged atomic.Int64
+	}
 }
 
 // NewWorker returns a Worker; Run starts it.
@@ -142,12 +175,17 @@ func NewWorker(cfg WorkerConfig) *Worker {
 	if cfg.Slots <= 0 {
 		cfg.Slots = runtime.GOMAXPROCS(0)
 	}
+	cfg.Slots = min(cfg.Slots, MaxSlots)
 	if cfg.Backlog == 0 {
 		cfg.Backlog = cfg.Slots
 	}
-	cfg.Backlog = max(cfg.Backlog, 0)
+	cfg.Backlog = min(max(cfg.Backlog, 0), store.MaxClaim-cfg.Slots)
 	if cfg.Lease <= 0 {
 		cfg.Lease = DefaultLease
+	}
+	cfg.Lease = max(cfg.Lease, MinLease)
+	if cfg.JobTTL <= 0 {
+		cfg.JobTTL = DefaultJobTTL
 	}
 	if cfg.Poll <= 0 {
 		cfg.Poll = DefaultPoll
@@ -165,12 +203,14 @@ func NewWorker(cfg WorkerConfig) *Worker {
 // Stats returns the counts so far.
 func (w *Worker) Stats() WorkerStats {
 	return WorkerStats{Claimed: w.stats.claimed.Load(), Completed: w.stats.completed.Load(),
-		Lost: w.stats.lost.Load(), Abandoned: w.stats.abandoned.Load()}
+		Lost: w.stats.lost.Load(), Abandoned: w.stats.abandoned.Load(),
+		Retried: w.stats.retried.Load(), Purged: w.stats.purged.Load()}
 }
 
 // Run claims and runs jobs until ctx ends, then waits for the replays in
-// flight. A replay that ctx cut short is not recorded: its job is claimed
-// again, by any node, once the lease runs out.
+// flight. A replay that ctx cut short is not recorded, and the jobs it
+// holds, run or not, are released for any other node to claim at once.
+// It also deletes the queue's expired jobs, every tenth of JobTTL.
 func (w *Worker) Run(ctx context.Context) {
 	var (
 		wg       sync.WaitGroup
@@ -179,8 +219,9 @@ func (w *Worker) Run(ctx context.Context) {
 		idle     = w.cfg.Poll / 16
 	)
 	defer wg.Wait()
-	held := int64(w.cfg.Slots + w.cfg.Backlog) // jobs held at once
-	cpu := make(chan struct{}, w.cfg.Slots)    // runs at once
+	wg.Go(func() { w.sweep(ctx) })
+	held := int64(min(w.cfg.Slots+w.cfg.Backlog, store.MaxClaim)) // jobs held at once
+	cpu := make(chan struct{}, w.cfg.Slots)                       // runs at once
 	for ctx.Err() == nil {
 		// Claim when half the room is free (or all of it), so that each
 		// claim takes several jobs, not one.
@@ -232,8 +273,67 @@ func (w *Worker) sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// do runs one claimed job and records its result.
+// sweep deletes the queue's expired jobs every tenth of JobTTL until ctx
+// ends.
+func (w *Worker) sweep(ctx context.Context) {
+	every := max(w.cfg.JobTTL/10, time.Second)
+	for {
+		w.sleep(ctx, every)
+		if ctx.Err() != nil {
+			return
+		}
+		n, err := w.cfg.Queue.Purge(ctx, QueueName, w.cfg.JobTTL)
+		w.stats.purged.Add(int64(n))
+		if err != nil && ctx.Err() == nil {
+			w.log.Error("replays: purge", "worker", w.cfg.Name, "err", err)
+		}
+	}
+}
+
+// errLeaseLost ends a job's context when a renewal finds its lease lost.
+var errLeaseLost = errors.New("replays: lease lost")
+
+// heartbeat renews l every third of the lease until ctx ends; when the
+// lease is lost (retaken after a stall, or the job deleted) it ends the
+// job with errLeaseLost.
+func (w *Worker) heartbeat(ctx context.Context, l store.Lease, lost context.CancelCauseFunc) {
+	every := w.cfg.Lease / 3
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		rctx, cancel := context.WithTimeout(ctx, every)
+		_, err := w.cfg.Queue.Renew(rctx, l, w.cfg.Lease)
+		cancel()
+		switch {
+		case err == nil:
+		case errors.Is(err, store.ErrLeaseLost) || fault.CodeOf(err) == "job_not_found":
+			lost(errLeaseLost)
+			return
+		case ctx.Err() == nil:
+			// A blip: the lease has two more renewals before it runs out.
+			w.log.Warn("replays: renew", "worker", w.cfg.Name, "job", l.ID, "err", err)
+		}
+	}
+}
+
+// retries is how many times a worker tries an operation that failed on a
+// transient error (the store's) before it gives the job up.
+const retries = 3
+
+// do runs one claimed job and records its result, renewing its lease
+// until then.
 func (w *Worker) do(ctx context.Context, l store.Lease, cpu chan struct{}) {
+	jctx, lost := context.WithCancelCause(ctx)
+	var hb sync.WaitGroup
+	hb.Go(func() { w.heartbeat(jctx, l, lost) })
+	stop := func() { lost(nil); hb.Wait() }
+	defer stop()
+
 	var res TaskResult
 	var task Task
 	switch err := json.Unmarshal(l.Payload, &task); {
@@ -242,43 +342,100 @@ func (w *Worker) do(ctx context.Context, l store.Lease, cpu chan struct{}) {
 	case l.Attempt > w.cfg.MaxAttempts:
 		res.Error, res.Code = fmt.Sprintf("claimed %d times, and no worker finished it", l.Attempt-1), CodeAbandoned
 	default:
+		if err := task.Checker.Validate(); err != nil {
+			res.Error, res.Code = err.Error(), CodeInvalidChecker
+			break
+		}
 		select {
 		case cpu <- struct{}{}:
-		case <-ctx.Done():
-			w.stats.abandoned.Add(1)
+		case <-jctx.Done():
+			w.giveUp(ctx, jctx, l, stop)
 			return
 		}
-		r := w.cfg.Runner.Do(ctx, checkers.Job{Ref: task.Checker, Input: task.input(), NoMemo: task.NoMemo})
+		var r checkers.Result
+		for try := 1; ; try++ {
+			r = w.cfg.Runner.Do(jctx, checkers.Job{Ref: task.Checker, Input: task.input(), NoMemo: task.NoMemo})
+			if r.Err == nil || errors.Is(r.Err, checkers.ErrNotFound) || jctx.Err() != nil || try == retries {
+				break
+			}
+			w.log.Warn("replays: read checker", "worker", w.cfg.Name, "job", l.ID, "try", try, "err", r.Err)
+			w.sleep(jctx, time.Duration(try)*100*time.Millisecond)
+		}
 		<-cpu
-		if ctx.Err() != nil {
-			// Cut short by shutdown: leave the job to its lease, for a
-			// node that is not stopping.
-			w.stats.abandoned.Add(1)
+		if jctx.Err() != nil {
+			w.giveUp(ctx, jctx, l, stop)
 			return
 		}
 		switch {
 		case errors.Is(r.Err, checkers.ErrNotFound):
 			res.Error, res.Code = r.Err.Error(), CodeCheckerNotFound
 		case r.Err != nil:
-			res.Error, res.Code = r.Err.Error(), CodeInvalidChecker
+			// Not a verdict on the checker (a store that failed to
+			// answer): give the job back for another try, here or on
+			// another node, rather than record a final error. The
+			// release does not count as an attempt, so this is bounded
+			// by the batch's own timeout and JobTTL.
+			w.log.Error("replays: read checker", "worker", w.cfg.Name, "job", l.ID, "err", r.Err)
+			stop()
+			w.stats.retried.Add(1)
+			w.release(ctx, l)
+			return
 		default:
 			res.Outcome, res.Memo = r.Outcome, r.Memo
 		}
 	}
+	stop()
 	b, err := json.Marshal(res)
 	if err != nil {
 		w.log.Error("replays: encode result", "job", l.ID, "err", err)
+		w.release(ctx, l)
 		return
 	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	switch err := w.cfg.Queue.Complete(cctx, l, b); {
-	case err == nil:
-		w.stats.completed.Add(1)
-	case errors.Is(err, store.ErrLeaseLost) || fault.CodeOf(err) == "job_not_found":
-		// Another worker finished it, or its submitter gave up on it.
+	for try := 1; ; try++ {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		err := w.cfg.Queue.Complete(cctx, l, b)
+		cancel()
+		switch {
+		case err == nil:
+			w.stats.completed.Add(1)
+			return
+		case errors.Is(err, store.ErrLeaseLost) || fault.CodeOf(err) == "job_not_found":
+			// Another worker finished it, or its submitter gave up on it
+			// (or an earlier try of this Complete did record it).
+			w.stats.lost.Add(1)
+			return
+		case try < retries && ctx.Err() == nil:
+			w.log.Warn("replays: complete", "worker", w.cfg.Name, "job", l.ID, "try", try, "err", err)
+			w.sleep(ctx, time.Duration(try)*100*time.Millisecond)
+		default:
+			// The result is lost; let another worker run the job again.
+			w.log.Error("replays: complete", "worker", w.cfg.Name, "job", l.ID, "err", err)
+			w.stats.retried.Add(1)
+			w.release(ctx, l)
+			return
+		}
+	}
+}
+
+// giveUp handles a job whose context ended before its result: a lost
+// lease is counted, a job cut short by the worker's shutdown is released.
+func (w *Worker) giveUp(ctx, jctx context.Context, l store.Lease, stop func()) {
+	if errors.Is(context.Cause(jctx), errLeaseLost) {
 		w.stats.lost.Add(1)
-	default:
-		w.log.Error("replays: complete", "worker", w.cfg.Name, "job", l.ID, "err", err)
+		return
+	}
+	stop()
+	w.stats.abandoned.Add(1)
+	w.release(ctx, l)
+}
+
+// release gives l's job back to the queue, for any node to claim at once.
+// If that fails too, the job waits for its lease to run out.
+func (w *Worker) release(ctx context.Context, l store.Lease) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	err := w.cfg.Queue.Release(rctx, l)
+	if err != nil && !errors.Is(err, store.ErrLeaseLost) && fault.CodeOf(err) != "job_not_found" {
+		w.log.Error("replays: release", "worker", w.cfg.Name, "job", l.ID, "err", err)
 	}
 }

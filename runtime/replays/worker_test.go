@@ -371,3 +371,178 @@ func TestService_ReplayQueued(t *testing.T) {
 		t.Errorf("malformed checker: %v, want invalid_checker", err)
 	}
 }
+
+// fakeRunner answers every job with a pass after delay, or fails the
+// first fail calls with a store error (not checkers.ErrNotFound).
+type fakeRunner struct {
+	delay time.Duration
+	mu    sync.Mutex
+	fail  int
+	calls int
+}
+
+func (f *fakeRunner) Do(ctx context.Context, _ checkers.Job) checkers.Result {
+	f.mu.Lock()
+	f.calls++
+	failing := f.calls <= f.fail
+	f.mu.Unlock()
+	if failing {
+		return checkers.Result{Err: fault.New(fault.Unavailable, "store_contention", "the store is busy")}
+	}
+	select {
+	case <-time.After(f.delay):
+		return checkers.Result{Outcome: wasm.Outcome{Kind: wasm.KindPass}}
+	case <-ctx.Done():
+		return checkers.Result{Err: ctx.Err()}
+	}
+}
+
+func openBadgerQueue(tb testing.TB) store.Queue {
+	tb.Helper()
+	db, err := storage.Open(tb.TempDir(), storage.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	return storage.NewQueue(db, storage.QueueConfig{})
+}
+
+var fakeRef = checkers.Ref{SHA256: strings.Repeat("ab", 32)}
+
+// TestWorker_ReleasesOnStop: a worker that stops gives back the jobs it
+// runs and the backlog it holds at once, not after its lease, and the
+// claims it gave back do not count as attempts.
+func TestWorker_ReleasesOnStop(t *testing.T) {
+	ctx := context.Background()
+	q := openBadgerQueue(t)
+	if _, err := replays.Submit(ctx, q, "stop", tasks(fakeRef, 4)); err != nil {
+		t.Fatal(err)
+	}
+	w := replays.NewWorker(replays.WorkerConfig{Queue: q, Runner: &fakeRunner{delay: time.Hour}, Name: "stopping",
+		Slots: 2, Backlog: 2, Lease: time.Hour})
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { w.Run(wctx); close(done) }()
+	for deadline := time.Now().Add(10 * time.Second); w.Stats().Claimed < 4; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("claimed %d of 4", w.Stats().Claimed)
+		}
+	}
+	cancel()
+	<-done
+	if st := w.Stats(); st.Abandoned != 4 || st.Completed != 0 {
+		t.Errorf("stats %+v, want 4 released", st)
+	}
+	st, err := q.Stats(ctx, replays.QueueName)
+	if err != nil || st != (store.QueueStats{Waiting: 4}) {
+		t.Fatalf("after the stop the queue holds %+v (%v), want 4 waiting", st, err)
+	}
+	ls, err := q.Claim(ctx, replays.QueueName, "next", 10, time.Minute)
+	if err != nil || len(ls) != 4 {
+		t.Fatalf("claim after the stop: %d %v", len(ls), err)
+	}
+	for _, l := range ls {
+		if l.Attempt != 1 {
+			t.Errorf("job %s retaken at attempt %d, want 1", l.ID, l.Attempt)
+		}
+	}
+}
+
+// TestWorker_RenewsLease: a replay longer than the lease keeps its job:
+// the worker renews the lease while it runs, and nobody retakes it.
+func TestWorker_RenewsLease(t *testing.T) {
+	ctx := context.Background()
+	q := openBadgerQueue(t)
+	startWorkers(t, &fakeRunner{delay: 2500 * time.Millisecond}, []store.Queue{q}, 1, replays.MinLease)
+	ids, err := replays.Submit(ctx, q, "long", tasks(fakeRef, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond) // past the first lease
+	if ls, err := q.Claim(ctx, replays.QueueName, "thief", 1, time.Minute); err != nil || len(ls) != 0 {
+		t.Fatalf("retook a job whose lease is renewed: %v %v", ls, err)
+	}
+	res, err := replays.Wait(ctx, q, ids, 20*time.Millisecond, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Outcome.Kind != wasm.KindPass || res[0].Attempt != 1 {
+		t.Fatalf("result %+v, want a pass at attempt 1", res[0])
+	}
+}
+
+// TestWorker_TransientError: an error reading the checker that is not
+// "not found" gives the job back rather than record a final error.
+func TestWorker_TransientError(t *testing.T) {
+	ctx := context.Background()
+	q := openBadgerQueue(t)
+	r := &fakeRunner{fail: 4}
+	ws := startWorkers(t, r, []store.Queue{q}, 1, time.Minute)
+	res, err := replays.RunQueued(ctx, q, "blip", tasks(fakeRef, 1), 20*time.Millisecond, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Error != "" || res[0].Outcome.Kind != wasm.KindPass || res[0].Attempt != 1 {
+		t.Fatalf("result %+v, want a pass once the store answers", res[0])
+	}
+	if st := ws[0].Stats(); st.Retried != 1 || st.Completed != 1 {
+		t.Errorf("stats %+v, want 1 retried, 1 completed", st)
+	}
+}
+
+// TestRunQueued_DeletesOnError: a batch whose wait ends early is taken
+// off the queue.
+func TestRunQueued_DeletesOnError(t *testing.T) {
+	q := openBadgerQueue(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := replays.RunQueued(ctx, q, "nobody", tasks(fakeRef, 3), 20*time.Millisecond, nil); err == nil {
+		t.Fatal("no worker, yet the batch finished")
+	}
+	if st, err := q.Stats(context.Background(), replays.QueueName); err != nil || st != (store.QueueStats{}) {
+		t.Errorf("after a failed wait the queue holds %+v (%v), want nothing", st, err)
+	}
+}
+
+// TestWorker_Purge: jobs nobody collected are deleted once older than
+// the workers' JobTTL.
+func TestWorker_Purge(t *testing.T) {
+	ctx := context.Background()
+	q := openBadgerQueue(t)
+	w := replays.NewWorker(replays.WorkerConfig{Queue: q, Runner: &fakeRunner{}, Name: "sweeper", JobTTL: time.Second})
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	go func() { w.Run(wctx); close(done) }()
+	if _, err := replays.Submit(ctx, q, "orphan", tasks(fakeRef, 3)); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		st, err := q.Stats(ctx, replays.QueueName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st == (store.QueueStats{}) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the orphaned batch is still there: %+v", st)
+		}
+	}
+	if st := w.Stats(); st.Purged != 3 || st.Completed != 3 {
+		t.Errorf("stats %+v, want 3 completed then purged", st)
+	}
+}
+
+// TestWorker_ManySlots: slots beyond what one claim takes are clamped,
+// not a claim that fails every time.
+func TestWorker_ManySlots(t *testing.T) {
+	q := openBadgerQueue(t)
+	startWorkers(t, &fakeRunner{}, []store.Queue{q}, 5000, time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := replays.RunQueued(ctx, q, "wide", tasks(fakeRef, 50), 20*time.Millisecond, nil)
+	if err != nil || len(res) != 50 {
+		t.Fatalf("%d results, %v", len(res), err)
+	}
+}
