@@ -87,7 +87,9 @@ func NewService(runner *checkers.Runner) *Service { return &Service{runner: runn
 // reference), invalid_encoding, invalid_artifact, invalid_evidence (400);
 // checker_not_found (404); batch_too_large, artifact_too_large (413);
 // checkers_unavailable, batch_timeout (503: the batch took longer than
-// BatchTimeout); or ctx's error when it ended first.
+// BatchTimeout); the store's own error when it could not give the checker
+// (store_contention, or an internal error); or ctx's error when it ended
+// first.
 func (s *Service) Replay(ctx context.Context, req Request) (Response, error) {
 	inputs, err := s.inputs(req)
 	if err != nil {
@@ -105,7 +107,10 @@ func (s *Service) Replay(ctx context.Context, req Request) (Response, error) {
 	case err != nil && ctx.Err() != nil:
 		return Response{}, batchTimeout(len(inputs))
 	case err != nil:
-		return Response{}, fault.New(fault.Invalid, "invalid_checker", "%v", err)
+		// The reference was checked above: what is left is the store
+		// failing to give the checker, a 503 or a 500 by its own kind,
+		// never the caller's fault.
+		return Response{}, fmt.Errorf("replays: read checker %s: %w", req.Checker.SHA256, err)
 	}
 	resp := Response{Count: len(results), Outcomes: make([]wasm.Outcome, len(results))}
 	for i, r := range results {

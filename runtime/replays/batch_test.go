@@ -12,6 +12,7 @@ import (
 	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/replays"
+	"github.com/assayhq/assay/runtime/store"
 	"github.com/assayhq/assay/storage"
 	"github.com/assayhq/assay/wasm"
 )
@@ -162,6 +163,20 @@ func TestService_Replay(t *testing.T) {
 			}
 		})
 	}
+	t.Run("ErrStore", func(t *testing.T) {
+		// A store that cannot give the checker is the server's trouble
+		// (here a 503), never the caller's invalid_checker.
+		sb, err := wasm.NewSandbox(ctx, wasm.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { sb.Close(context.Background()) })
+		failing := checkers.NewRunner(sb, failingSource{store.ErrContention})
+		_, err = replays.NewService(failing).Replay(ctx, replays.Request{Checker: checkers.Ref{SHA256: sum}, Artifacts: raw(ok)})
+		if fault.CodeOf(err) != "store_contention" || fault.KindOf(err) != fault.Unavailable {
+			t.Errorf("err %v (code %s), want store_contention", err, fault.CodeOf(err))
+		}
+	})
 	t.Run("ErrUnavailable", func(t *testing.T) {
 		_, err := replays.NewService(nil).Replay(ctx, replays.Request{Checker: checkers.Ref{SHA256: sum}, Artifacts: raw(ok)})
 		if fault.CodeOf(err) != "checkers_unavailable" {
@@ -174,3 +189,8 @@ func mustQuote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// failingSource is a checkers.Source whose store fails.
+type failingSource struct{ err error }
+
+func (f failingSource) Checker(string) ([]byte, error) { return nil, f.err }
