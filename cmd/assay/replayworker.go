@@ -30,18 +30,20 @@ func nodeName() string {
 }
 
 // replayWorkerConfig reads the replay worker's settings from the
-// environment: ASSAY_REPLAY_SLOTS (replays at once; 0, the default, is
-// GOMAXPROCS; -1 runs no worker) and ASSAY_REPLAY_LEASE (how long a claimed
-// job is this node's, a Go duration; default replays.DefaultLease).
+// environment: ASSAY_REPLAY_SLOTS (replays at once, up to
+// replays.MaxSlots; 0, the default, is GOMAXPROCS; -1 runs no worker) and
+// ASSAY_REPLAY_LEASE (how long a claimed job stays this node's between
+// renewals, a Go duration from replays.MinLease to store.MaxLease; default
+// replays.DefaultLease).
 func replayWorkerConfig(getenv func(string) string) (slots int, lease time.Duration, err error) {
 	if v := getenv("ASSAY_REPLAY_SLOTS"); v != "" {
-		if slots, err = strconv.Atoi(v); err != nil || slots < -1 {
-			return 0, 0, fmt.Errorf("ASSAY_REPLAY_SLOTS=%q: want a count, 0 for one per core, or -1 for none", v)
+		if slots, err = strconv.Atoi(v); err != nil || slots < -1 || slots > replays.MaxSlots {
+			return 0, 0, fmt.Errorf("ASSAY_REPLAY_SLOTS=%q: want a count up to %d, 0 for one per core, or -1 for none", v, replays.MaxSlots)
 		}
 	}
 	if v := getenv("ASSAY_REPLAY_LEASE"); v != "" {
-		if lease, err = time.ParseDuration(v); err != nil || lease <= 0 || lease > store.MaxLease {
-			return 0, 0, fmt.Errorf("ASSAY_REPLAY_LEASE=%q: want a positive duration up to %s", v, store.MaxLease)
+		if lease, err = time.ParseDuration(v); err != nil || lease < replays.MinLease || lease > store.MaxLease {
+			return 0, 0, fmt.Errorf("ASSAY_REPLAY_LEASE=%q: want a duration from %s to %s", v, replays.MinLease, store.MaxLease)
 		}
 	}
 	return slots, lease, nil
@@ -61,8 +63,8 @@ func queueFor(db store.Store) (store.Queue, error) {
 // startReplayWorker runs this node's replay worker on q, the job queue
 // kept in db, so that replays any node queues (replays.Submit) run here
 // too, on sb with checkers from src. The returned function stops the worker
-// and waits for it; replays it cuts short are left to their lease, for
-// another node.
+// and waits for it; jobs it holds, run or cut short, are released for
+// another node to claim at once.
 func startReplayWorker(ctx context.Context, q store.Queue, db store.Store, sb *wasm.Sandbox, src checkers.Source, log *slog.Logger) (stop func(), err error) {
 	slots, lease, err := replayWorkerConfig(os.Getenv)
 	if err != nil {
@@ -83,6 +85,6 @@ func startReplayWorker(ctx context.Context, q store.Queue, db store.Store, sb *w
 		cancel()
 		wg.Wait()
 		st := w.Stats()
-		log.Info("replay worker stopped", "claimed", st.Claimed, "completed", st.Completed, "lost", st.Lost, "abandoned", st.Abandoned)
+		log.Info("replay worker stopped", "claimed", st.Claimed, "completed", st.Completed, "lost", st.Lost, "released", st.Abandoned, "retried", st.Retried, "purged", st.Purged)
 	}, nil
 }
