@@ -70,39 +70,10 @@ func cmdCheck(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "assay check: --timeout must be positive")
 		return exitUsage
 	}
-	if *kind == "" {
-		*kind = checkers.KindWasm
-		if strings.EqualFold(filepath.Ext(*checker), ".py") {
-			*kind = checkers.KindPython
-		}
-	}
-	switch {
-	case *kind != checkers.KindWasm && *kind != checkers.KindPython:
-		fmt.Fprintf(stderr, "assay check: --kind must be %s or %s\n", checkers.KindWasm, checkers.KindPython)
-		return exitUsage
-	case *artType != "" && *kind != checkers.KindPython:
-		fmt.Fprintln(stderr, "assay check: --type applies to python checkers only")
-		return exitUsage
-	case *artType != "" && !python.ValidType(*artType):
-		fmt.Fprintf(stderr, "assay check: --type must be one of %s\n", strings.Join(python.Types, ", "))
-		return exitUsage
-	}
-
-	module, err := os.ReadFile(*checker)
+	module, in, err := loadRun(checker, kind, *artType, *artifact, *evidence)
 	if err != nil {
-		fmt.Fprintf(stderr, "assay check: cannot read checker %s: %v\n", *checker, err)
+		fmt.Fprintf(stderr, "assay check: %v\n", err)
 		return exitUsage
-	}
-	in := wasm.Input{}
-	if in.Artifact, err = os.ReadFile(*artifact); err != nil {
-		fmt.Fprintf(stderr, "assay check: cannot read artifact %s: %v\n", *artifact, err)
-		return exitUsage
-	}
-	if *evidence != "" {
-		if in.Evidence, err = os.ReadFile(*evidence); err != nil {
-			fmt.Fprintf(stderr, "assay check: cannot read evidence %s: %v\n", *evidence, err)
-			return exitUsage
-		}
 	}
 
 	ctx := context.Background()
@@ -183,4 +154,41 @@ func defaultCacheDir() string {
 		return ""
 	}
 	return filepath.Join(dir, "assay")
+}
+
+// loadRun reads what `assay check` and `assay replay` run: the checker at
+// *checker, whose *kind it settles ("" becomes python for a .py file, wasm
+// otherwise), the artifact, and the evidence when evidence is not "".
+//
+// # Errors
+//
+// An unknown kind, --type on a wasm checker or an unknown type, or a file
+// that cannot be read; the caller exits with a usage error.
+func loadRun(checker, kind *string, artType, artifact, evidence string) (module []byte, in wasm.Input, err error) {
+	if *kind == "" {
+		*kind = checkers.KindWasm
+		if strings.EqualFold(filepath.Ext(*checker), ".py") {
+			*kind = checkers.KindPython
+		}
+	}
+	switch {
+	case *kind != checkers.KindWasm && *kind != checkers.KindPython:
+		return nil, in, fmt.Errorf("--kind must be %s or %s", checkers.KindWasm, checkers.KindPython)
+	case artType != "" && *kind != checkers.KindPython:
+		return nil, in, errors.New("--type applies to python checkers only")
+	case artType != "" && !python.ValidType(artType):
+		return nil, in, fmt.Errorf("--type must be one of %s", strings.Join(python.Types, ", "))
+	}
+	if module, err = os.ReadFile(*checker); err != nil {
+		return nil, in, fmt.Errorf("cannot read checker %s: %v", *checker, err)
+	}
+	if in.Artifact, err = os.ReadFile(artifact); err != nil {
+		return nil, in, fmt.Errorf("cannot read artifact %s: %v", artifact, err)
+	}
+	if evidence != "" {
+		if in.Evidence, err = os.ReadFile(evidence); err != nil {
+			return nil, in, fmt.Errorf("cannot read evidence %s: %v", evidence, err)
+		}
+	}
+	return module, in, nil
 }

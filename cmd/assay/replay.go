@@ -111,39 +111,10 @@ func cmdReplay(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "assay replay: --parallel must be at least 1")
 		return exitUsage
 	}
-	if *kind == "" {
-		*kind = checkers.KindWasm
-		if strings.EqualFold(filepath.Ext(*checker), ".py") {
-			*kind = checkers.KindPython
-		}
-	}
-	switch {
-	case *kind != checkers.KindWasm && *kind != checkers.KindPython:
-		fmt.Fprintf(stderr, "assay replay: --kind must be %s or %s\n", checkers.KindWasm, checkers.KindPython)
-		return exitUsage
-	case *artType != "" && *kind != checkers.KindPython:
-		fmt.Fprintln(stderr, "assay replay: --type applies to python checkers only")
-		return exitUsage
-	case *artType != "" && !python.ValidType(*artType):
-		fmt.Fprintf(stderr, "assay replay: --type must be one of %s\n", strings.Join(python.Types, ", "))
-		return exitUsage
-	}
-
-	module, err := os.ReadFile(*checker)
+	module, in, err := loadRun(checker, kind, *artType, *artifact, *evidence)
 	if err != nil {
-		fmt.Fprintf(stderr, "assay replay: cannot read checker %s: %v\n", *checker, err)
+		fmt.Fprintf(stderr, "assay replay: %v\n", err)
 		return exitUsage
-	}
-	in := wasm.Input{}
-	if in.Artifact, err = os.ReadFile(*artifact); err != nil {
-		fmt.Fprintf(stderr, "assay replay: cannot read artifact %s: %v\n", *artifact, err)
-		return exitUsage
-	}
-	if *evidence != "" {
-		if in.Evidence, err = os.ReadFile(*evidence); err != nil {
-			fmt.Fprintf(stderr, "assay replay: cannot read evidence %s: %v\n", *evidence, err)
-			return exitUsage
-		}
 	}
 
 	ctx := context.Background()
