@@ -153,15 +153,22 @@ func TestCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	err = db.View(context.Background(), func(tx store.Tx) error {
+	ledgerAtZero(t, db, done.Load())
+}
+
+// ledgerAtZero checks, in db itself, that the ledger sums to zero in every
+// currency and is not empty after decided cases.
+func ledgerAtZero(t *testing.T, db store.Store, decided int64) {
+	t.Helper()
+	err := db.View(context.Background(), func(tx store.Tx) error {
 		sums, err := ledger.Sums(tx)
 		for cur, sum := range sums {
 			if sum != 0 {
-				t.Errorf("ledger sums to %d %s after the crash, want 0", sum, cur)
+				t.Errorf("ledger sums to %d %s, want 0", sum, cur)
 			}
 		}
 		if len(sums) == 0 {
-			t.Errorf("the ledger is empty after %d decided cases", done.Load())
+			t.Errorf("the ledger is empty after %d decided cases", decided)
 		}
 		return err
 	})

@@ -60,7 +60,15 @@ func start(tb testing.TB, dir string, env ...string) *server {
 	if testing.Short() {
 		tb.Skip("e2e: starts a server")
 	}
-	cmd := exec.Command(binary, "serve", "--addr", "127.0.0.1:0", "--data", dir)
+	return startServe(tb, dir, nil, env, 30*time.Second)
+}
+
+// startServe runs `assay serve --addr 127.0.0.1:0 --data dir` with args and
+// env added, and waits up to within for it to say where it listens.
+func startServe(tb testing.TB, dir string, args, env []string, within time.Duration) *server {
+	tb.Helper()
+	argv := append([]string{"serve", "--addr", "127.0.0.1:0", "--data", dir}, args...)
+	cmd := exec.Command(binary, argv...)
 	cmd.Env = append(os.Environ(), env...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -84,10 +92,10 @@ func start(tb testing.TB, dir string, env ...string) *server {
 	select {
 	case s.base = <-found:
 	case err := <-s.done:
-		tb.Fatalf("assay serve exited: %v\n%s", err, s.out)
-	case <-time.After(30 * time.Second):
+		tb.Fatalf("assay %v exited: %v\n%s", argv, err, s.out)
+	case <-time.After(within):
 		_ = cmd.Process.Kill()
-		tb.Fatalf("assay serve did not start\n%s", s.out)
+		tb.Fatalf("assay %v did not start\n%s", argv, s.out)
 	}
 	tb.Cleanup(func() { s.stop(tb) })
 	return s

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -21,9 +20,7 @@ import (
 
 	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/internal/pgtest"
-	"github.com/assayhq/assay/runtime/ledger"
 	"github.com/assayhq/assay/runtime/receipt"
-	"github.com/assayhq/assay/runtime/store"
 	"github.com/assayhq/assay/storage/postgres"
 )
 
@@ -35,40 +32,7 @@ func startNode(tb testing.TB, dbURL, keys string, env []string, args ...string) 
 	if testing.Short() {
 		tb.Skip("e2e: starts servers")
 	}
-	dir := tb.TempDir()
-	argv := append([]string{"serve", "--addr", "127.0.0.1:0", "--data", dir,
-		"--store", "postgres:" + dbURL, "--keys", keys}, args...)
-	cmd := exec.Command(binary, argv...)
-	cmd.Env = append(os.Environ(), env...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	s := &server{cmd: cmd, data: dir, out: &bytes.Buffer{}, done: make(chan error, 1)}
-	cmd.Stderr = &lockedWriter{w: s.out}
-	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	lines := bufio.NewScanner(stdout)
-	found := make(chan string, 1)
-	go func() {
-		for lines.Scan() {
-			if m := listening.FindStringSubmatch(lines.Text()); m != nil {
-				found <- m[1]
-			}
-		}
-		s.done <- cmd.Wait()
-	}()
-	select {
-	case s.base = <-found:
-	case err := <-s.done:
-		tb.Fatalf("assay serve --store postgres exited: %v\n%s", err, s.out)
-	case <-time.After(60 * time.Second):
-		_ = cmd.Process.Kill()
-		tb.Fatalf("assay serve --store postgres did not start\n%s", s.out)
-	}
-	tb.Cleanup(func() { s.stop(tb) })
-	return s
+	return startServe(tb, tb.TempDir(), append([]string{"--store", "postgres:" + dbURL, "--keys", keys}, args...), env, 60*time.Second)
 }
 
 // startCluster starts n nodes on one fresh PostgreSQL database and one key
@@ -389,21 +353,7 @@ func TestMultiNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	err = db.View(context.Background(), func(tx store.Tx) error {
-		sums, err := ledger.Sums(tx)
-		for cur, sum := range sums {
-			if sum != 0 {
-				t.Errorf("ledger sums to %d %s, want 0", sum, cur)
-			}
-		}
-		if len(sums) == 0 {
-			t.Errorf("the ledger is empty after %d decided cases", done.Load())
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ledgerAtZero(t, db, done.Load())
 }
 
 // TestMultiNode_Replays queues replays in the shared database and shows
