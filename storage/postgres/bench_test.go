@@ -10,40 +10,17 @@ import (
 	"github.com/assayhq/assay/internal/pgtest"
 	"github.com/assayhq/assay/runtime/store"
 	"github.com/assayhq/assay/storage/postgres"
+	"github.com/assayhq/assay/storage/storetest"
 )
 
 // BenchmarkUpdate measures durable transactions from many goroutines at
-// once, as storage's BenchmarkUpdate does on badger (the same shape, so
-// that the figures compare): each writes a few small keys, as a court
-// mutation does. writers=32 runs 32×GOMAXPROCS goroutines.
+// once, as storage's BenchmarkUpdate does on badger (storetest.BenchUpdate,
+// so that the figures compare), and the retries they took.
 func BenchmarkUpdate(b *testing.B) {
-	for _, writers := range []int{1, 32} {
-		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
-			db := MustOpen(b, pgtest.URL(b))
-			ctx := context.Background()
-			var n atomic.Int64
-			value := make([]byte, 600)
-			b.SetParallelism(writers)
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					i := n.Add(1)
-					err := db.Update(ctx, func(tx store.Tx) error {
-						for k := range 4 {
-							if err := tx.Set(fmt.Sprintf("bench/%d/%d", i, k), value); err != nil {
-								return err
-							}
-						}
-						return nil
-					})
-					if err != nil {
-						b.Fatal(err)
-					}
-				}
-			})
-			b.ReportMetric(float64(db.Retries())/float64(b.N), "retries/op")
+	storetest.BenchUpdate(b, func(tb testing.TB) store.Store { return MustOpen(tb, pgtest.URL(tb)) },
+		func(b *testing.B, db store.Store) {
+			b.ReportMetric(float64(db.(*postgres.Store).Retries())/float64(b.N), "retries/op")
 		})
-	}
 }
 
 // BenchmarkReadModifyWrite measures the shape of most service
