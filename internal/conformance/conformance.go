@@ -1,6 +1,7 @@
-// Package conformance finds the official test vectors in ../shared/conformance
-// for tests. A clone without ../shared beside it skips those tests, naming
-// what it skipped; CI always has the folder.
+// Package conformance finds the official test vectors for tests: RFC 8785,
+// W3C eddsa-jcs-2022, the JSON-Schema-Test-Suite's subset and RFC 9421,
+// copied with their licences into this package's testdata, so that every
+// clone runs them.
 package conformance
 
 import (
@@ -9,18 +10,17 @@ import (
 	"testing"
 )
 
-// Dir returns the absolute path of ../shared/conformance/sub, seen from the
-// module root. When the folder is absent it skips tb with a message naming
-// the vectors it skipped.
+// Dir returns the absolute path of the vectors in testdata/sub. It fails tb
+// when they are missing: they are part of the repository.
 func Dir(tb testing.TB, sub string) string {
 	tb.Helper()
 	root, err := moduleRoot()
 	if err != nil {
-		tb.Skipf("conformance vectors %s skipped: %v", sub, err)
+		tb.Fatalf("conformance vectors %s: the module's root: %v", sub, err)
 	}
-	dir := filepath.Join(filepath.Dir(root), "shared", "conformance", sub)
+	dir := filepath.Join(root, "internal", "conformance", "testdata", sub)
 	if _, err := os.Stat(dir); err != nil {
-		tb.Skipf("conformance vectors %s skipped: %s is absent (it comes with ../shared)", sub, dir)
+		tb.Fatalf("conformance vectors %s: %v", sub, err)
 	}
 	return dir
 }
