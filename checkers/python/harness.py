@@ -61,10 +61,16 @@ IN_DIR = "/in"
 CODE = "code"
 TYPES = {CODE, "solution", "dataset", "embedding", "document", "data_feed"}
 
+# The type with which check() only compiles the checker, and runs nothing:
+# how an upload's syntax is checked (python.CheckSource). Not an artifact
+# type: Go never gives it to a run.
+COMPILE = "compile"
+
 # check()'s statuses.
 PASS = 0
 FAIL = 1  # an exception, reported on stderr
 BAD_TYPE = 2  # /checker/type names no type
+NOT_COMPILED = 3  # COMPILE: the checker does not compile, said on stderr
 
 # The functions of sys that install a trace or profile function: removed
 # by init() (see disarm()).
@@ -225,6 +231,28 @@ def prepare(kind):
     return ns, checker, artifact, sources
 
 
+def syntax():
+    """COMPILE: compile the checker, run nothing, and say on stderr why it
+    does not compile."""
+    try:
+        compile(read(f"{CHECKER_DIR}/check.py"), "check.py", "exec", dont_inherit=True, optimize=0)
+    except SyntaxError as exc:
+        where = f"line {exc.lineno}" if exc.lineno else "check.py"
+        if exc.lineno and exc.offset:
+            where += f", column {exc.offset}"
+        sys.stderr.write(f"{type(exc).__name__} at {where}: {exc.msg}\n")
+        return NOT_COMPILED
+    except MemoryError as exc:
+        # What CPython's parser raises, with no message, for nesting too
+        # deep for its stack; or memory running out.
+        sys.stderr.write(f"MemoryError: {str(exc) or 'nested too deeply for the parser, or too large'}\n")
+        return NOT_COMPILED
+    except (ValueError, RecursionError, OverflowError) as exc:
+        sys.stderr.write(f"{type(exc).__name__}: {exc}\n")
+        return NOT_COMPILED
+    return PASS
+
+
 def check():
     """Run the checker against /in and flush its output: the status, as an
     int (see the module's doc)."""
@@ -247,6 +275,8 @@ def check():
         pristine = tuple(real_builtins.items())
 
     kind = text(read(f"{CHECKER_DIR}/type")).strip()
+    if kind == COMPILE:
+        return syntax()
     if kind not in TYPES:
         sys.stderr.write(f"harness: artifact type {kind!r} is not one of {sorted(TYPES)}\n")
         return BAD_TYPE

@@ -164,11 +164,13 @@ func hexSum(b []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// harness.py's statuses (PASS and the others there): a pass, and an
-// uncaught exception, reported on stderr. Nothing else returns 0.
+// harness.py's statuses (PASS and the others there): a pass, an uncaught
+// exception (reported on stderr), and a checker that does not compile (in
+// typeCompile's runs). Nothing else returns 0.
 const (
-	exitPass      = 0
-	exitException = 1
+	exitPass        = 0
+	exitException   = 1
+	exitNotCompiled = 3
 )
 
 // passDetail is the sandbox's detail for a reactor whose assay_check
@@ -177,11 +179,45 @@ const (
 // harness, and is a fail whatever the sandbox made of it.
 var passDetail = fmt.Sprintf("assay_check returned %d", exitPass)
 
+// typeCompile is the type with which the harness compiles the checker and
+// runs nothing (harness.py's COMPILE): CheckSource's runs. It is not an
+// artifact type: Input refuses it.
+const typeCompile = "compile"
+
+// CompileFuel bounds the fuel CheckSource spends compiling a checker (a
+// few seconds at most). MaxCheckerBytes of ordinary assertions take about
+// 2.8 billion; a checker that takes more than this would spend as much of
+// every run before its first line, and is refused.
+const CompileFuel = 4_000_000_000
+
 // CheckSource reports whether src can be a Python checker: UTF-8 text of at
-// most MaxCheckerBytes. Syntax is the interpreter's to judge: a checker
-// that does not compile fails every run with a SyntaxError.
-func CheckSource(src []byte) error {
-	return checkText(src)
+// most MaxCheckerBytes, with no NUL byte, that CPython compiles. It
+// compiles src with the interpreter's own compile(), as every run does
+// before the checker's first line, in sb (from the snapshot runs start
+// from) under CompileFuel, and runs none of it. A checker that does not
+// compile is refused with the line, the column and CPython's message.
+//
+// # Errors
+//
+// The error says what is wrong with src, or, when ctx ended or the sandbox
+// could not compile it, why src could not be judged.
+func CheckSource(ctx context.Context, sb *wasm.Sandbox, src []byte) error {
+	if err := checkText(src); err != nil {
+		return err
+	}
+	lim := wasm.DefaultLimits()
+	lim.Fuel = CompileFuel
+	out := sb.RunSum(ctx, moduleSum, module, input(src, typeCompile, wasm.Input{}), lim)
+	switch {
+	case out.Kind == wasm.KindPass && out.Detail == passDetail:
+		return nil
+	case out.Kind == wasm.KindFail && out.ExitCode == exitNotCompiled:
+		msg, _, _ := strings.Cut(strings.TrimSpace(out.Stderr), "\n")
+		return fmt.Errorf("python checker does not compile: %s", msg)
+	case out.Kind == wasm.KindFuelExhausted || out.Kind == wasm.KindMemoryExceeded:
+		return fmt.Errorf("python checker does not compile within the limits of an upload: %s", out.Detail)
+	}
+	return fmt.Errorf("python checker could not be compiled: %s: %s", out.Kind, out.Detail)
 }
 
 // checkText reports whether src can be a Python checker's text: UTF-8 of
