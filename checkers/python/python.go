@@ -83,10 +83,10 @@ func ValidType(t string) bool {
 // line runs. The interpreter's start and the imports of the modules
 // checkers commonly use are done once, before the snapshot every run starts
 // from, and cost a run nothing; what is left is the harness's work for the
-// check: reading the checker and the artifact, parsing a JSON artifact and
-// compiling the checker (about 550 thousand for an empty checker of a
-// small JSON artifact; more for a large artifact or checker). A limit below
-// it ends every Python checker fuel_exhausted.
+// check: reading the checker and the artifact, parsing a JSON artifact,
+// compiling the checker and building its builtins (about 730 thousand for
+// an empty checker of a small JSON artifact; more for a large artifact or
+// checker). A limit below it ends every Python checker fuel_exhausted.
 const StartupFuel = 10_000_000
 
 // MaxCheckerBytes bounds a checker's source.
