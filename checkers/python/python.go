@@ -131,7 +131,10 @@ var moduleSum = sha256.Sum256(module)
 // them, each file by its path. A cache of outcomes (checkers' memo) keys on
 // it, so that a new harness or library is never answered with an outcome
 // of the old one. It is computed on first use (it reads 15 MB).
-var RuntimeSHA256 = sync.OnceValue(func() string {
+var RuntimeSHA256 = sync.OnceValue(func() string { return runtimeSum(harness) })
+
+// runtimeSum is RuntimeSHA256 for the harness h.
+func runtimeSum(h0 []byte) string {
 	h := sha256.New()
 	field := func(b []byte) {
 		var n [8]byte
@@ -140,7 +143,7 @@ var RuntimeSHA256 = sync.OnceValue(func() string {
 		h.Write(b)
 	}
 	field(moduleSum[:])
-	field(harness)
+	field(h0)
 	err := fs.WalkDir(stdlib, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -157,7 +160,7 @@ var RuntimeSHA256 = sync.OnceValue(func() string {
 		panic(err) // impossible: the tree is embedded
 	}
 	return hex.EncodeToString(h.Sum(nil))
-})
+}
 
 func hexSum(b []byte) string {
 	sum := sha256.Sum256(b)
