@@ -15,8 +15,8 @@ parses as JSON (otherwise `data` is None). Every checker also finds
 where the case has none. The namespace is new for every check.
 
 check() returns the status: 0, a pass, only when control came back to it
-after the checker's last statement; anything else that ends the check is 1,
-a fail. An uncaught exception, a failed assert included, prints a bounded
+after the checker's last statement; 1, a fail, when anything else ended the
+check. An uncaught exception, a failed assert included, prints a bounded
 traceback on stderr, ending with the exception's type and message: the Go
 side reads that into the outcome's detail. SystemExit is an exception like
 any other, with any code and whether the artifact or the checker raised it:
@@ -63,10 +63,11 @@ TYPES = {CODE, "solution", "dataset", "embedding", "document", "data_feed"}
 
 # The type with which check() only compiles the checker, and runs nothing:
 # how an upload's syntax is checked (python.CheckSource). Not an artifact
-# type: Go never gives it to a run.
+# type: only CheckSource's runs have it.
 COMPILE = "compile"
 
-# check()'s statuses.
+# check()'s statuses. Past the artifact, check() returns them as literals:
+# a global can be rebound.
 PASS = 0
 FAIL = 1  # an exception, reported on stderr
 BAD_TYPE = 2  # /checker/type names no type
