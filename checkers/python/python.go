@@ -22,9 +22,13 @@
 // harness.py gives the checker the artifact (see its doc comment): for a
 // code artifact the artifact's source runs first and the checker after it
 // in the same namespace; for the other types the checker finds it as the
-// string artifact, and as data when it parses as JSON. Completion is pass;
-// an uncaught exception is fail, with the exception's type, message and a
-// bounded traceback in the outcome's detail.
+// string artifact, and as data when it parses as JSON. A pass means the
+// checker ran to its end: control came back to the harness after the
+// checker's last statement. Anything else is fail: an uncaught exception
+// (SystemExit with any code among them, raised by the artifact or the
+// checker), with the exception's type, message and a bounded traceback in
+// the outcome's detail, or the process exiting before the harness answered.
+// RATIONALE.md says what a pass guarantees and what it does not.
 //
 // The interpreter is metered and compiled once per sandbox, like any
 // module. Fuel counts the check alone, not the interpreter's start: see
@@ -79,10 +83,10 @@ func ValidType(t string) bool {
 // line runs. The interpreter's start and the imports of the modules
 // checkers commonly use are done once, before the snapshot every run starts
 // from, and cost a run nothing; what is left is the harness's work for the
-// check: reading the checker and the artifact, parsing a JSON artifact and
-// compiling the checker (about 550 thousand for an empty checker of a
-// small JSON artifact; more for a large artifact or checker). A limit below
-// it ends every Python checker fuel_exhausted.
+// check: reading the checker and the artifact, parsing a JSON artifact,
+// compiling the checker and building its builtins (about 730 thousand for
+// an empty checker of a small JSON artifact; more for a large artifact or
+// checker). A limit below it ends every Python checker fuel_exhausted.
 const StartupFuel = 10_000_000
 
 // MaxCheckerBytes bounds a checker's source.
@@ -127,7 +131,10 @@ var moduleSum = sha256.Sum256(module)
 // them, each file by its path. A cache of outcomes (checkers' memo) keys on
 // it, so that a new harness or library is never answered with an outcome
 // of the old one. It is computed on first use (it reads 15 MB).
-var RuntimeSHA256 = sync.OnceValue(func() string {
+var RuntimeSHA256 = sync.OnceValue(func() string { return runtimeSum(harness) })
+
+// runtimeSum is RuntimeSHA256 for the harness h.
+func runtimeSum(h0 []byte) string {
 	h := sha256.New()
 	field := func(b []byte) {
 		var n [8]byte
@@ -136,7 +143,7 @@ var RuntimeSHA256 = sync.OnceValue(func() string {
 		h.Write(b)
 	}
 	field(moduleSum[:])
-	field(harness)
+	field(h0)
 	err := fs.WalkDir(stdlib, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -153,22 +160,72 @@ var RuntimeSHA256 = sync.OnceValue(func() string {
 		panic(err) // impossible: the tree is embedded
 	}
 	return hex.EncodeToString(h.Sum(nil))
-})
+}
 
 func hexSum(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
 
-// exitException is harness.py's status for an uncaught exception,
-// reported on stderr. A checker's own sys.exit(1) returns the same, and
-// keeps "exited 1" as its detail unless it printed a traceback.
-const exitException = 1
+// harness.py's statuses (PASS and the others there): a pass, an uncaught
+// exception (reported on stderr), and a checker that does not compile (in
+// typeCompile's runs). Nothing else returns 0.
+const (
+	exitPass        = 0
+	exitException   = 1
+	exitNotCompiled = 3
+)
+
+// passDetail is the sandbox's detail for a reactor whose assay_check
+// returned 0: the one way a Python check passes. A run that ends in any
+// other way (proc_exit(0) from os._exit, say) has not been answered by the
+// harness, and is a fail whatever the sandbox made of it.
+var passDetail = fmt.Sprintf("assay_check returned %d", exitPass)
+
+// typeCompile is the type with which the harness compiles the checker and
+// runs nothing (harness.py's COMPILE): CheckSource's runs. It is not an
+// artifact type: Input refuses it.
+const typeCompile = "compile"
+
+// CompileFuel bounds the fuel CheckSource spends compiling a checker (a
+// few seconds at most). MaxCheckerBytes of ordinary assertions take about
+// 2.8 billion; a checker that takes more than this would spend as much of
+// every run before its first line, and is refused.
+const CompileFuel = 4_000_000_000
 
 // CheckSource reports whether src can be a Python checker: UTF-8 text of at
-// most MaxCheckerBytes. Syntax is the interpreter's to judge: a checker
-// that does not compile fails every run with a SyntaxError.
-func CheckSource(src []byte) error {
+// most MaxCheckerBytes, with no NUL byte, that CPython compiles. It
+// compiles src with the interpreter's own compile(), as every run does
+// before the checker's first line, in sb (from the snapshot runs start
+// from) under CompileFuel, and runs none of it. A checker that does not
+// compile is refused with the line, the column and CPython's message.
+//
+// # Errors
+//
+// The error says what is wrong with src, or, when ctx ended or the sandbox
+// could not compile it, why src could not be judged.
+func CheckSource(ctx context.Context, sb *wasm.Sandbox, src []byte) error {
+	if err := checkText(src); err != nil {
+		return err
+	}
+	lim := wasm.DefaultLimits()
+	lim.Fuel = CompileFuel
+	out := sb.RunSum(ctx, moduleSum, module, input(src, typeCompile, wasm.Input{}), lim)
+	switch {
+	case out.Kind == wasm.KindPass && out.Detail == passDetail:
+		return nil
+	case out.Kind == wasm.KindFail && out.ExitCode == exitNotCompiled:
+		msg, _, _ := strings.Cut(strings.TrimSpace(out.Stderr), "\n")
+		return fmt.Errorf("python checker does not compile: %s", msg)
+	case out.Kind == wasm.KindFuelExhausted || out.Kind == wasm.KindMemoryExceeded:
+		return fmt.Errorf("python checker does not compile within the limits of an upload: %s", out.Detail)
+	}
+	return fmt.Errorf("python checker could not be compiled: %s: %s", out.Kind, out.Detail)
+}
+
+// checkText reports whether src can be a Python checker's text: UTF-8 of
+// at most MaxCheckerBytes, with no NUL byte.
+func checkText(src []byte) error {
 	switch {
 	case len(src) == 0:
 		return errors.New("python checker is empty")
@@ -194,20 +251,27 @@ func Input(src []byte, typ string, in wasm.Input) (wasm.Input, error) {
 	if !ValidType(typ) {
 		return wasm.Input{}, fmt.Errorf("artifact type %q is not one of %s", typ, strings.Join(Types, ", "))
 	}
-	if err := CheckSource(src); err != nil {
+	if err := checkText(src); err != nil {
 		return wasm.Input{}, err
 	}
+	return input(src, typ, in), nil
+}
+
+// input is Input for a checker already checked, of type typ.
+func input(src []byte, typ string, in wasm.Input) wasm.Input {
 	in.Args = nil
 	in.Mounts = []wasm.Mount{
 		{Dir: "/usr/local", FS: usrLocal},
 		{Dir: "/checker", FS: wasm.MemDir{"harness.py": harness, "check.py": src, "type": []byte(typ)}},
 	}
-	return in, nil
+	return in
 }
 
 // Run runs the Python checker src against in, for an artifact of type typ,
 // in sb under lim. Like wasm.Sandbox.Run it always returns an Outcome: a
 // checker that cannot run (not UTF-8, an unknown type) is invalid_checker.
+// It is pass only when the harness answered that the checker ran to its
+// end.
 //
 // The outcome's CheckerSHA256 is the checker source's; the interpreter's is
 // ModuleSHA256. A fail from an uncaught exception has the exception's type
@@ -252,6 +316,12 @@ func run(ctx context.Context, sb *wasm.Sandbox, src []byte, typ string, in wasm.
 		out = sb.RunSum(ctx, moduleSum, module, pin, lim)
 	}
 	out.CheckerSHA256 = hexSum(src)
+	if out.Kind == wasm.KindPass && out.Detail != passDetail {
+		// The process ended (os._exit(0) is proc_exit(0)) before the
+		// harness saw the checker's end.
+		out.Kind = wasm.KindFail
+		out.Detail = fmt.Sprintf("the interpreter %s before the harness answered (os._exit ends the process): a pass needs the checker to run to its end", out.Detail)
+	}
 	if returned := fmt.Sprintf("assay_check returned %d", out.ExitCode); strings.HasSuffix(out.Detail, returned) {
 		// What the harness returns is the status the checker would have
 		// exited with as a Python program: sys.exit(3) is "exited 3".
