@@ -370,7 +370,7 @@ func (r *Runner) runJobs(ctx context.Context, jobs []Job, opts BatchOptions) ([]
 
 // Validate reports whether b is a checker of the given kind that sb can
 // run: for wasm, what wasm.Sandbox.Validate checks; for python, UTF-8 source
-// within python.MaxCheckerBytes (its syntax is judged when it runs). Either
+// within python.MaxCheckerBytes that CPython compiles (python.CheckSource). Either
 // way the module that will run is compiled, so that a first run starts at
 // once.
 //
@@ -382,10 +382,8 @@ func Validate(ctx context.Context, sb *wasm.Sandbox, kind string, b []byte) erro
 	case "", KindWasm:
 		return sb.Validate(ctx, b)
 	case KindPython:
-		if err := python.CheckSource(b); err != nil {
-			return err
-		}
-		return sb.Validate(ctx, python.Module())
+		// Compiled by CPython in sb, which also loads the interpreter.
+		return python.CheckSource(ctx, sb, b)
 	}
 	return fmt.Errorf("checker kind %q is not supported (want %q or %q)", kind, KindWasm, KindPython)
 }

@@ -142,6 +142,9 @@ func TestRunner_RunPython(t *testing.T) {
 	if err := checkers.Validate(context.Background(), sb, checkers.KindPython, []byte("\xff")); err == nil {
 		t.Errorf("Validate of non-UTF-8 python succeeded")
 	}
+	if err := checkers.Validate(context.Background(), sb, checkers.KindPython, []byte("def f(:\n")); err == nil || !strings.Contains(err.Error(), "SyntaxError at line 1") {
+		t.Errorf("Validate of a syntax error: %v", err)
+	}
 	r := checkers.NewRunner(sb, d)
 	ref := checkers.Ref{SHA256: checkers.SHA256(check), Kind: checkers.KindPython, ArtifactType: "code"}
 	for _, tc := range []struct {
@@ -150,6 +153,7 @@ func TestRunner_RunPython(t *testing.T) {
 	}{
 		{"OK", "def add(a, b):\n    return a + b\n", wasm.KindPass},
 		{"ErrWrong", "def add(a, b):\n    return a - b\n", wasm.KindFail},
+		{"ErrExit", "import sys\nsys.exit(0)\n", wasm.KindFail},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := r.Run(context.Background(), ref, wasm.Input{Artifact: []byte(tc.artifact)})
