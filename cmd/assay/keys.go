@@ -1,13 +1,12 @@
 package main
 
 import (
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"time"
+	"os"
 
 	"github.com/assayhq/assay/runtime/receipt"
 )
@@ -15,14 +14,15 @@ import (
 func init() { register("keys", "list or rotate the court's signing keys", cmdKeys) }
 
 func keysUsage(w io.Writer) {
-	fmt.Fprintln(w, "usage: assay keys list [--data DIR]")
-	fmt.Fprintln(w, "       assay keys rotate [--data DIR]")
+	fmt.Fprintln(w, "usage: assay keys list [--data DIR] [--keys DIR]")
+	fmt.Fprintln(w, "       assay keys rotate [--data DIR] [--keys DIR]")
 	fmt.Fprintln(w, "\nlist    prints every court key, oldest first, as published at /.well-known/assay-keys;")
 	fmt.Fprintln(w, "        the output is a valid 'assay verify --keys' file")
 	fmt.Fprintln(w, "rotate  makes a new signing key; old keys stay listed with the time they stopped")
 	fmt.Fprintln(w, "        signing, so their receipts keep verifying. A running server signs with the")
-	fmt.Fprintln(w, "        new key once restarted. In an empty data directory it makes the first key.")
-	fmt.Fprintln(w, "\nThe data directory defaults to $ASSAY_DATA, else ./data.")
+	fmt.Fprintln(w, "        new key once restarted. In an empty key directory it makes the first key.")
+	fmt.Fprintln(w, "\nThe keys live in DIR/keys/ed25519.json, where DIR is --keys ($ASSAY_KEYS), as for")
+	fmt.Fprintln(w, "'assay serve', else the data directory --data ($ASSAY_DATA, else ./data).")
 }
 
 func cmdKeys(args []string, _ io.Reader, stdout, stderr io.Writer) int {
@@ -44,7 +44,7 @@ func cmdKeys(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("keys "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { keysUsage(stderr); fmt.Fprintln(stderr); fs.PrintDefaults() }
-	dir := fs.String("data", envOr("ASSAY_DATA", "data"), "data `DIR`; keys live in DIR/keys")
+	config := configFlags(fs, os.Getenv, withKeys)
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
@@ -55,8 +55,13 @@ func cmdKeys(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "assay keys %s: unexpected argument %q\n", sub, fs.Arg(0))
 		return exitUsage
 	}
-
-	existing, err := receipt.ReadKeys(*dir)
+	c, err := config()
+	if err != nil {
+		fmt.Fprintf(stderr, "assay keys %s: %v\n", sub, err)
+		return exitUsage
+	}
+	dir := c.KeysDir()
+	existing, err := c.ReadKeys()
 	absent := errors.Is(err, receipt.ErrNoKeys)
 	if err != nil && !absent {
 		fmt.Fprintf(stderr, "assay keys %s: %v\n", sub, err)
@@ -66,18 +71,18 @@ func cmdKeys(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	switch sub {
 	case "list":
 		if absent {
-			fmt.Fprintf(stderr, "assay keys list: no keys in %s yet; the server makes one on first start, or run 'assay keys rotate'\n", *dir)
+			fmt.Fprintf(stderr, "assay keys list: no keys in %s yet; the server makes one on first start, or run 'assay keys rotate'\n", dir)
 			return exitNo
 		}
 		keys = existing
 	case "rotate":
-		ring, err := receipt.OpenKeyring(receipt.KeyringConfig{Dir: *dir, Now: time.Now, Rand: rand.Reader})
+		ring, err := c.OpenKeyring()
 		if err != nil {
 			fmt.Fprintf(stderr, "assay keys rotate: %v\n", err)
 			return exitUsage
 		}
 		if absent {
-			fmt.Fprintf(stderr, "assay keys rotate: made the first key %s in %s\n", ring.Current().DID, *dir)
+			fmt.Fprintf(stderr, "assay keys rotate: made the first key %s in %s\n", ring.Current().DID, dir)
 		} else {
 			k, err := ring.Rotate()
 			if err != nil {

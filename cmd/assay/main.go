@@ -1,4 +1,6 @@
-// Command assay is the Assay binary: serve, check, judge, verify and keys.
+// Command assay is the Assay binary: serve, check, replay, judge, verify, keys,
+// principals and bench. The subcommands that open a court's store or keys take
+// them from one Config (config.go).
 package main
 
 import (

@@ -2,20 +2,17 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"path/filepath"
+	"os"
 	"strings"
-	"time"
 
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/matters"
 	"github.com/assayhq/assay/runtime/receipt"
-	"github.com/assayhq/assay/storage"
 )
 
 func init() {
@@ -23,11 +20,13 @@ func init() {
 }
 
 func principalsUsage(w io.Writer) {
-	fmt.Fprintln(w, "usage: assay principals add --key-id ID --public-key BASE64 --tenant T --roles requester,solver,operator --scopes economic:read,economic:private,economic:write [--data DIR]")
-	fmt.Fprintln(w, "       assay principals list [--data DIR]")
-	fmt.Fprintln(w, "       assay principals revoke --key-id ID [--data DIR]")
-	fmt.Fprintln(w, "\nPrincipals sign requests to /api/v1/economic/matters (RFC 9421, Ed25519). The store")
-	fmt.Fprintln(w, "is opened directly, so stop 'assay serve' on the same data directory first.")
+	fmt.Fprintln(w, "usage: assay principals add --key-id ID --public-key BASE64 --tenant T --roles requester,solver,operator --scopes economic:read,economic:private,economic:write [--data DIR] [--store STORE]")
+	fmt.Fprintln(w, "       assay principals list [--data DIR] [--store STORE]")
+	fmt.Fprintln(w, "       assay principals revoke --key-id ID [--data DIR] [--store STORE]")
+	fmt.Fprintln(w, "\nPrincipals sign requests to /api/v1/economic/matters (RFC 9421, Ed25519). They are kept")
+	fmt.Fprintln(w, "in the store, the one 'assay serve' names with --data and --store ($ASSAY_DATA, $ASSAY_STORE).")
+	fmt.Fprintln(w, "The store is opened directly: on badger, stop 'assay serve' on the same data directory")
+	fmt.Fprintln(w, "first; on PostgreSQL, running servers see a change at their next request.")
 }
 
 func cmdPrincipals(args []string, _ io.Reader, stdout, stderr io.Writer) int {
@@ -49,7 +48,7 @@ func cmdPrincipals(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("principals "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { principalsUsage(stderr); fmt.Fprintln(stderr); fs.PrintDefaults() }
-	dir := fs.String("data", envOr("ASSAY_DATA", "data"), "data `DIR`")
+	config := configFlags(fs, os.Getenv, withStore)
 	keyID := fs.String("key-id", "", "the principal's key `ID` (the signature's keyid)")
 	pub := fs.String("public-key", "", "standard `BASE64` of the raw 32-byte Ed25519 public key")
 	tenant := fs.String("tenant", "", "`TENANT` id")
@@ -61,7 +60,16 @@ func cmdPrincipals(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		}
 		return exitUsage
 	}
-	if err := principals(sub, *dir, matters.Principal{KeyID: *keyID, PublicKey: *pub, Tenant: *tenant,
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "assay principals %s: unexpected argument %q\n", sub, fs.Arg(0))
+		return exitUsage
+	}
+	c, err := config()
+	if err != nil {
+		fmt.Fprintf(stderr, "assay principals %s: %v\n", sub, err)
+		return exitUsage
+	}
+	if err := principals(sub, c, matters.Principal{KeyID: *keyID, PublicKey: *pub, Tenant: *tenant,
 		Roles: splitList(*roles), Scopes: splitList(*scopes)}, stdout); err != nil {
 		fmt.Fprintf(stderr, "assay principals %s: %s\n", sub, fault.MessageOf(err))
 		if fault.KindOf(err) == fault.Internal {
@@ -82,21 +90,18 @@ func splitList(s string) []string {
 	return out
 }
 
-func principals(sub, dir string, p matters.Principal, stdout io.Writer) error {
-	keys, err := receipt.OpenKeyring(receipt.KeyringConfig{Dir: dir, Now: time.Now, Rand: rand.Reader})
-	if err != nil {
-		return err
-	}
-	db, err := storage.Open(filepath.Join(dir, "db"), storage.Options{})
+// principals runs sub on the principals in the store c names.
+func principals(sub string, c Config, p matters.Principal, stdout io.Writer) error {
+	ctx := context.Background()
+	db, err := c.OpenStore(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	svc, err := matters.New(matters.Config{Store: db, Signer: keys})
+	svc, err := matters.New(matters.Config{Store: db, Signer: signsNothing{}})
 	if err != nil {
 		return err
 	}
-	ctx := context.Background()
 	var out any
 	switch sub {
 	case "add":
@@ -114,4 +119,13 @@ func principals(sub, dir string, p matters.Principal, stdout io.Writer) error {
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
+}
+
+// signsNothing is the signer of a matters.Service that only keeps its
+// principals: adding, listing and revoking them signs no receipt, so
+// principals opens no keys, and makes none in a directory no server reads.
+type signsNothing struct{}
+
+func (signsNothing) Sign(kind, id string, _ any) (receipt.Receipt, error) {
+	return receipt.Receipt{}, fmt.Errorf("assay principals: %s %s: keeping principals signs no receipts", kind, id)
 }

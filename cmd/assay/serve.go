@@ -1,16 +1,13 @@
 package main
 
 import (
-	"cmp"
 	"context"
-	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -25,10 +22,6 @@ import (
 	"github.com/assayhq/assay/runtime/escrow"
 	"github.com/assayhq/assay/runtime/market"
 	"github.com/assayhq/assay/runtime/matters"
-	"github.com/assayhq/assay/runtime/receipt"
-	"github.com/assayhq/assay/runtime/store"
-	"github.com/assayhq/assay/storage"
-	"github.com/assayhq/assay/storage/postgres"
 	"github.com/assayhq/assay/wasm"
 )
 
@@ -66,10 +59,8 @@ func cmdServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", envOr("ASSAY_ADDR", ":8080"), "listen `ADDR` ($ASSAY_ADDR); port 0 picks a free one")
-	data := fs.String("data", envOr("ASSAY_DATA", "data"), "data `DIR` ($ASSAY_DATA): DIR/db the store, DIR/keys the signing keys, DIR/cache compiled checkers")
+	config := configFlags(fs, os.Getenv, withStore|withKeys)
 	mattersAuth := fs.String("matters-auth", envOr("ASSAY_MATTERS_AUTH", string(api.MattersSigned)), "judgment routes' `MODE` ($ASSAY_MATTERS_AUTH): signed (RFC 9421 principals) or open (identities from the body, local use only)")
-	storeSpec := fs.String("store", envOr("ASSAY_STORE", ""), "the `STORE` ($ASSAY_STORE): badger:PATH, or postgres:URL to share one PostgreSQL database between nodes (default badger:DIR/db)")
-	keysDir := fs.String("keys", envOr("ASSAY_KEYS", ""), "signing keys `DIR` ($ASSAY_KEYS): the keys live in DIR/keys/ed25519.json; every node of one court names the same (default the data DIR)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: assay serve [--addr :8080] [--data ./data] [--store badger:PATH|postgres:URL] [--keys DIR]")
 		fmt.Fprintln(stderr, "\nServes the escrow court until SIGINT or SIGTERM, then lets in-flight requests")
@@ -94,67 +85,19 @@ func cmdServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "assay serve: --matters-auth must be signed or open, not %q\n", *mattersAuth)
 		return exitUsage
 	}
-	st, err := parseStore(*storeSpec)
+	c, err := config()
 	if err != nil {
-		fmt.Fprintf(stderr, "assay serve: --store: %v\n", err)
+		fmt.Fprintf(stderr, "assay serve: %v\n", err)
 		return exitUsage
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cfg := serveConfig{Addr: *addr, Data: *data, Store: st, Keys: *keysDir, MattersAuth: api.MattersAuth(*mattersAuth)}
+	cfg := serveConfig{Addr: *addr, Data: c.Data, Store: c.Store, Keys: c.Keys, MattersAuth: api.MattersAuth(*mattersAuth)}
 	if err := serveWith(ctx, cfg, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "assay serve: %v\n", err)
 		return exitNo
 	}
 	return exitOK
-}
-
-// storeSpec names the store serve opens: badger in a directory, or a
-// PostgreSQL database.
-type storeSpec struct {
-	Kind   string // "badger" or "postgres"; "" for badger in DATA/db
-	Target string // the directory, or the URL
-}
-
-// String describes the store for the log, without a password.
-func (s storeSpec) String() string {
-	switch s.Kind {
-	case "postgres":
-		return "postgres " + postgres.Redact(s.Target)
-	case "badger":
-		return "badger " + s.Target
-	}
-	return "badger"
-}
-
-// parseStore parses --store: badger:PATH, postgres:URL (also a bare
-// postgres:// or postgresql:// URL), or "" for the default.
-//
-// # Errors
-//
-// Another scheme, an empty path or a URL that does not parse.
-func parseStore(spec string) (storeSpec, error) {
-	if spec == "" {
-		return storeSpec{}, nil
-	}
-	if strings.HasPrefix(spec, "postgres://") || strings.HasPrefix(spec, "postgresql://") {
-		spec = "postgres:" + spec
-	}
-	kind, target, _ := strings.Cut(spec, ":")
-	switch kind {
-	case "badger":
-		if target == "" {
-			return storeSpec{}, errors.New("badger: needs a directory: badger:PATH")
-		}
-	case "postgres":
-		u, err := url.Parse(target)
-		if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" && u.Query().Get("host") == "" {
-			return storeSpec{}, errors.New("postgres: needs a URL: postgres:postgres://USER@HOST:PORT/DB")
-		}
-	default:
-		return storeSpec{}, fmt.Errorf("unknown store %q: want badger:PATH or postgres:URL", kind)
-	}
-	return storeSpec{Kind: kind, Target: target}, nil
 }
 
 // serveConfig is what serve runs with.
@@ -166,15 +109,9 @@ type serveConfig struct {
 	MattersAuth api.MattersAuth
 }
 
-// openStore opens the store cfg names.
-func openStore(ctx context.Context, cfg serveConfig, log *slog.Logger) (store.Store, error) {
-	switch cfg.Store.Kind {
-	case "postgres":
-		return postgres.Open(ctx, cfg.Store.Target, postgres.Options{Logger: log})
-	case "badger":
-		return storage.Open(cfg.Store.Target, storage.Options{Logger: log})
-	}
-	return storage.Open(filepath.Join(cfg.Data, "db"), storage.Options{Logger: log})
+// config is the part of cfg that every subcommand touching the data shares.
+func (cfg serveConfig) config() Config {
+	return Config{Data: cfg.Data, Store: cfg.Store, Keys: cfg.Keys}
 }
 
 // serveWith runs the server cfg describes until ctx ends.
@@ -184,14 +121,13 @@ func serveWith(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) e
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	keysDir := cmp.Or(cfg.Keys, dir)
 	// Nodes starting together on one empty key directory agree on one
 	// first key: OpenKeyring links the file into place exclusively.
-	keys, err := receipt.OpenKeyring(receipt.KeyringConfig{Dir: keysDir, Now: time.Now, Rand: rand.Reader})
+	keys, err := cfg.config().OpenKeyring()
 	if err != nil {
 		return err
 	}
-	db, err := openStore(ctx, cfg, log)
+	db, err := cfg.config().OpenStore(ctx, log)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/assayhq/assay/runtime/receipt"
+	"github.com/assayhq/assay/runtime/store"
+	"github.com/assayhq/assay/storage"
+	"github.com/assayhq/assay/storage/postgres"
+)
+
+// Config says where a court's data lives: the data directory, the store
+// and the signing keys. Every subcommand that opens the store or the keys
+// (serve, keys, principals) takes it from the same flags and environment
+// through configFlags, validated once, and opens them through OpenStore and
+// OpenKeyring, so that they all find the same data.
+type Config struct {
+	Data  string    // the data directory: the badger store by default (DATA/db), the keys by default, the compile cache
+	Store storeSpec // zero: badger in Data/db
+	Keys  string    // the directory holding keys/ed25519.json; "": Data
+}
+
+// configParts names the parts of Config besides the data directory that a
+// subcommand uses, and so the flags it takes: a flag that would change
+// nothing is refused, not ignored.
+type configParts uint8
+
+const (
+	withStore configParts = 1 << iota // --store, $ASSAY_STORE
+	withKeys                          // --keys, $ASSAY_KEYS
+)
+
+// configFlags registers --data and, as parts asks, --store and --keys on
+// fs, each defaulting to its environment variable read with getenv, and
+// returns the function that gives the Config they name once fs is parsed:
+// the flag wins over the variable, the variable over the default (./data,
+// badger in DATA/db, the keys in DATA).
+//
+// # Errors
+//
+// The returned function's: a store parseStore refuses, named by the flag
+// or the variable it came from, and what Validate reports.
+func configFlags(fs *flag.FlagSet, getenv func(string) string, parts configParts) func() (Config, error) {
+	or := func(key, def string) string { return cmp.Or(getenv(key), def) }
+	data := fs.String("data", or("ASSAY_DATA", "data"), "data `DIR` ($ASSAY_DATA): DIR/db the store, DIR/keys the signing keys, DIR/cache compiled checkers")
+	var spec, keys string
+	if parts&withStore != 0 {
+		fs.StringVar(&spec, "store", getenv("ASSAY_STORE"), "the `STORE` ($ASSAY_STORE): badger:PATH, or postgres:URL to share one PostgreSQL database between nodes (default badger:DIR/db)")
+	}
+	if parts&withKeys != 0 {
+		fs.StringVar(&keys, "keys", getenv("ASSAY_KEYS"), "signing keys `DIR` ($ASSAY_KEYS): the keys live in DIR/keys/ed25519.json; every node of one court names the same (default the data DIR)")
+	}
+	return func() (Config, error) {
+		st, err := parseStore(spec)
+		if err != nil {
+			from := "$ASSAY_STORE"
+			fs.Visit(func(f *flag.Flag) {
+				if f.Name == "store" {
+					from = "--store"
+				}
+			})
+			return Config{}, fmt.Errorf("%s: %w", from, err)
+		}
+		c := Config{Data: *data, Store: st, Keys: keys}
+		if err := c.Validate(); err != nil {
+			return Config{}, err
+		}
+		return c, nil
+	}
+}
+
+// Validate reports what makes c unusable, without opening or creating
+// anything: no data directory, a data or keys directory that is a file, a
+// store of an unknown kind or without its directory or URL.
+func (c Config) Validate() error {
+	if c.Data == "" {
+		return errors.New("--data: needs a directory")
+	}
+	for _, d := range []struct{ flag, dir string }{{"--data", c.Data}, {"--keys", c.Keys}} {
+		if fi, err := os.Stat(d.dir); d.dir != "" && err == nil && !fi.IsDir() {
+			return fmt.Errorf("%s: %s is a file, not a directory", d.flag, d.dir)
+		}
+	}
+	switch c.Store.Kind {
+	case "":
+	case "badger", "postgres":
+		if c.Store.Target == "" {
+			return fmt.Errorf("--store: %s needs a target: want badger:PATH or postgres:URL", c.Store.Kind)
+		}
+	default:
+		return fmt.Errorf("--store: unknown store %q: want badger:PATH or postgres:URL", c.Store.Kind)
+	}
+	return nil
+}
+
+// KeysDir is the directory whose keys/ed25519.json holds the signing keys:
+// Keys, else Data.
+func (c Config) KeysDir() string { return cmp.Or(c.Keys, c.Data) }
+
+// OpenKeyring opens the signing keys in KeysDir, making the directory and
+// a first key when there are none.
+func (c Config) OpenKeyring() (*receipt.Keyring, error) {
+	return receipt.OpenKeyring(receipt.KeyringConfig{Dir: c.KeysDir(), Now: time.Now, Rand: rand.Reader})
+}
+
+// ReadKeys returns the published keys in KeysDir without opening them for
+// signing; receipt.ErrNoKeys when there are none.
+func (c Config) ReadKeys() ([]receipt.Key, error) { return receipt.ReadKeys(c.KeysDir()) }
+
+// OpenStore opens the store c names; log (nil discards) gets the store's
+// warnings.
+func (c Config) OpenStore(ctx context.Context, log *slog.Logger) (store.Store, error) {
+	switch c.Store.Kind {
+	case "postgres":
+		return postgres.Open(ctx, c.Store.Target, postgres.Options{Logger: log})
+	case "badger":
+		return storage.Open(c.Store.Target, storage.Options{Logger: log})
+	}
+	return storage.Open(filepath.Join(c.Data, "db"), storage.Options{Logger: log})
+}
+
+// storeSpec names the store: badger in a directory, or a PostgreSQL
+// database.
+type storeSpec struct {
+	Kind   string // "badger" or "postgres"; "" for badger in DATA/db
+	Target string // the directory, or the URL
+}
+
+// String describes the store for the log, without a password.
+func (s storeSpec) String() string {
+	switch s.Kind {
+	case "postgres":
+		return "postgres " + postgres.Redact(s.Target)
+	case "badger":
+		return "badger " + s.Target
+	}
+	return "badger"
+}
+
+// parseStore parses --store: badger:PATH, postgres:URL (also a bare
+// postgres:// or postgresql:// URL), or "" for the default.
+//
+// # Errors
+//
+// Another scheme, an empty path or a URL that does not parse.
+func parseStore(spec string) (storeSpec, error) {
+	if spec == "" {
+		return storeSpec{}, nil
+	}
+	if strings.HasPrefix(spec, "postgres://") || strings.HasPrefix(spec, "postgresql://") {
+		spec = "postgres:" + spec
+	}
+	kind, target, _ := strings.Cut(spec, ":")
+	switch kind {
+	case "badger":
+		if target == "" {
+			return storeSpec{}, errors.New("badger: needs a directory: badger:PATH")
+		}
+	case "postgres":
+		u, err := url.Parse(target)
+		if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" && u.Query().Get("host") == "" {
+			return storeSpec{}, errors.New("postgres: needs a URL: postgres:postgres://USER@HOST:PORT/DB")
+		}
+	default:
+		return storeSpec{}, fmt.Errorf("unknown store %q: want badger:PATH or postgres:URL", kind)
+	}
+	return storeSpec{Kind: kind, Target: target}, nil
+}
