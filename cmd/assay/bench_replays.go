@@ -48,12 +48,12 @@ func cmdBenchReplays(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitUsage
 	}
-	url, ok := strings.CutPrefix(*storeSpec, "postgres:")
-	if !ok || url == "" || *checker == "" || *count < 1 || *count > 1_000_000 || *nodes < 1 || *nodes > 1000 {
+	st, err := parseStore(*storeSpec)
+	if err != nil || st.Kind != "postgres" || *checker == "" || *count < 1 || *count > 1_000_000 || *nodes < 1 || *nodes > 1000 {
 		fmt.Fprintln(stderr, "assay bench replays: give --store postgres:URL, --checker PATH, a --count from 1 to 1000000 and --nodes from 1 to 1000")
 		return exitUsage
 	}
-	res, err := benchReplays(context.Background(), replayLoad{Store: url, Base: strings.TrimRight(*base, "/"), Checker: *checker, Count: *count, Nodes: *nodes})
+	res, err := benchReplays(context.Background(), replayLoad{Store: st.Target, Base: strings.TrimRight(*base, "/"), Checker: *checker, Count: *count, Nodes: *nodes})
 	if err != nil {
 		fmt.Fprintf(stderr, "assay bench replays: %v\n", err)
 		return exitNo
