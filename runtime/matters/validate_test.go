@@ -50,7 +50,10 @@ func TestService_TextAndIDs(t *testing.T) {
 		})
 	}
 	t.Run("Open/OK", func(t *testing.T) {
-		if err := open(func(r *matters.OpenRequest) { r.RequesterID = "did:key:z6Mk…"; r.Question = "pay\tinvoice 42?\nyes or no" }); err != nil {
+		if err := open(func(r *matters.OpenRequest) {
+			r.RequesterID = "did:key:z6Mk…"
+			r.Question = "pay\tinvoice 42?\nyes or no"
+		}); err != nil {
 			t.Fatal(err)
 		}
 	})
