@@ -90,6 +90,7 @@ func New(cfg Config) *fiber.App {
 		ReadTimeout:           60 * time.Second,
 		WriteTimeout:          60 * time.Second,
 		IdleTimeout:           120 * time.Second,
+		ReadBufferSize:        readBufferBytes,
 	})
 	s := &server{cfg: cfg, started: time.Now()}
 	if n := cfg.InFlight; n != nil {
@@ -99,6 +100,8 @@ func New(cfg Config) *fiber.App {
 			return c.Next()
 		})
 	}
+
+	app.Use(edges)
 
 	app.Get("/", s.skill)
 	app.Get("/skill.md", s.skill)
@@ -456,13 +459,9 @@ func (s *server) account(c *fiber.Ctx) error {
 }
 
 func (s *server) ledger(c *fiber.Ctx) error {
-	sums, err := s.cfg.Court.LedgerSums(c.UserContext())
+	a, err := s.cfg.Court.Audit(c.UserContext())
 	if err != nil {
 		return err
 	}
-	balanced := true
-	for _, v := range sums {
-		balanced = balanced && v == 0
-	}
-	return c.JSON(fiber.Map{"sums": sums, "balanced": balanced})
+	return c.JSON(a)
 }
