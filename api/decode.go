@@ -93,7 +93,61 @@ func edges(c *fiber.Ctx) error {
 	if !utf8.Valid(b) {
 		return fault.New(fault.Invalid, "invalid_utf8", "the body is not valid UTF-8 (at byte %d): JSON text is UTF-8, and invalid bytes are refused, not replaced", invalidAt(b))
 	}
+	if i := loneSurrogate(b); i >= 0 {
+		return fault.New(fault.Invalid, "invalid_utf8", "the body's escape at byte %d is half of a UTF-16 surrogate pair, which is no character: it is refused, not replaced", i)
+	}
 	return c.Next()
+}
+
+// loneSurrogate returns the offset of the first \u escape in a JSON text
+// that is a UTF-16 surrogate without its other half (which encoding/json
+// would turn into U+FFFD), or -1. Backslashes appear only in strings, so
+// the scan needs no parser.
+func loneSurrogate(b []byte) int {
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' || i+1 >= len(b) {
+			continue
+		}
+		if b[i+1] != 'u' {
+			i++ // \" \\ \/ \b \f \n \r \t
+			continue
+		}
+		r, ok := hex4(b[i+2:])
+		switch {
+		case !ok:
+			return -1 // not JSON; the decoder says so
+		case r >= 0xD800 && r <= 0xDBFF:
+			if lo, ok := hex4(b[min(i+8, len(b)):]); i+7 < len(b) && b[i+6] == '\\' && b[i+7] == 'u' && ok && lo >= 0xDC00 && lo <= 0xDFFF {
+				i += 11
+				continue
+			}
+			return i
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return i
+		}
+		i += 5
+	}
+	return -1
+}
+
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
 }
 
 // jsonType refuses a Content-Type that is not JSON: application/json or a

@@ -155,6 +155,9 @@ func TestEdges_Text(t *testing.T) {
 	}{
 		{"InvalidUTF8Body", edgeReq{method: "POST", path: "/contracts", ct: "application/json", body: "{\"buyer\":\"did:\xff\xfe\",\"seller\":\"did:b\",\"price\":5}"}, 400, "invalid_utf8"},
 		{"InvalidUTF8Reason", edgeReq{method: "POST", path: "/contracts/" + id + "/dispute", ct: "application/json", body: "{\"reason\":\"\xc3\"}"}, 400, "invalid_utf8"},
+		{"LoneHighSurrogate", edgeReq{method: "POST", path: "/contracts/" + id + "/dispute", ct: "application/json", body: `{"reason":"\ud800 alone"}`}, 400, "invalid_utf8"},
+		{"LoneLowSurrogate", edgeReq{method: "POST", path: "/verify", ct: "application/json", body: `{"receipt":"\ud83d\ude00\udc00"}`}, 400, "invalid_utf8"},
+		{"HighThenHigh", edgeReq{method: "POST", path: "/verify", ct: "application/json", body: `{"receipt":"\ud83d\ud83d"}`}, 400, "invalid_utf8"},
 		{"NoContentType", edgeReq{method: "POST", path: "/contracts", body: `{"buyer":"did:a","seller":"did:b","price":5}`}, 415, "unsupported_media_type"},
 		{"FormContentType", edgeReq{method: "POST", path: "/contracts", ct: "application/x-www-form-urlencoded", body: `{"buyer":"did:a","seller":"did:b","price":5}`}, 415, "unsupported_media_type"},
 		{"TextPlain", edgeReq{method: "POST", path: "/verify", ct: "text/plain", body: `{}`}, 415, "unsupported_media_type"},
@@ -200,6 +203,9 @@ func TestEdges_Text(t *testing.T) {
 	}
 	if status, body := send(t, base, edgeReq{method: "POST", path: "/contracts/" + id + "/deliver", ct: "application/vnd.assay+json; charset=UTF-8", body: `{"deliverable":{"rows":1}}`}); status != 200 {
 		t.Fatalf("deliver as +json: %d %s", status, body)
+	}
+	if status, body := send(t, base, edgeReq{method: "POST", path: "/verify", ct: "application/json", body: `{"receipt":"\ud83d\ude00 \\ud800"}`}); status != 200 {
+		t.Fatalf("a surrogate pair and an escaped backslash: %d %s", status, body)
 	}
 	if status, body := send(t, base, edgeReq{method: "GET", path: "/ledger"}); status != 200 || !strings.Contains(body, `"balanced":true`) {
 		t.Fatalf("ledger: %d %s", status, body)
