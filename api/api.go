@@ -413,8 +413,8 @@ func (s *server) verify(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if !json.Valid(b) {
-		return fault.New(fault.Invalid, "invalid_json", `the body must be a receipt as JSON, bare or as {"receipt": …}`)
+	if t := bytes.TrimSpace(b); !json.Valid(b) || len(t) == 0 || t[0] != '{' {
+		return fault.New(fault.Invalid, "invalid_json", `the body must be a receipt as a JSON object, bare or as {"receipt": …}`)
 	}
 	return c.JSON(s.cfg.Keys.Verifier().Verify(b))
 }

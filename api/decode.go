@@ -195,8 +195,11 @@ func body(c *fiber.Ctx, limit int) ([]byte, error) {
 // decode reads a JSON object body into v, refusing unknown fields, trailing
 // data and wrong types. An empty body reads as {}.
 func decode(b []byte, v any, fields string) error {
-	if len(bytes.TrimSpace(b)) == 0 {
+	t := bytes.TrimSpace(b)
+	if len(t) == 0 {
 		b = []byte("{}")
+	} else if t[0] != '{' {
+		return fault.New(fault.Invalid, "invalid_json", "the body must be a JSON object; this route takes %s", fields)
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
