@@ -106,6 +106,24 @@ func TestEdges_Oversized(t *testing.T) {
 			}
 		})
 	}
+	t.Run("Chunked40MiB", func(t *testing.T) {
+		// No Content-Length: fasthttp finds the body too large while
+		// reading its chunks.
+		req, err := http.NewRequest("POST", base+"/contracts", io.MultiReader(strings.NewReader(big)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		res, err := (&http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
+		if err != nil {
+			t.Fatalf("no HTTP answer: %v", err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		if res.StatusCode != 413 || errCode(t, string(b)) != "body_too_large" {
+			t.Fatalf("status %d %.200s; want 413 body_too_large", res.StatusCode, b)
+		}
+	})
 	t.Run("Curl", func(t *testing.T) {
 		if _, err := exec.LookPath("curl"); err != nil {
 			t.Skip("no curl")
