@@ -14,16 +14,22 @@
 // Money cannot overflow. A transfer moves 1 to MaxAmount (2^53-1) minor
 // units, so every amount is exact in a JSON number of any language. No
 // account's balance in a currency ever passes ±MaxBalance (2^62): each
-// account keeps, beside its legs, Shards counters of what its legs add up
-// to, a transfer adds to one counter of each of its two accounts (chosen
-// by the transfer's id, so that concurrent transfers seldom touch the same
-// counter), and a transfer that would take a counter past MaxBalance/Shards
-// is refused with balance_limit and nothing is written. The money in
-// circulation in a currency is what the rail accounts paid in, so it is at
-// most MaxBalance per rail; MaxTotal bounds the ledger's total, what Check
-// reports. All arithmetic on amounts is checked; sums over many legs are
-// exact (math/big), and Check reports any balance or sum out of its bounds
-// rather than a wrapped-around number.
+// account keeps, beside its legs, up to Shards (512) counters of what its
+// legs add up to; a transfer adds to one counter of each of its two
+// accounts, chosen by the transfer's id, and a transfer that would take a
+// counter past ±MaxBalance/Shards (2^53, room for one transfer of the
+// largest amount) is refused with balance_limit and nothing is written.
+// The counters are many so that concurrent transfers through one account
+// (a rail, a popular agent) seldom touch the same one: legs stay
+// append-only and transfers seldom conflict. An account meets its bound
+// a little before MaxBalance when its transfers are of the largest
+// amounts (two of them whose ids hash alike), and for ordinary amounts
+// never in practice. The money in circulation in a currency is what the
+// rail accounts paid in, so it is at most MaxBalance per rail; MaxTotal
+// bounds the ledger's total, what Check reports. All arithmetic on amounts
+// is checked; sums over many legs are exact (math/big), and Check reports
+// any balance or sum out of its bounds rather than a wrapped-around
+// number.
 package ledger
 
 import (
@@ -57,8 +63,9 @@ const (
 	// MaxTotal bounds the sum of the positive balances in a currency that
 	// Check accepts as sound.
 	MaxTotal = 1 << 62
-	// Shards is how many counters bound each account.
-	Shards = 16
+	// Shards is how many counters bound each account: MaxBalance /
+	// Shards is 2^53, just over MaxAmount.
+	Shards = 512
 )
 
 // ECodeBalanceLimit is the code of a transfer refused because an account's
