@@ -84,7 +84,7 @@ func edges(c *fiber.Ctx) error {
 		}
 	}
 	b := req.Body()
-	if len(b) == 0 || rawBodyRoutes[c.Path()] {
+	if len(b) == 0 || rawBodyRoutes[strings.ToLower(strings.TrimSuffix(c.Path(), "/"))] {
 		return c.Next()
 	}
 	if err := jsonType(string(req.Header.ContentType())); err != nil {
