@@ -291,7 +291,8 @@ func (s *Service) runCheckers(ctx context.Context, jobs []checkers.Job) ([]wasm.
 // unknown_checker (400); artifact_too_large (413); checker_failed (422,
 // with the outcome); insufficient_funds (409, the bond);
 // checkers_unavailable (503); idempotency_conflict.
-func (s *Service) Publish(ctx context.Context, req PublishRequest, i Idem) (Reply, error) {
+func (s *Service) Publish(ctx context.Context, req PublishRequest, key Idem) (Reply, error) {
+	i := key.request("publish", req.Agent)
 	if r, err := s.replay(ctx, i); err != nil || r != nil {
 		return deref(r), err
 	}
@@ -455,7 +456,8 @@ type DeactivateRequest struct {
 // # Errors
 //
 // listing_not_found (404), not_seller (403), listing_not_active (409).
-func (s *Service) Deactivate(ctx context.Context, id string, req DeactivateRequest, i Idem) (Reply, error) {
+func (s *Service) Deactivate(ctx context.Context, id string, req DeactivateRequest, key Idem) (Reply, error) {
+	i := key.request("deactivate", req.Agent)
 	if err := validAgent("agent", req.Agent); err != nil {
 		return Reply{}, err
 	}

@@ -244,28 +244,34 @@ func holdAccount(purchase string) string { return "hold:market:" + purchase }
 func bondAccount(listing string) string  { return "hold:bond:" + listing }
 
 // Idem is a request's idempotency key and the fingerprint of what it
-// asked, as api/ computes it. The market's keys live in the scope
-// "market".
+// asked, as api/ computes it. A key lives in the scope of its operation
+// and its acting agent (see request), so one agent's key never answers,
+// nor conflicts with, another agent's request.
 type Idem struct {
 	Key         string
 	Fingerprint string
 }
 
-func (i Idem) request() idem.Request {
-	return idem.Request{Scope: "market", Key: i.Key, Fingerprint: i.Fingerprint}
+// request scopes i by operation (publish, buy, deposit, …) and by the
+// agent acting: "market:<op>:<sha256 of the agent>", as matters scopes
+// its keys by tenant and caller. Two agents may use the same key, and so
+// may one agent on two operations.
+func (i Idem) request(op, agent string) idem.Request {
+	sum := sha256.Sum256([]byte(agent))
+	return idem.Request{Scope: "market:" + op + ":" + hex.EncodeToString(sum[:]), Key: i.Key, Fingerprint: i.Fingerprint}
 }
 
 // Reply is a mutation's answer: the JSON body the client gets.
 type Reply = idem.Reply
 
-func (s *Service) replay(ctx context.Context, i Idem) (*Reply, error) {
+func (s *Service) replay(ctx context.Context, i idem.Request) (*Reply, error) {
 	if i.Key == "" {
 		return nil, nil
 	}
 	var r *Reply
 	err := s.st.View(ctx, func(tx store.Tx) error {
 		var err error
-		r, err = idem.Lookup(tx, i.request())
+		r, err = idem.Lookup(tx, i)
 		return err
 	})
 	return r, err
@@ -273,11 +279,11 @@ func (s *Service) replay(ctx context.Context, i Idem) (*Reply, error) {
 
 // mutate runs fn in one transaction that checks idem first and stores
 // fn's reply under it.
-func (s *Service) mutate(ctx context.Context, i Idem, fn func(tx store.Tx) (Reply, error)) (Reply, error) {
+func (s *Service) mutate(ctx context.Context, i idem.Request, fn func(tx store.Tx) (Reply, error)) (Reply, error) {
 	var out Reply
 	err := s.st.Update(ctx, func(tx store.Tx) error {
 		out = Reply{}
-		if r, err := idem.Lookup(tx, i.request()); err != nil {
+		if r, err := idem.Lookup(tx, i); err != nil {
 			return err
 		} else if r != nil {
 			out = *r
@@ -288,7 +294,7 @@ func (s *Service) mutate(ctx context.Context, i Idem, fn func(tx store.Tx) (Repl
 			return err
 		}
 		out = r
-		return idem.Save(tx, i.request(), r)
+		return idem.Save(tx, i, r)
 	})
 	return out, err
 }

@@ -328,6 +328,41 @@ func TestService_Idempotency(t *testing.T) {
 	e.zero(t)
 }
 
+// TestService_IdempotencyScoped: a key lives in the scope of its agent and
+// operation, so another agent who used the owner's key first neither
+// makes the owner's request answer idempotency_conflict nor gets its
+// answer.
+func TestService_IdempotencyScoped(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	k := func(fp string) market.Idem { return market.Idem{Key: "shared-key", Fingerprint: fp} }
+	// The squatter uses the key first, on the owner's kind of request.
+	must(e.svc.Deposit(ctx, "squatter", amount("1"), k("squatter-deposit")))(t)
+	r := must(e.svc.Deposit(ctx, "owner", amount("20"), k("owner-deposit")))(t)
+	if r.Replayed || e.balance(t, "owner") != 20_000_000 || e.balance(t, "squatter") != 1_000_000 {
+		t.Fatalf("owner's deposit %s replayed=%v", r.Body, r.Replayed)
+	}
+	// The squatter's own retry still replays its own answer.
+	if r := must(e.svc.Deposit(ctx, "squatter", amount("1"), k("squatter-deposit")))(t); !r.Replayed || e.balance(t, "squatter") != 1_000_000 {
+		t.Fatalf("squatter's retry %s replayed=%v", r.Body, r.Replayed)
+	}
+	// The same key on another operation of the same agent is another key.
+	id := e.publishSquares(t, "seller", "table of squares")
+	must(e.svc.Deposit(ctx, "squatter", amount("5"), market.Idem{}))(t)
+	must(e.svc.Buy(ctx, id, market.PurchaseRequest{Agent: "squatter"}, k("squatter-buy")))(t)
+	b := must(e.svc.Buy(ctx, id, market.PurchaseRequest{Agent: "owner"}, k("owner-buy")))(t)
+	if b.Replayed || !b.Created {
+		t.Fatalf("owner's purchase %s", b.Body)
+	}
+	// Within one agent and operation a key still conflicts.
+	_, err := e.svc.Deposit(ctx, "owner", amount("3"), k("owner-other"))
+	wantCode(t, err, "idempotency_conflict")
+	if e.balance(t, "owner") != 20_000_000-2_575_000 {
+		t.Fatalf("owner %s", e.balance(t, "owner"))
+	}
+	e.zero(t)
+}
+
 func TestService_Concurrent(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)

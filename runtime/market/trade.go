@@ -111,7 +111,8 @@ func parseAmount(req AmountRequest) (USD, error) {
 //
 // invalid_agent, invalid_amount, missing_field (400); deposit_unavailable
 // (403) on a rail other than dev; rail_failed (503); idempotency_conflict.
-func (s *Service) Deposit(ctx context.Context, did string, req AmountRequest, i Idem) (Reply, error) {
+func (s *Service) Deposit(ctx context.Context, did string, req AmountRequest, key Idem) (Reply, error) {
+	i := key.request("deposit", did)
 	if err := validAgent("agent", did); err != nil {
 		return Reply{}, err
 	}
@@ -175,7 +176,8 @@ func railFailed(what string, cause error) error {
 //
 // invalid_agent, invalid_amount (400); insufficient_funds (409);
 // rail_failed (503); idempotency_conflict.
-func (s *Service) Withdraw(ctx context.Context, did string, req AmountRequest, i Idem) (Reply, error) {
+func (s *Service) Withdraw(ctx context.Context, did string, req AmountRequest, key Idem) (Reply, error) {
+	i := key.request("withdraw", did)
 	if err := validAgent("agent", did); err != nil {
 		return Reply{}, err
 	}
@@ -214,7 +216,7 @@ func (s *Service) Withdraw(ctx context.Context, did string, req AmountRequest, i
 		// and forget the stored success so that a retry with the same key
 		// runs again.
 		rerr := s.st.Update(context.WithoutCancel(ctx), func(tx store.Tx) error {
-			if err := idem.Forget(tx, i.request()); err != nil {
+			if err := idem.Forget(tx, i); err != nil {
 				return err
 			}
 			return ledger.Post(tx, ledger.Transfer{ID: id + ".reversed", From: s.rail.Account(), To: WalletAccount(did),
@@ -291,7 +293,8 @@ func loadPurchase(tx store.Tx, id string) (*Purchase, error) {
 // invalid_agent, invalid_purpose (400); listing_not_found (404);
 // listing_not_active, own_listing, already_purchased, insufficient_funds
 // (409); idempotency_conflict.
-func (s *Service) Buy(ctx context.Context, listingID string, req PurchaseRequest, i Idem) (Reply, error) {
+func (s *Service) Buy(ctx context.Context, listingID string, req PurchaseRequest, key Idem) (Reply, error) {
+	i := key.request("buy", req.Agent)
 	if err := validAgent("agent", req.Agent); err != nil {
 		return Reply{}, err
 	}
