@@ -4,6 +4,7 @@ import (
 	"crypto/subtle"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -47,7 +48,7 @@ func registerMarket(app *fiber.App, s *server) {
 	})
 	g.Post("/listings", func(c *fiber.Ctx) error { // publish_listing
 		var req market.PublishRequest
-		id, err := decodeBody(c, s, &req, "agent, title, problem_statement, artifact, artifact_type, price_usd, est_recompute_cost_usd, license_terms, checker, verification_level")
+		id, err := decodeBody(c, s, &req, "agent, title, problem_statement, artifact, encoding, artifact_type, price_usd, est_recompute_cost_usd, license_terms, checker, verification_level")
 		if err != nil {
 			return err
 		}
@@ -203,6 +204,11 @@ func decodeBody(c *fiber.Ctx, s *server, v any, fields string) (market.Idem, err
 	b, err := body(c, s.cfg.MaxBodyBytes)
 	if err != nil {
 		return market.Idem{}, err
+	}
+	if !utf8.Valid(b) {
+		// Go's JSON decoder would replace the bad bytes with U+FFFD: an
+		// id, a title or an artifact would not be what was sent.
+		return market.Idem{}, fault.New(fault.Invalid, "invalid_utf8", "the body is not valid UTF-8; send bytes that are not text as base64")
 	}
 	if err := decode(b, v, fields); err != nil {
 		return market.Idem{}, err

@@ -97,8 +97,12 @@ func (s *Service) Challenge(ctx context.Context, listingID string, req Challenge
 		return Reply{}, fault.New(fault.Invalid, "missing_field", "evidence is required: a failing input, a counterexample or checker output")
 	case len(ev) > MaxEvidenceBytes:
 		return Reply{}, fault.New(fault.TooLarge, "evidence_too_large", "evidence is at most %d bytes", MaxEvidenceBytes)
-	case len(req.Reason) > MaxTextBytes || !utf8Valid(req.Reason):
-		return Reply{}, fault.New(fault.Invalid, "invalid_reason", "reason must be valid UTF-8 of at most %d bytes", MaxTextBytes)
+	}
+	if err := validEvidence(ev); err != nil {
+		return Reply{}, err
+	}
+	if err := validText("reason", req.Reason, MaxTextBytes); err != nil {
+		return Reply{}, err
 	}
 	if r, err := s.replay(ctx, i); err != nil || r != nil {
 		return deref(r), err
@@ -140,7 +144,7 @@ func (s *Service) Challenge(ctx context.Context, listingID string, req Challenge
 	}
 	var out *wasm.Outcome
 	if l.Checker != nil {
-		o, err := s.runChecker(ctx, *l.Checker, artifactInput(art), artifactInput(ev))
+		o, err := s.runChecker(ctx, *l.Checker, l.checkerInput(art), artifactInput(ev))
 		if err != nil {
 			return Reply{}, err
 		}
@@ -264,8 +268,8 @@ func (s *Service) Resolve(ctx context.Context, id string, req ResolveRequest, ke
 	if req.Verdict != "uphold" && req.Verdict != "reject" {
 		return Reply{}, fault.New(fault.Invalid, "invalid_verdict", `verdict must be "uphold" or "reject"`)
 	}
-	if len(req.Reason) > MaxTextBytes || !utf8Valid(req.Reason) {
-		return Reply{}, fault.New(fault.Invalid, "invalid_reason", "reason must be valid UTF-8 of at most %d bytes", MaxTextBytes)
+	if err := validText("reason", req.Reason, MaxTextBytes); err != nil {
+		return Reply{}, err
 	}
 	if r, err := s.replay(ctx, i); err != nil || r != nil {
 		return deref(r), err

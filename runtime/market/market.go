@@ -10,14 +10,11 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"net/url"
-	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/assayhq/assay/checkers"
-	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/idem"
+	"github.com/assayhq/assay/runtime/ident"
 	"github.com/assayhq/assay/runtime/rail"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/replays"
@@ -59,7 +56,7 @@ const (
 
 // Bounds.
 const (
-	MaxAgentBytes    = 256
+	MaxAgentBytes    = ident.MaxIDBytes
 	MaxTitleBytes    = 512
 	MaxProblemBytes  = 64 << 10
 	MaxArtifactBytes = 4 << 20
@@ -297,18 +294,6 @@ func (s *Service) mutate(ctx context.Context, i idem.Request, fn func(tx store.T
 		return idem.Save(tx, i, r)
 	})
 	return out, err
-}
-
-func validAgent(field, did string) error {
-	switch {
-	case did == "":
-		return fault.New(fault.Invalid, "missing_field", "%s is required: the acting agent's id, e.g. g17-mathema or did:key:…", field)
-	case len(did) > MaxAgentBytes || !utf8.ValidString(did):
-		return fault.New(fault.Invalid, "invalid_agent", "%s must be valid UTF-8 of at most %d bytes", field, MaxAgentBytes)
-	case strings.ContainsFunc(did, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) || r == '/' }):
-		return fault.New(fault.Invalid, "invalid_agent", "%s must not hold spaces, control characters or slashes", field)
-	}
-	return nil
 }
 
 // lockWallet makes concurrent debits of one wallet conflict: each reads

@@ -96,8 +96,8 @@ func (s *Service) Search(ctx context.Context, req SearchRequest) (Results, error
 		return Results{}, fault.New(fault.Invalid, "missing_field", "query or query_fingerprint is required")
 	case req.QueryFingerprint != "" && !fpRE.MatchString(req.QueryFingerprint):
 		return Results{}, fault.New(fault.Invalid, "invalid_fingerprint", "query_fingerprint is the lowercase hex SHA-256 of the normalised token set")
-	case len(req.Query) > MaxProblemBytes || !utf8Valid(req.Query):
-		return Results{}, fault.New(fault.Invalid, "invalid_query", "query must be valid UTF-8 of at most %d bytes", MaxProblemBytes)
+	case validText("query", req.Query, MaxProblemBytes) != nil:
+		return Results{}, validText("query", req.Query, MaxProblemBytes)
 	case req.Limit < 0 || req.Limit > 100:
 		return Results{}, fault.New(fault.Invalid, "invalid_limit", "limit is 1 to 100")
 	}
@@ -335,7 +335,7 @@ func (s *Service) Tick(ctx context.Context, req TickRequest) (Ticked, error) {
 		if err != nil {
 			return t, err
 		}
-		jobs[i] = checkers.Job{Ref: ref, Input: wasm.Input{Artifact: artifactInput(art)}}
+		jobs[i] = checkers.Job{Ref: ref, Input: wasm.Input{Artifact: art}}
 	}
 	outs, err := s.runCheckers(ctx, jobs)
 	if err != nil {
@@ -405,7 +405,7 @@ func (s *Service) sample(ctx context.Context, id, by string) (Replayed, error) {
 	if err != nil {
 		return Replayed{}, err
 	}
-	o, err := s.runChecker(ctx, ref, artifactInput(art), nil)
+	o, err := s.runChecker(ctx, ref, art, nil)
 	if err != nil {
 		return Replayed{}, err
 	}
@@ -413,7 +413,7 @@ func (s *Service) sample(ctx context.Context, id, by string) (Replayed, error) {
 }
 
 // sampleInput reads what a sample replay of listing id runs: its checker
-// and its artifact as published.
+// and its artifact as the checker sees it.
 func (s *Service) sampleInput(ctx context.Context, id string) (checkers.Ref, []byte, error) {
 	var (
 		l   *Listing
@@ -436,7 +436,7 @@ func (s *Service) sampleInput(ctx context.Context, id string) (checkers.Ref, []b
 	if l.Status != ListingActive {
 		return checkers.Ref{}, nil, fault.New(fault.Conflict, "listing_not_active", "listing %s is %s", id, l.Status)
 	}
-	return *l.Checker, art, nil
+	return *l.Checker, l.checkerInput(art), nil
 }
 
 // recordSample records a sample replay's outcome o on listing id: a pass

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/idem"
@@ -271,6 +272,9 @@ type Recourse struct {
 type Bought struct {
 	Purchase Purchase        `json:"purchase"`
 	Artifact json.RawMessage `json:"artifact"`
+	// Encoding names the form of Artifact, as it was published: json, or
+	// base64 (a string of standard base64 holding the bytes).
+	Encoding string          `json:"encoding"`
 	TotalUSD USD             `json:"total_usd"`
 	Recourse Recourse        `json:"recourse"`
 	Receipt  json.RawMessage `json:"receipt"`
@@ -298,8 +302,8 @@ func (s *Service) Buy(ctx context.Context, listingID string, req PurchaseRequest
 	if err := validAgent("agent", req.Agent); err != nil {
 		return Reply{}, err
 	}
-	if len(req.Purpose) > MaxTextBytes || !utf8Valid(req.Purpose) {
-		return Reply{}, fault.New(fault.Invalid, "invalid_purpose", "purpose must be valid UTF-8 of at most %d bytes", MaxTextBytes)
+	if err := validText("purpose", req.Purpose, MaxTextBytes); err != nil {
+		return Reply{}, err
 	}
 	if r, err := s.replay(ctx, i); err != nil || r != nil {
 		return deref(r), err
@@ -369,7 +373,12 @@ func (s *Service) Buy(ctx context.Context, listingID string, req PurchaseRequest
 		if err != nil {
 			return Reply{}, err
 		}
-		body, err := json.Marshal(Bought{Purchase: p, Artifact: art, TotalUSD: p.Price + fee, Recourse: rec, Receipt: rc})
+		if !utf8.Valid(art) {
+			// Published before the market refused such artifacts: it
+			// cannot be delivered as JSON, so it is not sold.
+			return Reply{}, fault.New(fault.Conflict, "artifact_not_deliverable", "listing %s holds an artifact that is not valid UTF-8 and cannot be delivered; nothing was charged", l.ID)
+		}
+		body, err := json.Marshal(Bought{Purchase: p, Artifact: art, Encoding: l.encoding(), TotalUSD: p.Price + fee, Recourse: rec, Receipt: rc})
 		return Reply{Body: body, Created: true}, err
 	})
 }
