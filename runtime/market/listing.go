@@ -38,11 +38,14 @@ type Listing struct {
 	ArtifactSHA256 string        `json:"artifact_sha256"`
 	// Encoding is EncodingBase64 when the artifact was published (and is
 	// delivered) as base64; empty for EncodingJSON.
-	Encoding      string    `json:"artifact_encoding,omitempty"`
-	ReplaysPassed int       `json:"replays_passed"`
-	ReplaysFailed int       `json:"replays_failed"`
-	Receipts      []string  `json:"receipts"`
-	CreatedAt     time.Time `json:"created_at"`
+	Encoding      string `json:"artifact_encoding,omitempty"`
+	ReplaysPassed int    `json:"replays_passed"`
+	ReplaysFailed int    `json:"replays_failed"`
+	// ConfirmedBuyers is how many distinct independent buyers' replays
+	// passed (see Service.Replay): what level 3 counts.
+	ConfirmedBuyers int       `json:"confirmed_buyers"`
+	Receipts        []string  `json:"receipts"`
+	CreatedAt       time.Time `json:"created_at"`
 }
 
 // View is a listing as get_listing and search_listings show it: the seed's
@@ -68,8 +71,11 @@ type View struct {
 	Checker          *checkers.Ref `json:"checker,omitempty"`
 	ReplaysPassed    int           `json:"replays_passed"`
 	ReplaysFailed    int           `json:"replays_failed"`
-	ChallengeHours   float64       `json:"challenge_window_hours"`
-	Seller           Profile       `json:"seller"`
+	// ConfirmedBuyers: distinct independent buyers whose replays passed;
+	// level 3 takes SamplesForLevel3 of them.
+	ConfirmedBuyers int     `json:"confirmed_buyers"`
+	ChallengeHours  float64 `json:"challenge_window_hours"`
+	Seller          Profile `json:"seller"`
 }
 
 // CheckerSpec is a listing's checker: Python source, or the SHA-256 of a
@@ -263,38 +269,39 @@ func runnerError(ctx context.Context, ref checkers.Ref, err error) error {
 }
 
 // runCheckers replays jobs, in parallel when the runner is a BatchRunner,
-// and returns their outcomes in order.
+// and returns their outcomes in order, with whether each came from the
+// memo.
 //
 // # Errors
 //
 // The first job's error, as runChecker gives it.
-func (s *Service) runCheckers(ctx context.Context, jobs []checkers.Job) ([]wasm.Outcome, error) {
+func (s *Service) runCheckers(ctx context.Context, jobs []checkers.Job) ([]wasm.Outcome, []bool, error) {
 	if s.runner == nil {
-		return nil, fault.New(fault.Unavailable, "checkers_unavailable", "this server runs no sandbox, so it cannot replay checkers")
+		return nil, nil, fault.New(fault.Unavailable, "checkers_unavailable", "this server runs no sandbox, so it cannot replay checkers")
 	}
-	outs := make([]wasm.Outcome, len(jobs))
+	outs, memo := make([]wasm.Outcome, len(jobs)), make([]bool, len(jobs))
 	br, ok := s.runner.(BatchRunner)
 	if !ok || len(jobs) < 2 {
 		for i, j := range jobs {
-			o, err := s.runChecker(ctx, j.Ref, j.Input.Artifact, j.Input.Evidence)
+			o, m, err := s.runOnce(ctx, j.Ref, j.Input.Artifact)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			outs[i] = o
+			outs[i], memo[i] = o, m
 		}
-		return outs, nil
+		return outs, memo, nil
 	}
 	results, err := br.RunJobs(ctx, jobs, checkers.BatchOptions{})
 	if err != nil {
-		return nil, runnerError(ctx, checkers.Ref{}, err)
+		return nil, nil, runnerError(ctx, checkers.Ref{}, err)
 	}
 	for i, r := range results {
 		if err := runnerError(ctx, jobs[i].Ref, r.Err); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		outs[i] = r.Outcome
+		outs[i], memo[i] = r.Outcome, r.Memo
 	}
-	return outs, nil
+	return outs, memo, nil
 }
 
 // Publish lists an artifact. With a checker, the checker is replayed on
@@ -407,7 +414,7 @@ func basisOf(l *Listing) string {
 	case 1:
 		return "level 1: the seller's checker passed a sandboxed replay on the artifact before publication"
 	case 3:
-		return "level 3: the seller's checker passed the publication replay and at least 3 further replays with no failure"
+		return "level 3: the seller's checker passed the publication replay and replays run for at least 3 distinct buyers, none the seller nor a house agent of a house seller, on the artifact each received, with no failure"
 	}
 	return "level 2: no checker; a bond of max(20% x price, $0.50) is escrowed from the seller and forfeited to an upheld challenger"
 }
@@ -424,7 +431,17 @@ func loadListing(tx store.Tx, id string) (*Listing, error) {
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fault.New(fault.NotFound, "listing_not_found", "no listing %s", id)
 	}
+	l.relevel()
 	return &l, err
+}
+
+// relevel takes back level 3 from a listing that earned it before level 3
+// counted distinct buyers (by any three passing replays): it is level 1
+// until buyers confirm it.
+func (l *Listing) relevel() {
+	if l.Level == 3 && l.ConfirmedBuyers < SamplesForLevel3 {
+		l.Level = 1
+	}
 }
 
 func (s *Service) view(tx store.Tx, l *Listing, now time.Time) (View, error) {
@@ -440,7 +457,7 @@ func (s *Service) view(tx store.Tx, l *Listing, now time.Time) (View, error) {
 		EstRecompute: l.EstRecompute, Level: l.Level, HasChecker: l.Checker != nil, Bond: bond,
 		FreshnessDays: round2(now.Sub(l.CreatedAt).Hours() / 24), LicenseTerms: l.LicenseTerms, Status: l.Status, Seed: l.Seed,
 		ArtifactSHA256: l.ArtifactSHA256, ArtifactEncoding: l.encoding(), Checker: l.Checker, ReplaysPassed: l.ReplaysPassed, ReplaysFailed: l.ReplaysFailed,
-		ChallengeHours: Window(l.Level, l.Price).Hours(), Seller: p}, nil
+		ConfirmedBuyers: l.ConfirmedBuyers, ChallengeHours: Window(l.Level, l.Price).Hours(), Seller: p}, nil
 }
 
 func round2(f float64) float64 { return math.Round(f*100) / 100 }

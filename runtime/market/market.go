@@ -123,6 +123,13 @@ type Config struct {
 	HousePrefix string
 	// PlatformAccount receives fees; "platform:market" when empty.
 	PlatformAccount string
+	// Identity names who stands behind an agent id, for level 3: replays
+	// by agent ids with one identity count as one buyer, and never when
+	// the identity is the seller's. Nil: the agent id itself, which is all
+	// the market knows until agents are authenticated; then the
+	// authenticated principal of the request (carried by ctx) belongs
+	// here.
+	Identity func(ctx context.Context, agent string) string
 }
 
 // Service is the artifact market over a store. It is safe for concurrent
@@ -137,6 +144,7 @@ type Service struct {
 	rand     func(int) int
 	house    string
 	platform string
+	ident    func(context.Context, string) string
 	scanOnly bool // tests: search by scanning every search record
 	common   int  // commonPostings; tests lower it
 }
@@ -147,7 +155,7 @@ func New(cfg Config) (*Service, error) {
 		return nil, errors.New("market: Config.Store and Config.Signer are required")
 	}
 	s := &Service{st: cfg.Store, signer: cfg.Signer, rail: cfg.Rail, now: cfg.Now, newID: cfg.NewID,
-		rand: cfg.Rand, house: cfg.HousePrefix, platform: cfg.PlatformAccount, common: commonPostings}
+		rand: cfg.Rand, house: cfg.HousePrefix, platform: cfg.PlatformAccount, ident: cfg.Identity, common: commonPostings}
 	if s.rail == nil {
 		s.rail = rail.Dev{}
 	}
@@ -187,6 +195,14 @@ func NewWithRunner(cfg Config, r Runner) (*Service, error) {
 	return s, err
 }
 
+// identity is Config.Identity, or the agent id itself.
+func (s *Service) identity(ctx context.Context, agent string) string {
+	if s.ident == nil {
+		return agent
+	}
+	return s.ident(ctx, agent)
+}
+
 // Store returns the store the Service runs on.
 func (s *Service) Store() store.Store { return s.st }
 
@@ -214,6 +230,7 @@ const (
 	keyDue       = "market/due/"       // <unixnano:020d>/<purchase> -> "": when a hold closes
 	keyChallenge = "market/challenge/" // <id> -> Challenge
 	keyEvidence  = "market/evidence/"  // <challenge id> -> evidence as sent (JSON)
+	keyConfirm   = "market/confirm/"   // <listing>/<identity> -> confirmRecord: a buyer's confirmation toward level 3
 	keyAgent     = "market/agent/"     // <did> -> agentRecord
 	keyWallet    = "market/wallet/"    // <did> -> debit counter, so concurrent debits conflict
 	keyReceipt   = "receipt/"          // <id> -> receipt.Receipt (the court's layout)
