@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"time"
 
 	"github.com/assayhq/assay/checkers"
@@ -215,7 +216,11 @@ func challengeable(p *Purchase, now time.Time) error {
 // the bond (if any) paid to the challenger, the listing pulled, the
 // seller's record marked. It stores p and l; the caller stores c.
 func (s *Service) uphold(tx store.Tx, c *Challenge, p *Purchase, l *Listing, why string, now time.Time) error {
-	c.Status, c.Resolution, c.ResolvedAt, c.RefundUSD = ChallengeUpheld, why, now, p.Price+p.Fee
+	back, err := Add(p.Price, p.Fee)
+	if err != nil {
+		return err
+	}
+	c.Status, c.Resolution, c.ResolvedAt, c.RefundUSD = ChallengeUpheld, why, now, back
 	// The bond goes first and the listing is pulled before the refund
 	// closes the purchase, so that closing the last open window of a
 	// retired listing cannot hand the bond back to the seller.
@@ -238,7 +243,14 @@ func (s *Service) uphold(tx store.Tx, c *Challenge, p *Purchase, l *Listing, why
 	if err := s.refund(tx, p, "challenge "+c.ID+" upheld", now); err != nil {
 		return err
 	}
-	if err := updateAgent(tx, l.Seller, now, func(a *agentRecord) { a.ChallengesLost++; a.StakeForfeited += forfeit }); err != nil {
+	if err := updateAgent(tx, l.Seller, now, func(a *agentRecord) error {
+		a.ChallengesLost++
+		if a.StakeForfeited > math.MaxInt64-forfeit {
+			return fault.New(fault.Internal, "stats_overflow", "the stake forfeited by %s passed the range of int64 micro-USD", l.Seller)
+		}
+		a.StakeForfeited += forfeit
+		return nil
+	}); err != nil {
 		return err
 	}
 	return s.signChallenge(tx, c, now)

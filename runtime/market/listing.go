@@ -163,7 +163,7 @@ func (s *Service) publishTerms(req PublishRequest) (*Listing, []byte, error) {
 	if !slices.Contains(ArtifactTypes, req.ArtifactType) {
 		return nil, nil, fault.New(fault.Invalid, "invalid_artifact_type", "artifact_type must be one of %s", strings.Join(ArtifactTypes, ", "))
 	}
-	price, err := ParseUSD(req.PriceUSD, "price_usd")
+	price, err := ParseAmount(req.PriceUSD, "price_usd")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -172,7 +172,7 @@ func (s *Service) publishTerms(req PublishRequest) (*Listing, []byte, error) {
 	}
 	var est USD
 	if t := bytes.TrimSpace(req.EstRecomputeUSD); len(t) > 0 && string(t) != "null" {
-		if est, err = ParseUSD(t, "est_recompute_cost_usd"); err != nil {
+		if est, err = ParseAmount(t, "est_recompute_cost_usd"); err != nil {
 			return nil, nil, err
 		}
 	}

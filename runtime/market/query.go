@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -187,6 +188,9 @@ type Stats struct {
 	FeesUSD           USD            `json:"fees_usd"`
 	HeldUSD           USD            `json:"held_usd"`
 	BondsEscrowedUSD  USD            `json:"bonds_escrowed_usd"`
+	// MoneyInMarketUSD is all the money the market holds (deposits less
+	// withdrawals): wallets, holds, bonds and fees, at most MaxTotal.
+	MoneyInMarketUSD USD `json:"money_in_market_usd"`
 	// BuyerConfirmations sums, over active listings, the distinct
 	// independent buyers whose replays confirmed them (confirmed_buyers).
 	BuyerConfirmations int    `json:"buyer_confirmations"`
@@ -199,8 +203,22 @@ func (s *Service) Stats(ctx context.Context) (Stats, error) {
 		return Stats{}, err
 	}
 	st := Stats{ListingsByLevel: map[string]int{}, HousePrefix: s.house}
+	// Sums over the market's history (volume, fees) are not bounded by
+	// MaxTotal as balances are; one that passes int64 is an error, never
+	// a wrapped number.
+	add := func(dst *USD, v USD) error {
+		if *dst > math.MaxInt64-v {
+			return fault.New(fault.Internal, "stats_overflow", "a market total passed the range of int64 micro-USD")
+		}
+		*dst += v
+		return nil
+	}
 	err := s.st.View(ctx, func(tx store.Tx) error {
-		err := tx.Scan(keyListing, false, func(_ string, v []byte) error {
+		var err error
+		if st.MoneyInMarketUSD, err = s.total(tx); err != nil {
+			return err
+		}
+		err = tx.Scan(keyListing, false, func(_ string, v []byte) error {
 			var l Listing
 			if err := json.Unmarshal(v, &l); err != nil {
 				return err
@@ -216,7 +234,7 @@ func (s *Service) Stats(ctx context.Context) (Stats, error) {
 				st.SeedListings++
 			}
 			if l.BondHeld {
-				st.BondsEscrowedUSD += l.Bond
+				return add(&st.BondsEscrowedUSD, l.Bond)
 			}
 			return nil
 		})
@@ -236,13 +254,20 @@ func (s *Service) Stats(ctx context.Context) (Stats, error) {
 			switch p.Status {
 			case PurchaseHeld, PurchaseChallenged:
 				st.PurchasesHeld++
-				st.HeldUSD += p.Price + p.Fee
+				if err := add(&st.HeldUSD, p.Price); err != nil {
+					return err
+				}
+				return add(&st.HeldUSD, p.Fee)
 			case PurchaseSettled:
 				st.PurchasesSettled++
-				st.VolumeSettledUSD += p.Price
-				st.FeesUSD += p.Fee
+				if err := add(&st.VolumeSettledUSD, p.Price); err != nil {
+					return err
+				}
+				if err := add(&st.FeesUSD, p.Fee); err != nil {
+					return err
+				}
 				if organic {
-					st.OrganicVolumeUSD += p.Price
+					return add(&st.OrganicVolumeUSD, p.Price)
 				}
 			case PurchaseRefunded:
 				st.PurchasesRefunded++
@@ -599,7 +624,7 @@ func (s *Service) recordSample(ctx context.Context, id string, o wasm.Outcome, m
 					return err
 				}
 				r.Refunded = append(r.Refunded, pid)
-				if err := updateAgent(tx, l.Seller, now, func(a *agentRecord) { a.ChallengesLost++ }); err != nil {
+				if err := updateAgent(tx, l.Seller, now, func(a *agentRecord) error { a.ChallengesLost++; return nil }); err != nil {
 					return err
 				}
 			}
