@@ -10,13 +10,11 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
-	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/assayhq/assay/adjudicate"
 	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/ident"
 	"github.com/assayhq/assay/runtime/ledger"
 	"github.com/assayhq/assay/runtime/rail"
 	"github.com/assayhq/assay/runtime/receipt"
@@ -130,15 +128,10 @@ var (
 )
 
 func validDID(field, did string) error {
-	switch {
-	case did == "":
+	if did == "" {
 		return fault.New(fault.Invalid, "missing_field", "%s is required: the agent's DID, e.g. did:nanda:buyer", field)
-	case len(did) > MaxDIDBytes || !utf8.ValidString(did):
-		return fault.New(fault.Invalid, "invalid_did", "%s must be valid UTF-8 of at most %d bytes", field, MaxDIDBytes)
-	case strings.ContainsFunc(did, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) || r == '/' }):
-		return fault.New(fault.Invalid, "invalid_did", "%s must not hold spaces, control characters or slashes", field)
 	}
-	return nil
+	return ident.ID(field, "invalid_did", did)
 }
 
 // parsePrice accepts a positive JSON integer literal up to MaxPrice.
@@ -549,8 +542,8 @@ func (s *Service) Dispute(ctx context.Context, id string, req DisputeRequest, id
 	if r, err := s.replay(ctx, idem); err != nil || r != nil {
 		return deref(r), err
 	}
-	if len(req.Reason) > MaxReasonBytes || !utf8.ValidString(req.Reason) {
-		return Reply{}, fault.New(fault.Invalid, "invalid_reason", "reason must be UTF-8 of at most %d bytes", MaxReasonBytes)
+	if err := ident.Text("reason", req.Reason, MaxReasonBytes); err != nil {
+		return Reply{}, err
 	}
 	// Adjudicate on a snapshot, outside the write transaction.
 	var (
@@ -623,8 +616,8 @@ func (s *Service) Resolve(ctx context.Context, id string, req ResolveRequest, id
 	if req.Verdict != adjudicate.VerdictRelease && req.Verdict != adjudicate.VerdictRefund {
 		return Reply{}, fault.New(fault.Invalid, "invalid_verdict", `verdict must be "release" or "refund"`)
 	}
-	if len(req.Reason) > MaxReasonBytes || !utf8.ValidString(req.Reason) {
-		return Reply{}, fault.New(fault.Invalid, "invalid_reason", "reason must be UTF-8 of at most %d bytes", MaxReasonBytes)
+	if err := ident.Text("reason", req.Reason, MaxReasonBytes); err != nil {
+		return Reply{}, err
 	}
 	ck := s.tick()
 	return s.mutate(ctx, idem, func(tx store.Tx) (Reply, error) {

@@ -12,6 +12,8 @@ import (
 	"github.com/assayhq/assay/adjudicate"
 	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/runtime/idem"
+	"github.com/assayhq/assay/runtime/ident"
+	"github.com/assayhq/assay/runtime/ledger"
 	"github.com/assayhq/assay/runtime/rail"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/replays"
@@ -45,9 +47,10 @@ const (
 	DefaultCurrency     = "credits"
 	DefaultDeadlineTick = 1000
 	// MaxPrice is the largest price: receipts carry it as an exact JSON
-	// number, which RFC 8785 bounds at 2^53-1.
-	MaxPrice       = 1<<53 - 1
-	MaxDIDBytes    = 256
+	// number, which RFC 8785 bounds at 2^53-1, and it is the most one
+	// ledger transfer moves.
+	MaxPrice       = ledger.MaxAmount
+	MaxDIDBytes    = ident.MaxIDBytes
 	MaxReasonBytes = 4096
 	MaxIdemKey     = idem.MaxKey
 	// MaxCheckerBytes bounds an uploaded checker. One badger transaction

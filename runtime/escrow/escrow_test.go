@@ -53,6 +53,15 @@ func TestService_Create(t *testing.T) {
 		{"ErrMissingBuyer", "5", rows100, "missing_field", "", "did:b"},
 		{"ErrSameParty", "5", rows100, "same_party", "did:a", "did:a"},
 		{"ErrSlashDID", "5", rows100, "invalid_did", "did:a/x", "did:b"},
+		{"ErrMaxInt64Price", "9223372036854775807", rows100, "invalid_price", "did:a", "did:b"},
+		{"ErrOverInt64Price", "99999999999999999999999999", rows100, "invalid_price", "did:a", "did:b"},
+		{"ErrDotDotDID", "5", rows100, "invalid_did", "..", "did:b"},
+		{"ErrStarDID", "5", rows100, "invalid_did", "did:a", "*"},
+		{"ErrNULDID", "5", rows100, "invalid_did", "did:a\x00", "did:b"},
+		{"ErrBidiDID", "5", rows100, "invalid_did", "did:\u202enanda", "did:b"},
+		{"ErrZeroWidthDID", "5", rows100, "invalid_did", "did:a\u200b", "did:b"},
+		{"ErrInvalidUTF8DID", "5", rows100, "invalid_did", "did:\xff\xfe", "did:b"},
+		{"ErrLongDID", "5", rows100, "invalid_did", "did:" + strings.Repeat("x", escrow.MaxDIDBytes), "did:b"},
 		{"ErrAssertion", "5", `{"assertions":[{"path":"rows","op":"between","value":1}]}`, "invalid_assertion", "did:a", "did:b"},
 		{"ErrSchema", "5", `{"schema":{"type":"object","oneOf":[]}}`, "invalid_schema", "did:a", "did:b"},
 		{"ErrCriteria", "5", `{"bogus":1}`, "invalid_criteria", "did:a", "did:b"},
@@ -152,6 +161,18 @@ func TestService_Dispute(t *testing.T) {
 	t.Run("ErrNotFound", func(t *testing.T) {
 		_, err := c.Dispute(ctx, "esc-nope", escrow.DisputeRequest{}, escrow.Idem{})
 		wantCode(t, err, "contract_not_found")
+	})
+	t.Run("ErrReason", func(t *testing.T) {
+		id := c.delivered(t, createReq("did:nanda:buyer", "did:nanda:seller", "50", rows100), `{"rows":3}`)
+		for _, reason := range []string{"nul\x00byte", "bad \xff utf-8", "\u202eesrever", "\x1b[2J", strings.Repeat("x", escrow.MaxReasonBytes+1)} {
+			_, err := c.Dispute(ctx, id, escrow.DisputeRequest{Reason: reason}, escrow.Idem{})
+			wantCode(t, err, "invalid_reason")
+			_, err = c.Resolve(ctx, id, escrow.ResolveRequest{Verdict: "release", Reason: reason}, escrow.Idem{})
+			wantCode(t, err, "invalid_reason")
+		}
+		if ct, _ := c.Get(ctx, id); ct.Status != escrow.StatusDelivered {
+			t.Fatalf("a refused dispute moved the contract to %s", ct.Status)
+		}
 	})
 	c.sums(t)
 }

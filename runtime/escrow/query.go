@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/ident"
 	"github.com/assayhq/assay/runtime/ledger"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/store"
@@ -64,13 +65,25 @@ func (s *Service) AgentReceipts(ctx context.Context, did string, limit int) (Age
 // Account returns a ledger account: "rail:dev", "hold:escrow:<contract>",
 // "agent:<did>".
 func (s *Service) Account(ctx context.Context, id string) (ledger.Account, error) {
-	if id == "" || len(id) > 2*MaxDIDBytes {
-		return ledger.Account{}, fault.New(fault.Invalid, "invalid_account", "an account id is 1 to %d bytes", 2*MaxDIDBytes)
+	if err := ident.ID("account", "invalid_account", strings.TrimPrefix(id, "agent:")); err != nil {
+		return ledger.Account{}, err
 	}
 	var a ledger.Account
 	err := s.st.View(ctx, func(tx store.Tx) error {
 		var err error
 		a, err = ledger.Get(tx, id)
+		return err
+	})
+	return a, err
+}
+
+// Audit checks the whole ledger with exact arithmetic: its sums per
+// currency and whether every balance is within its bounds.
+func (s *Service) Audit(ctx context.Context) (ledger.Audit, error) {
+	var a ledger.Audit
+	err := s.st.View(ctx, func(tx store.Tx) error {
+		var err error
+		a, err = ledger.Check(tx)
 		return err
 	})
 	return a, err

@@ -8,11 +8,30 @@
 // outside Assay, on a payment rail), "hold:escrow:<contract>" (funds held
 // for a case), "agent:<did>" (what Assay owes an agent). Any string is a
 // valid account name; it is escaped in keys.
+//
+// # Bounds
+//
+// Money cannot overflow. A transfer moves 1 to MaxAmount (2^53-1) minor
+// units, so every amount is exact in a JSON number of any language. No
+// account's balance in a currency ever passes ±MaxBalance (2^62): each
+// account keeps, beside its legs, Shards counters of what its legs add up
+// to, a transfer adds to one counter of each of its two accounts (chosen
+// by the transfer's id, so that concurrent transfers seldom touch the same
+// counter), and a transfer that would take a counter past MaxBalance/Shards
+// is refused with balance_limit and nothing is written. The money in
+// circulation in a currency is what the rail accounts paid in, so it is at
+// most MaxBalance per rail; MaxTotal bounds the ledger's total, what Check
+// reports. All arithmetic on amounts is checked; sums over many legs are
+// exact (math/big), and Check reports any balance or sum out of its bounds
+// rather than a wrapped-around number.
 package ledger
 
 import (
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
+	"math"
+	"math/big"
 	"net/url"
 	"sort"
 	"strings"
@@ -22,7 +41,29 @@ import (
 	"github.com/assayhq/assay/runtime/store"
 )
 
-const prefix = "ledger/entry/"
+const (
+	prefix      = "ledger/entry/"
+	shardPrefix = "ledger/shard/"
+)
+
+// The bounds (see the package doc).
+const (
+	// MaxAmount is the most one transfer moves: 2^53-1, exact in a
+	// float64, so that a JSON client in any language reads it exactly.
+	MaxAmount = 1<<53 - 1
+	// MaxBalance bounds every account's balance in a currency, above and
+	// below: 2^62, so that a balance plus any amount fits in an int64.
+	MaxBalance = 1 << 62
+	// MaxTotal bounds the sum of the positive balances in a currency that
+	// Check accepts as sound.
+	MaxTotal = 1 << 62
+	// Shards is how many counters bound each account.
+	Shards = 16
+)
+
+// ECodeBalanceLimit is the code of a transfer refused because an account's
+// balance would pass MaxBalance.
+const ECodeBalanceLimit = "balance_limit"
 
 // Transfer moves Amount of Currency from one account to another.
 type Transfer struct {
@@ -47,31 +88,93 @@ type Leg struct {
 	At       time.Time `json:"at"`
 }
 
+// CheckAmount returns an invalid_amount error unless n is from 1 to
+// MaxAmount.
+func CheckAmount(n int64) error {
+	if n <= 0 || n > MaxAmount {
+		return fault.New(fault.Invalid, "invalid_amount", "a transfer moves from 1 to %d minor units, not %d", int64(MaxAmount), n)
+	}
+	return nil
+}
+
+// Add returns a+b and whether it is exact (did not overflow an int64).
+func Add(a, b int64) (int64, bool) {
+	s := a + b
+	// Overflow happened iff a and b have the same sign and s another.
+	return s, (a >= 0) != (b >= 0) || (s >= 0) == (a >= 0)
+}
+
 // Post writes a transfer's two legs in tx.
+//
+// # Errors
+//
+// invalid_amount (the amount is not 1 to MaxAmount), invalid_currency;
+// balance_limit (conflict kind) when either account's balance would pass
+// MaxBalance; a ledger error of internal kind for a transfer a service
+// should never build (no id, from an account to itself, posted twice).
+// On any error nothing is written.
 func Post(tx store.Tx, t Transfer) error {
 	switch {
 	case t.ID == "" || strings.Contains(t.ID, "/"):
 		return fault.New(fault.Internal, "ledger", "transfer id %q is empty or has a slash", t.ID)
-	case t.Amount <= 0:
-		return fault.New(fault.Invalid, "invalid_amount", "a transfer moves a positive amount, not %d", t.Amount)
+	case t.Amount <= 0 || t.Amount > MaxAmount:
+		return CheckAmount(t.Amount)
 	case t.From == t.To:
 		return fault.New(fault.Internal, "ledger", "transfer %s from %s to itself", t.ID, t.From)
 	case t.Currency == "":
 		return fault.New(fault.Invalid, "invalid_currency", "a transfer needs a currency")
 	}
-	for i, leg := range []Leg{
+	legs := []Leg{
 		{Transfer: t.ID, Account: t.From, Counter: t.To, Amount: -t.Amount, Currency: t.Currency, Memo: t.Memo, At: t.At},
 		{Transfer: t.ID, Account: t.To, Counter: t.From, Amount: t.Amount, Currency: t.Currency, Memo: t.Memo, At: t.At},
-	} {
-		key := fmt.Sprintf("%s%s/%s/%d", prefix, url.PathEscape(leg.Account), t.ID, i)
-		if _, err := tx.Get(key); err == nil {
+	}
+	// Read and check everything before writing anything.
+	shard := shardOf(t.ID)
+	var counters [2]int64
+	for i, leg := range legs {
+		if _, err := tx.Get(legKey(leg, i)); err == nil {
 			return fault.New(fault.Internal, "ledger", "transfer %s posted twice", t.ID)
+		} else if err != store.ErrNotFound {
+			return err
 		}
-		if err := store.SetJSON(tx, key, leg); err != nil {
+		var n int64
+		if err := store.GetJSON(tx, shardKey(leg.Account, leg.Currency, shard), &n); err != nil && err != store.ErrNotFound {
+			return err
+		}
+		next, ok := Add(n, leg.Amount)
+		if !ok || next > MaxBalance/Shards || next < -MaxBalance/Shards {
+			dir := "above"
+			if leg.Amount < 0 {
+				dir = "below"
+			}
+			return fault.New(fault.Conflict, ECodeBalanceLimit, "transfer %s of %d %s would take account %s near or %s its bound of ±%d; nothing was moved",
+				t.ID, t.Amount, t.Currency, leg.Account, dir, int64(MaxBalance))
+		}
+		counters[i] = next
+	}
+	for i, leg := range legs {
+		if err := store.SetJSON(tx, legKey(leg, i), leg); err != nil {
+			return err
+		}
+		if err := store.SetJSON(tx, shardKey(leg.Account, leg.Currency, shard), counters[i]); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+func legKey(leg Leg, i int) string {
+	return fmt.Sprintf("%s%s/%s/%d", prefix, url.PathEscape(leg.Account), leg.Transfer, i)
+}
+
+func shardKey(account, currency string, shard uint32) string {
+	return fmt.Sprintf("%s%s/%s/%d", shardPrefix, url.PathEscape(account), url.PathEscape(currency), shard)
+}
+
+func shardOf(transfer string) uint32 {
+	h := fnv.New32a()
+	h.Write([]byte(transfer))
+	return h.Sum32() % Shards
 }
 
 // Account is an account's balances by currency, and its legs.
@@ -82,19 +185,34 @@ type Account struct {
 }
 
 // Get returns an account; an account with no legs has empty balances.
+//
+// # Errors
+//
+// ledger_out_of_bounds (internal kind) when a balance passes MaxBalance,
+// which Post never lets happen: the ledger is broken.
 func Get(tx store.Tx, account string) (Account, error) {
 	a := Account{ID: account, Balances: map[string]int64{}, Entries: []Leg{}}
+	sums := map[string]*big.Int{}
 	err := tx.Scan(prefix+url.PathEscape(account)+"/", false, func(_ string, v []byte) error {
 		var leg Leg
 		if err := json.Unmarshal(v, &leg); err != nil {
 			return err
 		}
-		a.Balances[leg.Currency] += leg.Amount
+		addBig(sums, leg.Currency, leg.Amount)
 		a.Entries = append(a.Entries, leg)
 		return nil
 	})
+	if err != nil {
+		return a, err
+	}
+	for cur, s := range sums {
+		if !inBounds(s, MaxBalance) {
+			return a, fault.New(fault.Internal, "ledger_out_of_bounds", "account %s holds %s %s, past the bound of ±%d", account, s, cur, int64(MaxBalance))
+		}
+		a.Balances[cur] = s.Int64()
+	}
 	sort.SliceStable(a.Entries, func(i, j int) bool { return a.Entries[i].At.Before(a.Entries[j].At) })
-	return a, err
+	return a, nil
 }
 
 // Balance returns one account's balance in one currency.
@@ -103,17 +221,114 @@ func Balance(tx store.Tx, account, currency string) (int64, error) {
 	return a.Balances[currency], err
 }
 
-// Sums returns, per currency, the sum of every leg in the ledger. Every
-// value is zero unless the ledger is broken.
+// Sums returns, per currency, the sum of every leg in the ledger, exact
+// (a sum beyond an int64 is reported as math.MaxInt64 or math.MinInt64).
+// Every value is zero unless the ledger is broken. Check also checks the
+// bounds of every balance.
 func Sums(tx store.Tx) (map[string]int64, error) {
-	sums := map[string]int64{}
+	a, err := Check(tx)
+	if err != nil {
+		return nil, err
+	}
+	return a.Sums, nil
+}
+
+// Audit is what Check found.
+type Audit struct {
+	// Sums is, per currency, the sum of every leg: zero when sound. A sum
+	// beyond an int64 is reported as math.MaxInt64 or math.MinInt64.
+	Sums map[string]int64 `json:"sums"`
+	// Balanced is true when every sum is zero, every leg's amount and
+	// every account's balance is within its bound and every currency's
+	// total is at most MaxTotal.
+	Balanced bool `json:"balanced"`
+	// OutOfBounds names, in order, what passed a bound, e.g.
+	// "account agent:did:x holds 9300000000000000000 credits".
+	OutOfBounds []string `json:"out_of_bounds,omitempty"`
+}
+
+// Check reads the whole ledger and checks it with exact arithmetic: the
+// sums per currency, each leg's amount, each account's balance and each
+// currency's total (the sum of the positive balances).
+func Check(tx store.Tx) (Audit, error) {
+	sums := map[string]*big.Int{}
+	balances := map[[2]string]*big.Int{}
+	var bad []string
 	err := tx.Scan(prefix, false, func(_ string, v []byte) error {
 		var leg Leg
 		if err := json.Unmarshal(v, &leg); err != nil {
 			return err
 		}
-		sums[leg.Currency] += leg.Amount
+		if leg.Amount == 0 || leg.Amount > MaxAmount || leg.Amount < -MaxAmount {
+			bad = append(bad, fmt.Sprintf("leg %s of account %s moves %d %s", leg.Transfer, leg.Account, leg.Amount, leg.Currency))
+		}
+		addBig(sums, leg.Currency, leg.Amount)
+		k := [2]string{leg.Account, leg.Currency}
+		if balances[k] == nil {
+			balances[k] = new(big.Int)
+		}
+		balances[k].Add(balances[k], big.NewInt(leg.Amount))
 		return nil
 	})
-	return sums, err
+	if err != nil {
+		return Audit{}, err
+	}
+	totals := map[string]*big.Int{}
+	keys := make([][2]string, 0, len(balances))
+	for k := range balances {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		return keys[i][0] < keys[j][0] || keys[i][0] == keys[j][0] && keys[i][1] < keys[j][1]
+	})
+	for _, k := range keys {
+		b := balances[k]
+		if !inBounds(b, MaxBalance) {
+			bad = append(bad, fmt.Sprintf("account %s holds %s %s", k[0], b, k[1]))
+		}
+		if b.Sign() > 0 {
+			if totals[k[1]] == nil {
+				totals[k[1]] = new(big.Int)
+			}
+			totals[k[1]].Add(totals[k[1]], b)
+		}
+	}
+	curs := make([]string, 0, len(sums))
+	for cur := range sums {
+		curs = append(curs, cur)
+	}
+	sort.Strings(curs)
+	a := Audit{Sums: map[string]int64{}, Balanced: true}
+	for _, cur := range curs {
+		if t := totals[cur]; t != nil && !inBounds(t, MaxTotal) {
+			bad = append(bad, fmt.Sprintf("the total of %s is %s", cur, t))
+		}
+		s := sums[cur]
+		switch {
+		case s.IsInt64():
+			a.Sums[cur] = s.Int64()
+		case s.Sign() > 0:
+			a.Sums[cur] = math.MaxInt64
+		default:
+			a.Sums[cur] = math.MinInt64
+		}
+		if s.Sign() != 0 {
+			a.Balanced = false
+		}
+	}
+	if len(bad) > 0 {
+		a.Balanced, a.OutOfBounds = false, bad
+	}
+	return a, nil
+}
+
+func addBig(m map[string]*big.Int, k string, n int64) {
+	if m[k] == nil {
+		m[k] = new(big.Int)
+	}
+	m[k].Add(m[k], big.NewInt(n))
+}
+
+func inBounds(n *big.Int, bound int64) bool {
+	return n.IsInt64() && n.Int64() <= bound && n.Int64() >= -bound
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/idem"
+	"github.com/assayhq/assay/runtime/ident"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/store"
 )
@@ -326,7 +327,7 @@ func (s *Service) Open(ctx context.Context, a Actor, req OpenRequest) (Reply, er
 			return Reply{}, fault.New(fault.Forbidden, ECodeRequesterMismatch, "requester_id must be the signing principal's key id %q", a.KeyID)
 		}
 	}
-	if err := text("requester_id", req.RequesterID, MaxIDBytes); err != nil {
+	if err := validID("requester_id", req.RequesterID); err != nil {
 		return Reply{}, err
 	}
 	if err := validDigest("action_digest", req.ActionDigest, !a.Open); err != nil {
@@ -399,17 +400,17 @@ func (s *Service) Assign(ctx context.Context, a Actor, req AssignRequest) (Reply
 	if err := needRole(a, RoleRequester, RoleOperator); err != nil {
 		return Reply{}, err
 	}
-	if err := text("matter_id", req.MatterID, MaxIDBytes); err != nil {
+	if err := validID("matter_id", req.MatterID); err != nil {
 		return Reply{}, err
 	}
-	if err := text("solver_id", req.SolverID, MaxIDBytes); err != nil {
+	if err := validID("solver_id", req.SolverID); err != nil {
 		return Reply{}, err
 	}
 	if err := validSolverKind(req.SolverKind); err != nil {
 		return Reply{}, err
 	}
-	if len(req.Qualification) > MaxQualificationBytes || strings.ContainsFunc(req.Qualification, func(r rune) bool { return r < 0x20 && r != '\n' && r != '\t' }) {
-		return Reply{}, invalid(ECodeInvalidQualification, "qualification must be at most %d bytes of text", MaxQualificationBytes)
+	if msg := ident.TextMessage(req.Qualification, MaxQualificationBytes); msg != "" {
+		return Reply{}, invalid(ECodeInvalidQualification, "qualification %s", msg)
 	}
 	if req.ConflictFree == nil || !*req.ConflictFree {
 		return Reply{}, fault.New(fault.Conflict, ECodeSolverConflict, "assigning a solver requires the assertion conflict_free=true")
@@ -460,7 +461,7 @@ func (s *Service) Assign(ctx context.Context, a Actor, req AssignRequest) (Reply
 // solverID binds the body's solver_id to the signing principal.
 func solverID(a Actor, id string) (string, error) {
 	if a.Open {
-		return id, text("solver_id", id, MaxIDBytes)
+		return id, validID("solver_id", id)
 	}
 	if id == "" {
 		id = a.KeyID
@@ -486,7 +487,7 @@ func (s *Service) Accept(ctx context.Context, a Actor, req AcceptRequest) (Reply
 	if err := needRole(a, RoleSolver); err != nil {
 		return Reply{}, err
 	}
-	if err := text("matter_id", req.MatterID, MaxIDBytes); err != nil {
+	if err := validID("matter_id", req.MatterID); err != nil {
 		return Reply{}, err
 	}
 	sid, err := solverID(a, req.SolverID)
@@ -546,7 +547,7 @@ func (s *Service) Verdict(ctx context.Context, a Actor, req VerdictRequest) (Rep
 	if err := needRole(a, RoleSolver); err != nil {
 		return Reply{}, err
 	}
-	if err := text("matter_id", req.MatterID, MaxIDBytes); err != nil {
+	if err := validID("matter_id", req.MatterID); err != nil {
 		return Reply{}, err
 	}
 	sid, err := solverID(a, req.SolverID)
@@ -635,7 +636,7 @@ func (s *Service) Settle(ctx context.Context, a Actor, req SettleRequest) (Reply
 	if err := need(a, ScopeWrite); err != nil {
 		return Reply{}, err
 	}
-	if err := text("matter_id", req.MatterID, MaxIDBytes); err != nil {
+	if err := validID("matter_id", req.MatterID); err != nil {
 		return Reply{}, err
 	}
 	if err := validIdemKey(req.IdempotencyKey); err != nil {
@@ -689,11 +690,14 @@ func (s *Service) Dispute(ctx context.Context, a Actor, req DisputeRequest) (Rep
 	if err := need(a, ScopeWrite); err != nil {
 		return Reply{}, err
 	}
-	if err := text("matter_id", req.MatterID, MaxIDBytes); err != nil {
+	if err := validID("matter_id", req.MatterID); err != nil {
 		return Reply{}, err
 	}
-	if req.Reason == "" || len(req.Reason) > MaxReasonBytes {
+	if req.Reason == "" {
 		return Reply{}, invalid(ECodeInvalidReason, "reason is required: 1 to %d bytes", MaxReasonBytes)
+	}
+	if err := ident.Text("reason", req.Reason, MaxReasonBytes); err != nil {
+		return Reply{}, err
 	}
 	if err := validDigest("action_digest", req.ActionDigest, false); err != nil {
 		return Reply{}, err

@@ -48,7 +48,7 @@ func (p Principal) actor() Actor {
 func (p Principal) Actor() Actor { return p.actor() }
 
 func (p Principal) validate() error {
-	if err := text("key_id", p.KeyID, MaxIDBytes); err != nil {
+	if err := validID("key_id", p.KeyID); err != nil {
 		return fault.New(fault.Invalid, ECodeInvalidPrincipal, "%s", fault.MessageOf(err))
 	}
 	if strings.ContainsAny(p.KeyID, "\"\\") {
@@ -57,7 +57,7 @@ func (p Principal) validate() error {
 	if _, err := receipt.ParsePublicKey(p.PublicKey); err != nil {
 		return fault.New(fault.Invalid, ECodeInvalidPrincipal, "public_key must be the base64 of a raw 32-byte Ed25519 key")
 	}
-	if err := text("tenant", p.Tenant, MaxIDBytes); err != nil {
+	if err := validID("tenant", p.Tenant); err != nil {
 		return fault.New(fault.Invalid, ECodeInvalidPrincipal, "%s", fault.MessageOf(err))
 	}
 	if len(p.Roles) == 0 || len(p.Scopes) == 0 {

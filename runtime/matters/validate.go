@@ -11,6 +11,7 @@ import (
 
 	"github.com/assayhq/assay/adjudicate"
 	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/ident"
 )
 
 // The seed's error codes, and this package's own for generic bad input.
@@ -58,17 +59,31 @@ func invalid(code, format string, args ...any) error {
 	return fault.New(fault.Invalid, code, format, args...)
 }
 
-// text checks a required string field of at most max bytes.
+// text checks a required free-text field of at most max bytes: valid
+// UTF-8 with no control character but tab and newline and no bidi control
+// (package ident's text rules; code invalid_<field>).
 func text(field, v string, max int) error {
 	switch {
 	case v == "":
 		return invalid(ECodeMissingField, "%s is required and must not be empty", field)
 	case len(v) > max:
 		return invalid(ECodeFieldTooLong, "%s is %d bytes; at most %d", field, len(v), max)
-	case !utf8.ValidString(v):
-		return invalid(ECodeMissingField, "%s must be valid UTF-8", field)
 	}
-	return nil
+	return ident.Text(field, v, max)
+}
+
+// validID checks a required id (requester_id, solver_id, matter_id, key_id,
+// tenant) against package ident's grammar: at most MaxIDBytes of graphic
+// characters, no whitespace, control, format or bidi character, no '/',
+// '\\' or '*', not "." or ".." (code invalid_<field>).
+func validID(field, v string) error {
+	switch {
+	case v == "":
+		return invalid(ECodeMissingField, "%s is required and must not be empty", field)
+	case len(v) > MaxIDBytes:
+		return invalid(ECodeFieldTooLong, "%s is %d bytes; at most %d", field, len(v), MaxIDBytes)
+	}
+	return ident.ID(field, "invalid_"+field, v)
 }
 
 func validIdemKey(k string) error {
