@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/ledger"
 )
 
 // Currency is the ledger currency of the market: integer micro-USD.
@@ -42,6 +43,17 @@ const (
 	// withdrawals): $1,000,000,000,000, a ninth of int64. Every wallet,
 	// hold and the platform's account sits between 0 and MaxTotal.
 	MaxTotal USD = 1_000_000_000_000 * USD1
+)
+
+// The market's bounds sit inside the ledger's (runtime/ledger): a posting
+// the market makes is at most price + fee, within ledger.MaxAmount, and
+// no balance passes MaxTotal, within ledger.MaxBalance. These constants
+// do not compile if that ever stops being so.
+const (
+	_ = uint64(ledger.MaxAmount - (MaxAmount + MaxAmount*FeePercent/100))
+	_ = uint64(ledger.MaxBalance - MaxTotal)
+	_ = uint64(ledger.MaxTotal - MaxTotal)
+	_ = uint64(MaxUSD - MaxWallet)
 )
 
 // Add returns a + b, or amount_too_large when the sum would leave
