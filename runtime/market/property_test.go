@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -333,4 +335,61 @@ func TestService_ExtremeAmounts(t *testing.T) {
 		e.zero(t)
 		e.exact(t)
 	})
+}
+
+// TestService_BoundsConcurrent: concurrent deposits at a bound: exactly
+// as many succeed as fit, for one wallet and for the whole market.
+func TestService_BoundsConcurrent(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	race := func(n int, agent func(i int) string, want string) int {
+		t.Helper()
+		var wg sync.WaitGroup
+		var wins atomic.Int32
+		for i := range n {
+			wg.Go(func() {
+				_, err := e.svc.Deposit(ctx, agent(i), amount(`"1000000000"`), market.Idem{})
+				switch {
+				case err == nil:
+					wins.Add(1)
+				case fault.CodeOf(err) != want:
+					t.Errorf("deposit %d: %v, want %s", i, err, want)
+				}
+			})
+		}
+		wg.Wait()
+		return int(wins.Load())
+	}
+	// One wallet holding $4e9: of 8 concurrent $1e9 deposits, one fits.
+	for range 4 {
+		must(e.svc.Deposit(ctx, "whale", amount(`"1000000000"`), market.Idem{}))(t)
+	}
+	if n := race(8, func(int) string { return "whale" }, "wallet_limit_exceeded"); n != 1 || e.balance(t, "whale") != market.MaxWallet {
+		t.Fatalf("%d deposits won; whale %s", n, e.balance(t, "whale"))
+	}
+	// The market $3e9 short of its bound: of 8 concurrent $1e9 deposits
+	// into 8 wallets, three fit.
+	for w := 0; ; w++ {
+		st := must(e.svc.Stats(ctx))(t)
+		left := market.MaxTotal - 3*market.MaxAmount - st.MoneyInMarketUSD
+		if left == 0 {
+			break
+		}
+		for range 5 {
+			a := min(left, market.MaxAmount)
+			if a == 0 {
+				break
+			}
+			must(e.svc.Deposit(ctx, fmt.Sprintf("fill-%d", w), amount(`"`+a.String()+`"`), market.Idem{}))(t)
+			left -= a
+		}
+	}
+	if n := race(8, func(i int) string { return fmt.Sprintf("late-%d", i) }, "market_limit_exceeded"); n != 3 {
+		t.Fatalf("%d deposits won, want 3", n)
+	}
+	if st := must(e.svc.Stats(ctx))(t); st.MoneyInMarketUSD != market.MaxTotal {
+		t.Fatalf("market holds %s", st.MoneyInMarketUSD)
+	}
+	e.zero(t)
+	e.exact(t)
 }
