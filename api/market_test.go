@@ -173,6 +173,18 @@ func TestMarketAPI_Text(t *testing.T) {
 		} {
 			m.refused(t, 400, tc.code, "POST", "/market/listings", []byte(tc.body))
 		}
+		// A lone surrogate escape would decode to U+FFFD: refused, not
+		// replaced; a pair and an escaped backslash are text.
+		pub := func(title string) []byte {
+			return []byte(`{"agent":"seller","title":"` + title + `","problem_statement":"squares table","artifact":"x","artifact_type":"dataset","price_usd":"1","verification_level":4}`)
+		}
+		for _, title := range []string{`a\ud800b`, `\udc00`, `\ud800\u0041`, `\uD83D`} {
+			m.refused(t, 400, "invalid_utf8", "POST", "/market/listings", pub(title))
+		}
+		for _, title := range []string{`\ud83d\ude00`, `\\ud800`, `\u00e9`} {
+			// level 4 is refused after the body is read: the title passed
+			m.refused(t, 400, "level_reserved", "POST", "/market/listings", pub(title))
+		}
 		for _, path := range []string{"/market/wallets/*/deposit", "/market/wallets/%2E%2E/deposit", "/market/wallets/a%E2%80%AEb/deposit", "/market/wallets/a%00b/deposit", "/market/wallets/a%FFb/deposit"} {
 			m.refused(t, 400, "invalid_agent", "POST", path, []byte(`{"amount_usd":"1"}`))
 		}
