@@ -90,6 +90,7 @@ func New(cfg Config) *fiber.App {
 		ReadTimeout:           60 * time.Second,
 		WriteTimeout:          60 * time.Second,
 		IdleTimeout:           120 * time.Second,
+		ReadBufferSize:        readBufferBytes,
 	})
 	s := &server{cfg: cfg, started: time.Now()}
 	if n := cfg.InFlight; n != nil {
@@ -99,6 +100,8 @@ func New(cfg Config) *fiber.App {
 			return c.Next()
 		})
 	}
+
+	app.Use(edges)
 
 	app.Get("/", s.skill)
 	app.Get("/skill.md", s.skill)
@@ -410,8 +413,8 @@ func (s *server) verify(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if !json.Valid(b) {
-		return fault.New(fault.Invalid, "invalid_json", `the body must be a receipt as JSON, bare or as {"receipt": …}`)
+	if t := bytes.TrimSpace(b); !json.Valid(b) || len(t) == 0 || t[0] != '{' {
+		return fault.New(fault.Invalid, "invalid_json", `the body must be a receipt as a JSON object, bare or as {"receipt": …}`)
 	}
 	return c.JSON(s.cfg.Keys.Verifier().Verify(b))
 }
@@ -456,13 +459,9 @@ func (s *server) account(c *fiber.Ctx) error {
 }
 
 func (s *server) ledger(c *fiber.Ctx) error {
-	sums, err := s.cfg.Court.LedgerSums(c.UserContext())
+	a, err := s.cfg.Court.Audit(c.UserContext())
 	if err != nil {
 		return err
 	}
-	balanced := true
-	for _, v := range sums {
-		balanced = balanced && v == 0
-	}
-	return c.JSON(fiber.Map{"sums": sums, "balanced": balanced})
+	return c.JSON(a)
 }

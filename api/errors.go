@@ -2,8 +2,11 @@ package api
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -41,10 +44,36 @@ var fiberCodes = map[int]fault.Error{
 	http.StatusRequestEntityTooLarge: {Kind: fault.TooLarge, Code: "body_too_large", Message: "request body too large"},
 }
 
+// statusError is an error of the request's edges whose status no fault
+// kind has: 414, 415, 431.
+type statusError struct {
+	status        int
+	code, message string
+}
+
+func (e *statusError) Error() string { return e.code + ": " + e.message }
+
 // errorHandler answers every error in one shape, with the status its kind
 // maps to. Internal errors are logged and not shown.
 func errorHandler(log *slog.Logger) fiber.ErrorHandler {
 	return func(c *fiber.Ctx, err error) error {
+		// fasthttp refused the request while reading it: a body over
+		// the server's limit, or a request line and headers over its read
+		// buffer. The rest of the request is still on its way, and a
+		// connection closed with unread bytes is reset, which loses the
+		// answer: answer, then read and drop what follows.
+		switch err {
+		case fiber.ErrRequestEntityTooLarge:
+			return answerAndDrain(c, http.StatusRequestEntityTooLarge, "body_too_large",
+				fmt.Sprintf("request body too large: this server takes at most %d bytes", c.App().Config().BodyLimit))
+		case fiber.ErrRequestHeaderFieldsTooLarge:
+			return answerAndDrain(c, http.StatusRequestHeaderFieldsTooLarge, "headers_too_large",
+				fmt.Sprintf("the request line and header fields are over %d bytes; the request target may be at most %d bytes and the header fields %d", readBufferBytes, MaxURLBytes, MaxHeaderBytes))
+		}
+		var se *statusError
+		if errors.As(err, &se) {
+			return writeError(c, se.status, se.code, se.message)
+		}
 		var fe *fiber.Error
 		if errors.As(err, &fe) {
 			if known, ok := fiberCodes[fe.Code]; ok {
@@ -65,6 +94,42 @@ func errorHandler(log *slog.Logger) fiber.ErrorHandler {
 		}
 		return writeError(c, status, fault.CodeOf(err), fault.MessageOf(err))
 	}
+}
+
+// drainBytes and drainTime bound what answerAndDrain reads after its
+// answer.
+const (
+	drainBytes = 64 << 20
+	drainTime  = 5 * time.Second
+)
+
+// answerAndDrain writes the error's response on the connection itself,
+// closes the connection's write side, so that the client reads the whole
+// answer and then the end of the stream, and reads and drops what the
+// client still sends (up to drainBytes or drainTime), so that closing the
+// connection does not reset it before the client read the answer (what
+// net/http's server does, in closeWriteAndWait). fasthttp then writes its
+// own copy of the answer to the closed write side, which goes nowhere.
+func answerAndDrain(c *fiber.Ctx, status int, code, message string) error {
+	if err := writeError(c, status, code, message); err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderConnection, "close")
+	conn := c.Context().Conn()
+	type closeWriter interface{ CloseWrite() error }
+	cw, ok := conn.(closeWriter)
+	if !ok {
+		return nil // not TCP: let fasthttp answer and close
+	}
+	if _, err := c.Response().WriteTo(conn); err != nil {
+		return nil
+	}
+	if err := cw.CloseWrite(); err != nil {
+		return nil
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(drainTime))
+	_, _ = io.CopyN(io.Discard, conn, drainBytes)
+	return nil
 }
 
 func writeError(c *fiber.Ctx, status int, code, message string) error {

@@ -4,7 +4,6 @@ import (
 	"crypto/subtle"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -205,65 +204,11 @@ func decodeBody(c *fiber.Ctx, s *server, v any, fields string) (market.Idem, err
 	if err != nil {
 		return market.Idem{}, err
 	}
-	if !utf8.Valid(b) {
-		// Go's JSON decoder would replace the bad bytes with U+FFFD: an
-		// id, a title or an artifact would not be what was sent.
-		return market.Idem{}, fault.New(fault.Invalid, "invalid_utf8", "the body is not valid UTF-8; send bytes that are not text as base64")
-	}
-	if at := loneSurrogate(b); at >= 0 {
-		return market.Idem{}, fault.New(fault.Invalid, "invalid_utf8", "the body escapes a lone UTF-16 surrogate at byte %d, which is no character; send bytes that are not text as base64", at)
-	}
 	if err := decode(b, v, fields); err != nil {
 		return market.Idem{}, err
 	}
 	id, err := idem(c, b)
 	return market.Idem(id), err
-}
-
-// loneSurrogate returns the offset of the first \u escape in a JSON text
-// that names half of a UTF-16 surrogate pair without the other half, or
-// -1. Go's JSON decoder turns one into U+FFFD, silently. A backslash only
-// ever appears inside a JSON string, so no string state is needed.
-func loneSurrogate(b []byte) int {
-	hex4 := func(i int) (rune, bool) {
-		if i+6 > len(b) || b[i] != '\\' || b[i+1] != 'u' {
-			return 0, false
-		}
-		var r rune
-		for _, c := range b[i+2 : i+6] {
-			switch {
-			case c >= '0' && c <= '9':
-				r = r<<4 | rune(c-'0')
-			case c >= 'a' && c <= 'f':
-				r = r<<4 | rune(c-'a'+10)
-			case c >= 'A' && c <= 'F':
-				r = r<<4 | rune(c-'A'+10)
-			default:
-				return 0, false
-			}
-		}
-		return r, true
-	}
-	for i := 0; i < len(b); i++ {
-		if b[i] != '\\' {
-			continue
-		}
-		r, ok := hex4(i)
-		switch {
-		case !ok:
-			i++ // an escaped character: skip it, so that \\u is not read as \u
-		case r >= 0xD800 && r <= 0xDBFF:
-			if lo, ok := hex4(i + 6); !ok || lo < 0xDC00 || lo > 0xDFFF {
-				return i
-			}
-			i += 11
-		case r >= 0xDC00 && r <= 0xDFFF:
-			return i
-		default:
-			i += 5
-		}
-	}
-	return -1
 }
 
 // operator checks the operator's bearer token.

@@ -185,9 +185,10 @@ func TestMarketAPI_Text(t *testing.T) {
 			// level 4 is refused after the body is read: the title passed
 			m.refused(t, 400, "level_reserved", "POST", "/market/listings", pub(title))
 		}
-		for _, path := range []string{"/market/wallets/*/deposit", "/market/wallets/%2E%2E/deposit", "/market/wallets/a%E2%80%AEb/deposit", "/market/wallets/a%00b/deposit", "/market/wallets/a%FFb/deposit"} {
+		for _, path := range []string{"/market/wallets/*/deposit", "/market/wallets/%2E%2E/deposit", "/market/wallets/a%E2%80%AEb/deposit", "/market/wallets/a%00b/deposit"} {
 			m.refused(t, 400, "invalid_agent", "POST", path, []byte(`{"amount_usd":"1"}`))
 		}
+		m.refused(t, 400, "invalid_utf8", "POST", "/market/wallets/a%FFb/deposit", []byte(`{"amount_usd":"1"}`))
 		if st := m.stats(t); st["listings_total"] != 0.0 || st["money_in_market_usd"] != 11.0 {
 			t.Fatalf("stats %v", st)
 		}

@@ -103,12 +103,66 @@ func registerMCP(app *fiber.App, s *server) {
 		Stateless: true, JSONResponse: true, Logger: s.cfg.Logger,
 		MaxRequestBodyBytes: int64(max(s.cfg.MaxBodyBytes, market.MaxArtifactBytes+market.MaxProblemBytes)),
 	})
-	app.All(MCPPath, adaptor.HTTPHandler(h))
+	serve := adaptor.HTTPHandler(h)
+	app.All(MCPPath, func(c *fiber.Ctx) error {
+		if err := serve(c); err != nil {
+			return err
+		}
+		return codedHTTPError(c)
+	})
+}
+
+// codedHTTPError gives an error the MCP handler answered in plain text
+// (a request it could not take: a method, an Accept header, a body that is
+// not JSON-RPC) the API's coded JSON shape, with the same status.
+func codedHTTPError(c *fiber.Ctx) error {
+	res := c.Response()
+	status := res.StatusCode()
+	if status < 400 || strings.HasPrefix(string(res.Header.ContentType()), fiber.MIMEApplicationJSON) {
+		return nil
+	}
+	codes := map[int]string{
+		http.StatusBadRequest: "invalid_request", http.StatusMethodNotAllowed: "method_not_allowed",
+		http.StatusNotAcceptable: "not_acceptable", http.StatusUnsupportedMediaType: "unsupported_media_type",
+		http.StatusRequestEntityTooLarge: "body_too_large", http.StatusNotFound: "session_not_found",
+	}
+	code, ok := codes[status]
+	if !ok {
+		code = "http_error"
+	}
+	msg := strings.TrimSpace(string(res.Body()))
+	if msg == "" {
+		msg = http.StatusText(status)
+	}
+	res.ResetBody()
+	return writeError(c, status, code, "mcp: "+msg)
+}
+
+// codedToolErrors makes every tool error a coded body, as the tools' own
+// are (toolError): the SDK's own refusals of arguments that do not fit a
+// tool's input schema are plain text, and become invalid_arguments.
+func codedToolErrors(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		r, ok := res.(*mcp.CallToolResult)
+		if err != nil || !ok || !r.IsError || len(r.Content) != 1 {
+			return res, err
+		}
+		t, ok := r.Content[0].(*mcp.TextContent)
+		var body errorBody
+		if !ok || json.Unmarshal([]byte(t.Text), &body) == nil && body.Error.Code != "" {
+			return res, err
+		}
+		b, _ := marshal(errorBody{Detail: t.Text, Error: errorCode{Code: "invalid_arguments", Message: t.Text}})
+		t.Text = string(b)
+		return res, err
+	}
 }
 
 func newMCPServer(s *server) *mcp.Server {
 	m := s.cfg.Market
 	srv := mcp.NewServer(&mcp.Implementation{Name: "assay-market", Title: "Assay artifact market (SOLVED v0.2.3)", Version: s.cfg.Version}, nil)
+	srv.AddReceivingMiddleware(codedToolErrors)
 	tool(s, srv, "search_listings", "Search active listings by query (problem text) or query_fingerprint (sha256 of the normalised token set, computed locally). Exact fingerprint hits first; every result carries match confidence, class, constraint_diff, warning and basis; no_reliable_match is true when no result is exact or strong.",
 		schemaOf[market.Results](), func(ctx context.Context, _ *mcp.CallToolRequest, in market.SearchRequest) (any, error) {
 			return m.Search(ctx, in)

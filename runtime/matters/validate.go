@@ -90,8 +90,8 @@ func validIdemKey(k string) error {
 	if k == "" {
 		return invalid(ECodeInvalidIdemKey, "idempotency_key is required: every mutation takes one (1 to %d bytes)", MaxIDBytes)
 	}
-	if len(k) > MaxIDBytes || !utf8.ValidString(k) || strings.ContainsFunc(k, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		return invalid(ECodeInvalidIdemKey, "idempotency_key must be 1 to %d bytes of printable UTF-8", MaxIDBytes)
+	if len(k) > MaxIDBytes || !utf8.ValidString(k) || strings.ContainsFunc(k, func(r rune) bool { return r == '\t' || r == '\n' }) || ident.TextMessage(k, MaxIDBytes) != "" {
+		return invalid(ECodeInvalidIdemKey, "idempotency_key must be 1 to %d bytes of printable UTF-8, with no control or bidi characters", MaxIDBytes)
 	}
 	return nil
 }
