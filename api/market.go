@@ -47,7 +47,7 @@ func registerMarket(app *fiber.App, s *server) {
 	})
 	g.Post("/listings", func(c *fiber.Ctx) error { // publish_listing
 		var req market.PublishRequest
-		id, err := decodeBody(c, s, &req, "agent, title, problem_statement, artifact, artifact_type, price_usd, est_recompute_cost_usd, license_terms, checker, verification_level")
+		id, err := decodeBody(c, s, &req, "agent, title, problem_statement, artifact, encoding, artifact_type, price_usd, est_recompute_cost_usd, license_terms, checker, verification_level")
 		if err != nil {
 			return err
 		}

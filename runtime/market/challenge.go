@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"time"
 
 	"github.com/assayhq/assay/checkers"
@@ -86,7 +87,8 @@ func (s *Service) ChallengeOf(ctx context.Context, id string) (*Challenge, error
 // (413); listing_not_found, purchase_not_found (404);
 // challenge_window_closed, already_challenged, purchase_closed (409);
 // idempotency_conflict.
-func (s *Service) Challenge(ctx context.Context, listingID string, req ChallengeRequest, i Idem) (Reply, error) {
+func (s *Service) Challenge(ctx context.Context, listingID string, req ChallengeRequest, key Idem) (Reply, error) {
+	i := key.request("challenge", req.Agent)
 	if err := validAgent("agent", req.Agent); err != nil {
 		return Reply{}, err
 	}
@@ -96,8 +98,12 @@ func (s *Service) Challenge(ctx context.Context, listingID string, req Challenge
 		return Reply{}, fault.New(fault.Invalid, "missing_field", "evidence is required: a failing input, a counterexample or checker output")
 	case len(ev) > MaxEvidenceBytes:
 		return Reply{}, fault.New(fault.TooLarge, "evidence_too_large", "evidence is at most %d bytes", MaxEvidenceBytes)
-	case len(req.Reason) > MaxTextBytes || !utf8Valid(req.Reason):
-		return Reply{}, fault.New(fault.Invalid, "invalid_reason", "reason must be valid UTF-8 of at most %d bytes", MaxTextBytes)
+	}
+	if err := validEvidence(ev); err != nil {
+		return Reply{}, err
+	}
+	if err := validText("reason", req.Reason, MaxTextBytes); err != nil {
+		return Reply{}, err
 	}
 	if r, err := s.replay(ctx, i); err != nil || r != nil {
 		return deref(r), err
@@ -139,7 +145,7 @@ func (s *Service) Challenge(ctx context.Context, listingID string, req Challenge
 	}
 	var out *wasm.Outcome
 	if l.Checker != nil {
-		o, err := s.runChecker(ctx, *l.Checker, artifactInput(art), artifactInput(ev))
+		o, err := s.runChecker(ctx, *l.Checker, l.checkerInput(art), artifactInput(ev))
 		if err != nil {
 			return Reply{}, err
 		}
@@ -210,7 +216,11 @@ func challengeable(p *Purchase, now time.Time) error {
 // the bond (if any) paid to the challenger, the listing pulled, the
 // seller's record marked. It stores p and l; the caller stores c.
 func (s *Service) uphold(tx store.Tx, c *Challenge, p *Purchase, l *Listing, why string, now time.Time) error {
-	c.Status, c.Resolution, c.ResolvedAt, c.RefundUSD = ChallengeUpheld, why, now, p.Price+p.Fee
+	back, err := Add(p.Price, p.Fee)
+	if err != nil {
+		return err
+	}
+	c.Status, c.Resolution, c.ResolvedAt, c.RefundUSD = ChallengeUpheld, why, now, back
 	// The bond goes first and the listing is pulled before the refund
 	// closes the purchase, so that closing the last open window of a
 	// retired listing cannot hand the bond back to the seller.
@@ -233,7 +243,14 @@ func (s *Service) uphold(tx store.Tx, c *Challenge, p *Purchase, l *Listing, why
 	if err := s.refund(tx, p, "challenge "+c.ID+" upheld", now); err != nil {
 		return err
 	}
-	if err := updateAgent(tx, l.Seller, now, func(a *agentRecord) { a.ChallengesLost++; a.StakeForfeited += forfeit }); err != nil {
+	if err := updateAgent(tx, l.Seller, now, func(a *agentRecord) error {
+		a.ChallengesLost++
+		if a.StakeForfeited > math.MaxInt64-forfeit {
+			return fault.New(fault.Internal, "stats_overflow", "the stake forfeited by %s passed the range of int64 micro-USD", l.Seller)
+		}
+		a.StakeForfeited += forfeit
+		return nil
+	}); err != nil {
 		return err
 	}
 	return s.signChallenge(tx, c, now)
@@ -258,12 +275,13 @@ func (s *Service) signChallenge(tx store.Tx, c *Challenge, now time.Time) error 
 //
 // invalid_verdict, invalid_reason (400); challenge_not_found (404);
 // challenge_not_open (409); idempotency_conflict.
-func (s *Service) Resolve(ctx context.Context, id string, req ResolveRequest, i Idem) (Reply, error) {
+func (s *Service) Resolve(ctx context.Context, id string, req ResolveRequest, key Idem) (Reply, error) {
+	i := key.request("resolve", "operator")
 	if req.Verdict != "uphold" && req.Verdict != "reject" {
 		return Reply{}, fault.New(fault.Invalid, "invalid_verdict", `verdict must be "uphold" or "reject"`)
 	}
-	if len(req.Reason) > MaxTextBytes || !utf8Valid(req.Reason) {
-		return Reply{}, fault.New(fault.Invalid, "invalid_reason", "reason must be valid UTF-8 of at most %d bytes", MaxTextBytes)
+	if err := validText("reason", req.Reason, MaxTextBytes); err != nil {
+		return Reply{}, err
 	}
 	if r, err := s.replay(ctx, i); err != nil || r != nil {
 		return deref(r), err

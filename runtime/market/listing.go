@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/runtime/fault"
@@ -35,34 +36,46 @@ type Listing struct {
 	Status         string        `json:"status"`
 	Checker        *checkers.Ref `json:"checker,omitempty"`
 	ArtifactSHA256 string        `json:"artifact_sha256"`
-	ReplaysPassed  int           `json:"replays_passed"`
-	ReplaysFailed  int           `json:"replays_failed"`
-	Receipts       []string      `json:"receipts"`
-	CreatedAt      time.Time     `json:"created_at"`
+	// Encoding is EncodingBase64 when the artifact was published (and is
+	// delivered) as base64; empty for EncodingJSON.
+	Encoding      string `json:"artifact_encoding,omitempty"`
+	ReplaysPassed int    `json:"replays_passed"`
+	ReplaysFailed int    `json:"replays_failed"`
+	// ConfirmedBuyers is how many distinct independent buyers' replays
+	// passed (see Service.Replay): what level 3 counts.
+	ConfirmedBuyers int       `json:"confirmed_buyers"`
+	Receipts        []string  `json:"receipts"`
+	CreatedAt       time.Time `json:"created_at"`
 }
 
 // View is a listing as get_listing and search_listings show it: the seed's
 // listing object, the artifact withheld.
 type View struct {
-	ListingID      string        `json:"listing_id"`
-	Fingerprint    string        `json:"fingerprint"`
-	Title          string        `json:"title"`
-	ArtifactType   string        `json:"artifact_type"`
-	Price          USD           `json:"price_usd"`
-	EstRecompute   USD           `json:"est_recompute_cost_usd"`
-	Level          int           `json:"verification_level"`
-	HasChecker     bool          `json:"has_checker"`
-	Bond           USD           `json:"bond_usd"`
-	FreshnessDays  float64       `json:"freshness_days"`
-	LicenseTerms   string        `json:"license_terms"`
-	Status         string        `json:"status"`
-	Seed           bool          `json:"seed"`
-	ArtifactSHA256 string        `json:"artifact_sha256"`
-	Checker        *checkers.Ref `json:"checker,omitempty"`
-	ReplaysPassed  int           `json:"replays_passed"`
-	ReplaysFailed  int           `json:"replays_failed"`
-	ChallengeHours float64       `json:"challenge_window_hours"`
-	Seller         Profile       `json:"seller"`
+	ListingID      string  `json:"listing_id"`
+	Fingerprint    string  `json:"fingerprint"`
+	Title          string  `json:"title"`
+	ArtifactType   string  `json:"artifact_type"`
+	Price          USD     `json:"price_usd"`
+	EstRecompute   USD     `json:"est_recompute_cost_usd"`
+	Level          int     `json:"verification_level"`
+	HasChecker     bool    `json:"has_checker"`
+	Bond           USD     `json:"bond_usd"`
+	FreshnessDays  float64 `json:"freshness_days"`
+	LicenseTerms   string  `json:"license_terms"`
+	Status         string  `json:"status"`
+	Seed           bool    `json:"seed"`
+	ArtifactSHA256 string  `json:"artifact_sha256"`
+	// ArtifactEncoding is the form the artifact is delivered in: json or
+	// base64.
+	ArtifactEncoding string        `json:"artifact_encoding"`
+	Checker          *checkers.Ref `json:"checker,omitempty"`
+	ReplaysPassed    int           `json:"replays_passed"`
+	ReplaysFailed    int           `json:"replays_failed"`
+	// ConfirmedBuyers: distinct independent buyers whose replays passed;
+	// level 3 takes SamplesForLevel3 of them.
+	ConfirmedBuyers int     `json:"confirmed_buyers"`
+	ChallengeHours  float64 `json:"challenge_window_hours"`
+	Seller          Profile `json:"seller"`
 }
 
 // CheckerSpec is a listing's checker: Python source, or the SHA-256 of a
@@ -78,10 +91,15 @@ type CheckerSpec struct {
 // PublishRequest is publish_listing's input. Prices are raw JSON so that
 // they parse exactly.
 type PublishRequest struct {
-	Agent             string          `json:"agent"`
-	Title             string          `json:"title"`
-	ProblemStatement  string          `json:"problem_statement"`
-	Artifact          json.RawMessage `json:"artifact"`
+	Agent            string          `json:"agent"`
+	Title            string          `json:"title"`
+	ProblemStatement string          `json:"problem_statement"`
+	Artifact         json.RawMessage `json:"artifact"`
+	// Encoding is how Artifact is sent: EncodingJSON (the default; the
+	// JSON must be valid UTF-8) or EncodingBase64 (a string of standard
+	// base64, for bytes that are not text). The buyer gets it back in the
+	// same form, with the encoding named.
+	Encoding          string          `json:"encoding,omitempty"`
 	ArtifactType      string          `json:"artifact_type"`
 	PriceUSD          json.RawMessage `json:"price_usd"`
 	EstRecomputeUSD   json.RawMessage `json:"est_recompute_cost_usd,omitempty"`
@@ -111,23 +129,22 @@ func (s *Service) publishTerms(req PublishRequest) (*Listing, []byte, error) {
 	if err := validAgent("agent", req.Agent); err != nil {
 		return nil, nil, err
 	}
-	text := func(field, v string, max int, required bool) error {
-		switch {
-		case required && strings.TrimSpace(v) == "":
-			return fault.New(fault.Invalid, "missing_field", "%s is required", field)
-		case len(v) > max || !utf8Valid(v):
-			return fault.New(fault.Invalid, "invalid_"+field, "%s must be valid UTF-8 of at most %d bytes", field, max)
+	for _, f := range []struct {
+		field, v string
+		check    func(field, s string, max int) error
+		max      int
+		required bool
+	}{
+		{"title", req.Title, validLine, MaxTitleBytes, true},
+		{"problem_statement", req.ProblemStatement, validText, MaxProblemBytes, true},
+		{"license_terms", req.LicenseTerms, validText, MaxTextBytes, false},
+	} {
+		if f.required && strings.TrimSpace(f.v) == "" {
+			return nil, nil, fault.New(fault.Invalid, "missing_field", "%s is required", f.field)
 		}
-		return nil
-	}
-	if err := text("title", req.Title, MaxTitleBytes, true); err != nil {
-		return nil, nil, err
-	}
-	if err := text("problem_statement", req.ProblemStatement, MaxProblemBytes, true); err != nil {
-		return nil, nil, err
-	}
-	if err := text("license_terms", req.LicenseTerms, MaxTextBytes, false); err != nil {
-		return nil, nil, err
+		if err := f.check(f.field, f.v, f.max); err != nil {
+			return nil, nil, err
+		}
 	}
 	if len(Tokens(req.ProblemStatement)) == 0 {
 		return nil, nil, fault.New(fault.Invalid, "invalid_problem_statement", "problem_statement has no tokens to fingerprint once stopwords and one-character tokens are dropped")
@@ -139,10 +156,14 @@ func (s *Service) publishTerms(req PublishRequest) (*Listing, []byte, error) {
 	case len(art) > MaxArtifactBytes:
 		return nil, nil, fault.New(fault.TooLarge, "artifact_too_large", "an artifact is at most %d bytes", MaxArtifactBytes)
 	}
+	input, err := decodeArtifact(art, req.Encoding)
+	if err != nil {
+		return nil, nil, err
+	}
 	if !slices.Contains(ArtifactTypes, req.ArtifactType) {
 		return nil, nil, fault.New(fault.Invalid, "invalid_artifact_type", "artifact_type must be one of %s", strings.Join(ArtifactTypes, ", "))
 	}
-	price, err := ParseUSD(req.PriceUSD, "price_usd")
+	price, err := ParseAmount(req.PriceUSD, "price_usd")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -151,13 +172,16 @@ func (s *Service) publishTerms(req PublishRequest) (*Listing, []byte, error) {
 	}
 	var est USD
 	if t := bytes.TrimSpace(req.EstRecomputeUSD); len(t) > 0 && string(t) != "null" {
-		if est, err = ParseUSD(t, "est_recompute_cost_usd"); err != nil {
+		if est, err = ParseAmount(t, "est_recompute_cost_usd"); err != nil {
 			return nil, nil, err
 		}
 	}
 	l := &Listing{Title: req.Title, Problem: req.ProblemStatement, ArtifactType: req.ArtifactType, Price: price,
 		EstRecompute: est, LicenseTerms: req.LicenseTerms, Seller: req.Agent, Status: ListingActive,
-		Fingerprint: Fingerprint(req.ProblemStatement), ArtifactSHA256: checkers.SHA256(artifactInput(art))}
+		Fingerprint: Fingerprint(req.ProblemStatement), ArtifactSHA256: checkers.SHA256(input)}
+	if req.Encoding == EncodingBase64 {
+		l.Encoding = EncodingBase64
+	}
 	if strings.HasPrefix(req.Agent, s.house) {
 		l.Seed = true
 		if !strings.Contains(l.LicenseTerms, "seed=true") {
@@ -194,6 +218,9 @@ func (s *Service) publishTerms(req PublishRequest) (*Listing, []byte, error) {
 			if len(c.Source) > MaxArtifactBytes {
 				return nil, nil, fault.New(fault.TooLarge, "checker_too_large", "a python checker is at most %d bytes", MaxArtifactBytes)
 			}
+			if !utf8.ValidString(c.Source) || strings.ContainsRune(c.Source, 0) {
+				return nil, nil, fault.New(fault.Invalid, "invalid_checker", "a python checker's source is valid UTF-8 with no NUL")
+			}
 			source = []byte(c.Source)
 			ref.SHA256 = checkers.SHA256(source)
 			// The checker sees the artifact as its listing's type: a code
@@ -217,8 +244,6 @@ func (s *Service) publishTerms(req PublishRequest) (*Listing, []byte, error) {
 	}
 	return l, source, nil
 }
-
-func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }
 
 // runChecker replays a listing's checker on its artifact, with evidence
 // when a challenger gave some.
@@ -244,38 +269,39 @@ func runnerError(ctx context.Context, ref checkers.Ref, err error) error {
 }
 
 // runCheckers replays jobs, in parallel when the runner is a BatchRunner,
-// and returns their outcomes in order.
+// and returns their outcomes in order, with whether each came from the
+// memo.
 //
 // # Errors
 //
 // The first job's error, as runChecker gives it.
-func (s *Service) runCheckers(ctx context.Context, jobs []checkers.Job) ([]wasm.Outcome, error) {
+func (s *Service) runCheckers(ctx context.Context, jobs []checkers.Job) ([]wasm.Outcome, []bool, error) {
 	if s.runner == nil {
-		return nil, fault.New(fault.Unavailable, "checkers_unavailable", "this server runs no sandbox, so it cannot replay checkers")
+		return nil, nil, fault.New(fault.Unavailable, "checkers_unavailable", "this server runs no sandbox, so it cannot replay checkers")
 	}
-	outs := make([]wasm.Outcome, len(jobs))
+	outs, memo := make([]wasm.Outcome, len(jobs)), make([]bool, len(jobs))
 	br, ok := s.runner.(BatchRunner)
 	if !ok || len(jobs) < 2 {
 		for i, j := range jobs {
-			o, err := s.runChecker(ctx, j.Ref, j.Input.Artifact, j.Input.Evidence)
+			o, m, err := s.runOnce(ctx, j.Ref, j.Input.Artifact)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			outs[i] = o
+			outs[i], memo[i] = o, m
 		}
-		return outs, nil
+		return outs, memo, nil
 	}
 	results, err := br.RunJobs(ctx, jobs, checkers.BatchOptions{})
 	if err != nil {
-		return nil, runnerError(ctx, checkers.Ref{}, err)
+		return nil, nil, runnerError(ctx, checkers.Ref{}, err)
 	}
 	for i, r := range results {
 		if err := runnerError(ctx, jobs[i].Ref, r.Err); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		outs[i] = r.Outcome
+		outs[i], memo[i] = r.Outcome, r.Memo
 	}
-	return outs, nil
+	return outs, memo, nil
 }
 
 // Publish lists an artifact. With a checker, the checker is replayed on
@@ -291,7 +317,8 @@ func (s *Service) runCheckers(ctx context.Context, jobs []checkers.Job) ([]wasm.
 // unknown_checker (400); artifact_too_large (413); checker_failed (422,
 // with the outcome); insufficient_funds (409, the bond);
 // checkers_unavailable (503); idempotency_conflict.
-func (s *Service) Publish(ctx context.Context, req PublishRequest, i Idem) (Reply, error) {
+func (s *Service) Publish(ctx context.Context, req PublishRequest, key Idem) (Reply, error) {
+	i := key.request("publish", req.Agent)
 	if r, err := s.replay(ctx, i); err != nil || r != nil {
 		return deref(r), err
 	}
@@ -310,7 +337,7 @@ func (s *Service) Publish(ctx context.Context, req PublishRequest, i Idem) (Repl
 				return Reply{}, err
 			}
 		}
-		o, err := s.runChecker(ctx, *l.Checker, artifactInput(art), nil)
+		o, err := s.runChecker(ctx, *l.Checker, l.checkerInput(art), nil)
 		if err != nil {
 			return Reply{}, err
 		}
@@ -387,7 +414,7 @@ func basisOf(l *Listing) string {
 	case 1:
 		return "level 1: the seller's checker passed a sandboxed replay on the artifact before publication"
 	case 3:
-		return "level 3: the seller's checker passed the publication replay and at least 3 further replays with no failure"
+		return "level 3: the seller's checker passed the publication replay and replays run for at least 3 distinct buyers, none the seller nor a house agent of a house seller, on the artifact each received, with no failure"
 	}
 	return "level 2: no checker; a bond of max(20% x price, $0.50) is escrowed from the seller and forfeited to an upheld challenger"
 }
@@ -404,7 +431,17 @@ func loadListing(tx store.Tx, id string) (*Listing, error) {
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fault.New(fault.NotFound, "listing_not_found", "no listing %s", id)
 	}
+	l.relevel()
 	return &l, err
+}
+
+// relevel takes back level 3 from a listing that earned it before level 3
+// counted distinct buyers (by any three passing replays): it is level 1
+// until buyers confirm it.
+func (l *Listing) relevel() {
+	if l.Level == 3 && l.ConfirmedBuyers < SamplesForLevel3 {
+		l.Level = 1
+	}
 }
 
 func (s *Service) view(tx store.Tx, l *Listing, now time.Time) (View, error) {
@@ -419,8 +456,8 @@ func (s *Service) view(tx store.Tx, l *Listing, now time.Time) (View, error) {
 	return View{ListingID: l.ID, Fingerprint: l.Fingerprint, Title: l.Title, ArtifactType: l.ArtifactType, Price: l.Price,
 		EstRecompute: l.EstRecompute, Level: l.Level, HasChecker: l.Checker != nil, Bond: bond,
 		FreshnessDays: round2(now.Sub(l.CreatedAt).Hours() / 24), LicenseTerms: l.LicenseTerms, Status: l.Status, Seed: l.Seed,
-		ArtifactSHA256: l.ArtifactSHA256, Checker: l.Checker, ReplaysPassed: l.ReplaysPassed, ReplaysFailed: l.ReplaysFailed,
-		ChallengeHours: Window(l.Level, l.Price).Hours(), Seller: p}, nil
+		ArtifactSHA256: l.ArtifactSHA256, ArtifactEncoding: l.encoding(), Checker: l.Checker, ReplaysPassed: l.ReplaysPassed, ReplaysFailed: l.ReplaysFailed,
+		ConfirmedBuyers: l.ConfirmedBuyers, ChallengeHours: Window(l.Level, l.Price).Hours(), Seller: p}, nil
 }
 
 func round2(f float64) float64 { return math.Round(f*100) / 100 }
@@ -455,7 +492,8 @@ type DeactivateRequest struct {
 // # Errors
 //
 // listing_not_found (404), not_seller (403), listing_not_active (409).
-func (s *Service) Deactivate(ctx context.Context, id string, req DeactivateRequest, i Idem) (Reply, error) {
+func (s *Service) Deactivate(ctx context.Context, id string, req DeactivateRequest, key Idem) (Reply, error) {
+	i := key.request("deactivate", req.Agent)
 	if err := validAgent("agent", req.Agent); err != nil {
 		return Reply{}, err
 	}

@@ -10,14 +10,11 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"net/url"
-	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/assayhq/assay/checkers"
-	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/idem"
+	"github.com/assayhq/assay/runtime/ident"
 	"github.com/assayhq/assay/runtime/rail"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/replays"
@@ -59,7 +56,7 @@ const (
 
 // Bounds.
 const (
-	MaxAgentBytes    = 256
+	MaxAgentBytes    = ident.MaxIDBytes
 	MaxTitleBytes    = 512
 	MaxProblemBytes  = 64 << 10
 	MaxArtifactBytes = 4 << 20
@@ -126,6 +123,13 @@ type Config struct {
 	HousePrefix string
 	// PlatformAccount receives fees; "platform:market" when empty.
 	PlatformAccount string
+	// Identity names who stands behind an agent id, for level 3: replays
+	// by agent ids with one identity count as one buyer, and never when
+	// the identity is the seller's. Nil: the agent id itself, which is all
+	// the market knows until agents are authenticated; then the
+	// authenticated principal of the request (carried by ctx) belongs
+	// here.
+	Identity func(ctx context.Context, agent string) string
 }
 
 // Service is the artifact market over a store. It is safe for concurrent
@@ -140,6 +144,7 @@ type Service struct {
 	rand     func(int) int
 	house    string
 	platform string
+	ident    func(context.Context, string) string
 	scanOnly bool // tests: search by scanning every search record
 	common   int  // commonPostings; tests lower it
 }
@@ -150,7 +155,7 @@ func New(cfg Config) (*Service, error) {
 		return nil, errors.New("market: Config.Store and Config.Signer are required")
 	}
 	s := &Service{st: cfg.Store, signer: cfg.Signer, rail: cfg.Rail, now: cfg.Now, newID: cfg.NewID,
-		rand: cfg.Rand, house: cfg.HousePrefix, platform: cfg.PlatformAccount, common: commonPostings}
+		rand: cfg.Rand, house: cfg.HousePrefix, platform: cfg.PlatformAccount, ident: cfg.Identity, common: commonPostings}
 	if s.rail == nil {
 		s.rail = rail.Dev{}
 	}
@@ -190,6 +195,14 @@ func NewWithRunner(cfg Config, r Runner) (*Service, error) {
 	return s, err
 }
 
+// identity is Config.Identity, or the agent id itself.
+func (s *Service) identity(ctx context.Context, agent string) string {
+	if s.ident == nil {
+		return agent
+	}
+	return s.ident(ctx, agent)
+}
+
 // Store returns the store the Service runs on.
 func (s *Service) Store() store.Store { return s.st }
 
@@ -217,6 +230,7 @@ const (
 	keyDue       = "market/due/"       // <unixnano:020d>/<purchase> -> "": when a hold closes
 	keyChallenge = "market/challenge/" // <id> -> Challenge
 	keyEvidence  = "market/evidence/"  // <challenge id> -> evidence as sent (JSON)
+	keyConfirm   = "market/confirm/"   // <listing>/<identity> -> confirmRecord: a buyer's confirmation toward level 3
 	keyAgent     = "market/agent/"     // <did> -> agentRecord
 	keyWallet    = "market/wallet/"    // <did> -> debit counter, so concurrent debits conflict
 	keyReceipt   = "receipt/"          // <id> -> receipt.Receipt (the court's layout)
@@ -244,28 +258,34 @@ func holdAccount(purchase string) string { return "hold:market:" + purchase }
 func bondAccount(listing string) string  { return "hold:bond:" + listing }
 
 // Idem is a request's idempotency key and the fingerprint of what it
-// asked, as api/ computes it. The market's keys live in the scope
-// "market".
+// asked, as api/ computes it. A key lives in the scope of its operation
+// and its acting agent (see request), so one agent's key never answers,
+// nor conflicts with, another agent's request.
 type Idem struct {
 	Key         string
 	Fingerprint string
 }
 
-func (i Idem) request() idem.Request {
-	return idem.Request{Scope: "market", Key: i.Key, Fingerprint: i.Fingerprint}
+// request scopes i by operation (publish, buy, deposit, …) and by the
+// agent acting: "market:<op>:<sha256 of the agent>", as matters scopes
+// its keys by tenant and caller. Two agents may use the same key, and so
+// may one agent on two operations.
+func (i Idem) request(op, agent string) idem.Request {
+	sum := sha256.Sum256([]byte(agent))
+	return idem.Request{Scope: "market:" + op + ":" + hex.EncodeToString(sum[:]), Key: i.Key, Fingerprint: i.Fingerprint}
 }
 
 // Reply is a mutation's answer: the JSON body the client gets.
 type Reply = idem.Reply
 
-func (s *Service) replay(ctx context.Context, i Idem) (*Reply, error) {
+func (s *Service) replay(ctx context.Context, i idem.Request) (*Reply, error) {
 	if i.Key == "" {
 		return nil, nil
 	}
 	var r *Reply
 	err := s.st.View(ctx, func(tx store.Tx) error {
 		var err error
-		r, err = idem.Lookup(tx, i.request())
+		r, err = idem.Lookup(tx, i)
 		return err
 	})
 	return r, err
@@ -273,11 +293,11 @@ func (s *Service) replay(ctx context.Context, i Idem) (*Reply, error) {
 
 // mutate runs fn in one transaction that checks idem first and stores
 // fn's reply under it.
-func (s *Service) mutate(ctx context.Context, i Idem, fn func(tx store.Tx) (Reply, error)) (Reply, error) {
+func (s *Service) mutate(ctx context.Context, i idem.Request, fn func(tx store.Tx) (Reply, error)) (Reply, error) {
 	var out Reply
 	err := s.st.Update(ctx, func(tx store.Tx) error {
 		out = Reply{}
-		if r, err := idem.Lookup(tx, i.request()); err != nil {
+		if r, err := idem.Lookup(tx, i); err != nil {
 			return err
 		} else if r != nil {
 			out = *r
@@ -288,21 +308,9 @@ func (s *Service) mutate(ctx context.Context, i Idem, fn func(tx store.Tx) (Repl
 			return err
 		}
 		out = r
-		return idem.Save(tx, i.request(), r)
+		return idem.Save(tx, i, r)
 	})
 	return out, err
-}
-
-func validAgent(field, did string) error {
-	switch {
-	case did == "":
-		return fault.New(fault.Invalid, "missing_field", "%s is required: the acting agent's id, e.g. g17-mathema or did:key:…", field)
-	case len(did) > MaxAgentBytes || !utf8.ValidString(did):
-		return fault.New(fault.Invalid, "invalid_agent", "%s must be valid UTF-8 of at most %d bytes", field, MaxAgentBytes)
-	case strings.ContainsFunc(did, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) || r == '/' }):
-		return fault.New(fault.Invalid, "invalid_agent", "%s must not hold spaces, control characters or slashes", field)
-	}
-	return nil
 }
 
 // lockWallet makes concurrent debits of one wallet conflict: each reads

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -302,16 +303,149 @@ func TestService_Challenge(t *testing.T) {
 	})
 }
 
+// TestService_Level3: level 3 counts distinct independent buyers whose
+// replays passed on the artifact they received; the market's own samples,
+// the seller's other agents (as far as ids tell), house agents of a house
+// seller and repeated replays by one buyer do not count.
 func TestService_Level3(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t)
-	id := e.publishSquares(t, "seller", "table of squares")
-	for range 3 {
-		must(e.svc.Tick(ctx, market.TickRequest{Samples: 1}))(t)
+	buy := func(t *testing.T, e *env, id string, agents ...string) {
+		t.Helper()
+		for _, a := range agents {
+			must(e.svc.Deposit(ctx, a, amount("10"), market.Idem{}))(t)
+			must(e.svc.Buy(ctx, id, market.PurchaseRequest{Agent: a}, market.Idem{}))(t)
+		}
 	}
-	if v := must(e.svc.Get(ctx, id))(t); v.Level != 3 || v.ReplaysPassed != 3 {
-		t.Fatalf("level %d after %d replays", v.Level, v.ReplaysPassed)
+	replay := func(t *testing.T, e *env, id, agent string) market.Replayed {
+		t.Helper()
+		return must(e.svc.Replay(ctx, id, market.ReplayRequest{Agent: agent}))(t)
 	}
+	t.Run("OK", func(t *testing.T) {
+		e := newEnv(t)
+		id := e.publishSquares(t, "seller", "table of squares")
+		buy(t, e, id, "b1", "b2", "b3")
+		for i, b := range []string{"b1", "b2", "b3"} {
+			r := replay(t, e, id, b)
+			// The publication replay memoised the outcome: every buyer's
+			// replay is a memo hit, and says so.
+			if !r.Pass || !r.Confirmed || !r.MemoHit || r.ConfirmedBuyers != i+1 || r.Promoted != (i == 2) {
+				t.Fatalf("replay by %s: %+v", b, r)
+			}
+			var rc struct {
+				CredentialSubject map[string]any `json:"credentialSubject"`
+			}
+			json.Unmarshal(r.Receipt, &rc)
+			if rc.CredentialSubject["memo_hit"] != true || rc.CredentialSubject["confirmed"] != true {
+				t.Fatalf("receipt %s", r.Receipt)
+			}
+		}
+		v := must(e.svc.Get(ctx, id))(t)
+		if v.Level != 3 || v.ConfirmedBuyers != 3 {
+			t.Fatalf("level %d with %d buyers", v.Level, v.ConfirmedBuyers)
+		}
+		if st := must(e.svc.Stats(ctx))(t); st.BuyerConfirmations != 3 || st.ListingsByLevel["3"] != 1 {
+			t.Fatalf("stats %+v", st)
+		}
+		e.zero(t)
+	})
+	t.Run("ErrSellersSecondAgent", func(t *testing.T) {
+		// The attack: a second agent of the seller buys and asks for three
+		// replays. By agent id it is one buyer, so it confirms once.
+		e := newEnv(t)
+		id := e.publishSquares(t, "acme", "table of squares")
+		buy(t, e, id, "acme-2")
+		for i := range 3 {
+			if r := replay(t, e, id, "acme-2"); r.Confirmed != (i == 0) || r.ConfirmedBuyers != 1 || r.Level != 1 {
+				t.Fatalf("replay %d: %+v", i, r)
+			}
+		}
+		if v := must(e.svc.Get(ctx, id))(t); v.Level != 1 || v.ConfirmedBuyers != 1 || v.ReplaysPassed != 3 {
+			t.Fatalf("level %d, %d buyers, %d passes", v.Level, v.ConfirmedBuyers, v.ReplaysPassed)
+		}
+	})
+	t.Run("ErrSamplesAreNotBuyers", func(t *testing.T) {
+		e := newEnv(t)
+		id := e.publishSquares(t, "seller", "table of squares")
+		for range 3 {
+			must(e.svc.Tick(ctx, market.TickRequest{Samples: 1}))(t)
+		}
+		if v := must(e.svc.Get(ctx, id))(t); v.Level != 1 || v.ReplaysPassed != 3 || v.ConfirmedBuyers != 0 {
+			t.Fatalf("level %d after %d samples, %d buyers", v.Level, v.ReplaysPassed, v.ConfirmedBuyers)
+		}
+	})
+	t.Run("ErrHouseBuyersOfHouseSeller", func(t *testing.T) {
+		e := newEnv(t)
+		id := e.publishSquares(t, "g17-mathema", "table of squares")
+		buy(t, e, id, "g17-a", "g17-b", "g17-c")
+		for _, b := range []string{"g17-a", "g17-b", "g17-c"} {
+			if r := replay(t, e, id, b); r.Confirmed || !strings.Contains(r.NotCounted, "house") {
+				t.Fatalf("house replay by %s: %+v", b, r)
+			}
+		}
+		if v := must(e.svc.Get(ctx, id))(t); v.Level != 1 || v.ConfirmedBuyers != 0 {
+			t.Fatalf("level %d with %d buyers", v.Level, v.ConfirmedBuyers)
+		}
+	})
+	t.Run("ErrNotABuyer", func(t *testing.T) {
+		e := newEnv(t)
+		id := e.publishSquares(t, "seller", "table of squares")
+		_, err := e.svc.Replay(ctx, id, market.ReplayRequest{Agent: "stranger"})
+		wantCode(t, err, "purchase_not_found")
+		_, err = e.svc.Replay(ctx, id, market.ReplayRequest{Agent: "seller"})
+		wantCode(t, err, "purchase_not_found")
+	})
+	t.Run("LegacyLevel3", func(t *testing.T) {
+		// A listing made level 3 by the old rule (any three passes) is
+		// shown as level 1 until buyers confirm it.
+		e := newEnv(t)
+		id := e.publishSquares(t, "seller", "table of squares")
+		market.ForceLevel(t, e.svc, id, 3)
+		if v := must(e.svc.Get(ctx, id))(t); v.Level != 1 {
+			t.Fatalf("legacy level %d", v.Level)
+		}
+		if st := must(e.svc.Stats(ctx))(t); st.ListingsByLevel["3"] != 0 {
+			t.Fatalf("stats %+v", st.ListingsByLevel)
+		}
+	})
+	t.Run("IdentitySeam", func(t *testing.T) {
+		// With an identity behind agent ids (what authentication will
+		// give), the seller's three sock puppets count as the seller.
+		e := newEnv(t)
+		keys, err := receipt.OpenKeyring(receipt.KeyringConfig{Dir: t.TempDir(), Now: e.ck.Now, Rand: rand.NewChaCha8([32]byte{7})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		owner := func(_ context.Context, agent string) string { return strings.SplitN(agent, "~", 2)[0] }
+		svc, err := market.NewWithRunner(market.Config{Store: e.svc.Store(), Signer: keys, Now: e.ck.Now, Identity: owner}, runnerOf(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.svc = svc
+		id := e.publishSquares(t, "mallory", "table of squares")
+		buy(t, e, id, "mallory~1", "mallory~2", "mallory~3", "alice~laptop", "alice~phone")
+		for _, b := range []string{"mallory~1", "mallory~2", "mallory~3", "alice~laptop", "alice~phone"} {
+			replay(t, e, id, b)
+		}
+		if v := must(e.svc.Get(ctx, id))(t); v.Level != 1 || v.ConfirmedBuyers != 1 {
+			t.Fatalf("level %d with %d buyers: want alice once", v.Level, v.ConfirmedBuyers)
+		}
+	})
+}
+
+// runnerOf is a real memoising runner over the fixture checkers.
+func runnerOf(tb testing.TB) *checkers.Runner {
+	tb.Helper()
+	ctx := context.Background()
+	sb, err := wasm.NewSandbox(ctx, wasm.Config{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { sb.Close(ctx) })
+	dir, err := checkers.OpenDir("../../fixtures/checkers")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return checkers.NewRunner(sb, dir, checkers.WithMemo(checkers.NewMemo(checkers.MemoConfig{})))
 }
 
 func TestService_Idempotency(t *testing.T) {
@@ -325,6 +459,41 @@ func TestService_Idempotency(t *testing.T) {
 	}
 	_, err := e.svc.Deposit(ctx, "buyer", amount("6"), market.Idem{Key: "k1", Fingerprint: "f2"})
 	wantCode(t, err, "idempotency_conflict")
+	e.zero(t)
+}
+
+// TestService_IdempotencyScoped: a key lives in the scope of its agent and
+// operation, so another agent who used the owner's key first neither
+// makes the owner's request answer idempotency_conflict nor gets its
+// answer.
+func TestService_IdempotencyScoped(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	k := func(fp string) market.Idem { return market.Idem{Key: "shared-key", Fingerprint: fp} }
+	// The squatter uses the key first, on the owner's kind of request.
+	must(e.svc.Deposit(ctx, "squatter", amount("1"), k("squatter-deposit")))(t)
+	r := must(e.svc.Deposit(ctx, "owner", amount("20"), k("owner-deposit")))(t)
+	if r.Replayed || e.balance(t, "owner") != 20_000_000 || e.balance(t, "squatter") != 1_000_000 {
+		t.Fatalf("owner's deposit %s replayed=%v", r.Body, r.Replayed)
+	}
+	// The squatter's own retry still replays its own answer.
+	if r := must(e.svc.Deposit(ctx, "squatter", amount("1"), k("squatter-deposit")))(t); !r.Replayed || e.balance(t, "squatter") != 1_000_000 {
+		t.Fatalf("squatter's retry %s replayed=%v", r.Body, r.Replayed)
+	}
+	// The same key on another operation of the same agent is another key.
+	id := e.publishSquares(t, "seller", "table of squares")
+	must(e.svc.Deposit(ctx, "squatter", amount("5"), market.Idem{}))(t)
+	must(e.svc.Buy(ctx, id, market.PurchaseRequest{Agent: "squatter"}, k("squatter-buy")))(t)
+	b := must(e.svc.Buy(ctx, id, market.PurchaseRequest{Agent: "owner"}, k("owner-buy")))(t)
+	if b.Replayed || !b.Created {
+		t.Fatalf("owner's purchase %s", b.Body)
+	}
+	// Within one agent and operation a key still conflicts.
+	_, err := e.svc.Deposit(ctx, "owner", amount("3"), k("owner-other"))
+	wantCode(t, err, "idempotency_conflict")
+	if e.balance(t, "owner") != 20_000_000-2_575_000 {
+		t.Fatalf("owner %s", e.balance(t, "owner"))
+	}
 	e.zero(t)
 }
 

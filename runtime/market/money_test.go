@@ -2,6 +2,8 @@ package market_test
 
 import (
 	"encoding/json"
+	"math"
+	"math/big"
 	"testing"
 	"time"
 
@@ -27,6 +29,53 @@ func TestParseUSD(t *testing.T) {
 			t.Errorf("ParseUSD(%s) = %d, want an error", bad, got)
 		} else if fault.KindOf(err) != fault.Invalid {
 			t.Errorf("ParseUSD(%s): kind %s", bad, fault.KindOf(err))
+		}
+	}
+}
+
+func TestParseAmount(t *testing.T) {
+	for in, want := range map[string]market.USD{`"1000000000"`: market.MaxAmount, `999999999.999999`: market.MaxAmount - 1, `0.000001`: 1} {
+		if got, err := market.ParseAmount(json.RawMessage(in), "amount_usd"); err != nil || got != want {
+			t.Errorf("ParseAmount(%s) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{`1000000000.000001`, `9007199254.740991`, `9223372036854.775807`, `99999999999999999999`} {
+		_, err := market.ParseAmount(json.RawMessage(bad), "amount_usd")
+		if fault.CodeOf(err) != "amount_too_large" || fault.KindOf(err) != fault.Invalid {
+			t.Errorf("ParseAmount(%s): %v, want amount_too_large", bad, err)
+		}
+	}
+}
+
+func TestAdd(t *testing.T) {
+	for _, tc := range [][2]market.USD{{market.MaxTotal, 1}, {math.MaxInt64, 1}, {1, math.MaxInt64}, {0, -1}, {market.MaxTotal - 1, 2}} {
+		if got, err := market.Add(tc[0], tc[1]); fault.CodeOf(err) != "amount_too_large" {
+			t.Errorf("Add(%d, %d) = %d, %v; want amount_too_large", tc[0], tc[1], got, err)
+		}
+	}
+	if got, err := market.Add(market.MaxTotal-1, 1); err != nil || got != market.MaxTotal {
+		t.Errorf("Add to MaxTotal = %d, %v", got, err)
+	}
+}
+
+// TestFeeBond_NoOverflow: Fee and Bond agree with exact big-integer
+// arithmetic for every price up to int64's largest.
+func TestFeeBond_NoOverflow(t *testing.T) {
+	ref := func(p market.USD, pct, add int64) market.USD {
+		n := new(big.Int).Mul(big.NewInt(int64(p)), big.NewInt(pct))
+		n.Add(n, big.NewInt(add)).Quo(n, big.NewInt(100))
+		return market.USD(n.Int64())
+	}
+	prices := []market.USD{0, 1, 16, 17, 99, 100, 101, market.MaxAmount, market.MaxAmount - 1, market.MaxTotal, math.MaxInt64, math.MaxInt64 - 99}
+	for p := market.USD(math.MaxInt64); p > 0; p /= 7 {
+		prices = append(prices, p, p-1)
+	}
+	for _, p := range prices {
+		if got, want := market.Fee(p), ref(p, 3, 50); got != want {
+			t.Errorf("Fee(%d) = %d, want %d", p, got, want)
+		}
+		if got, want := market.Bond(p), max(ref(p, 20, 99), market.MinBond); got != want {
+			t.Errorf("Bond(%d) = %d, want %d", p, got, want)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -96,8 +97,8 @@ func (s *Service) Search(ctx context.Context, req SearchRequest) (Results, error
 		return Results{}, fault.New(fault.Invalid, "missing_field", "query or query_fingerprint is required")
 	case req.QueryFingerprint != "" && !fpRE.MatchString(req.QueryFingerprint):
 		return Results{}, fault.New(fault.Invalid, "invalid_fingerprint", "query_fingerprint is the lowercase hex SHA-256 of the normalised token set")
-	case len(req.Query) > MaxProblemBytes || !utf8Valid(req.Query):
-		return Results{}, fault.New(fault.Invalid, "invalid_query", "query must be valid UTF-8 of at most %d bytes", MaxProblemBytes)
+	case validText("query", req.Query, MaxProblemBytes) != nil:
+		return Results{}, validText("query", req.Query, MaxProblemBytes)
 	case req.Limit < 0 || req.Limit > 100:
 		return Results{}, fault.New(fault.Invalid, "invalid_limit", "limit is 1 to 100")
 	}
@@ -187,7 +188,13 @@ type Stats struct {
 	FeesUSD           USD            `json:"fees_usd"`
 	HeldUSD           USD            `json:"held_usd"`
 	BondsEscrowedUSD  USD            `json:"bonds_escrowed_usd"`
-	HousePrefix       string         `json:"house_prefix"`
+	// MoneyInMarketUSD is all the money the market holds (deposits less
+	// withdrawals): wallets, holds, bonds and fees, at most MaxTotal.
+	MoneyInMarketUSD USD `json:"money_in_market_usd"`
+	// BuyerConfirmations sums, over active listings, the distinct
+	// independent buyers whose replays confirmed them (confirmed_buyers).
+	BuyerConfirmations int    `json:"buyer_confirmations"`
+	HousePrefix        string `json:"house_prefix"`
 }
 
 // Stats returns live totals.
@@ -196,22 +203,38 @@ func (s *Service) Stats(ctx context.Context) (Stats, error) {
 		return Stats{}, err
 	}
 	st := Stats{ListingsByLevel: map[string]int{}, HousePrefix: s.house}
+	// Sums over the market's history (volume, fees) are not bounded by
+	// MaxTotal as balances are; one that passes int64 is an error, never
+	// a wrapped number.
+	add := func(dst *USD, v USD) error {
+		if *dst > math.MaxInt64-v {
+			return fault.New(fault.Internal, "stats_overflow", "a market total passed the range of int64 micro-USD")
+		}
+		*dst += v
+		return nil
+	}
 	err := s.st.View(ctx, func(tx store.Tx) error {
-		err := tx.Scan(keyListing, false, func(_ string, v []byte) error {
+		var err error
+		if st.MoneyInMarketUSD, err = s.total(tx); err != nil {
+			return err
+		}
+		err = tx.Scan(keyListing, false, func(_ string, v []byte) error {
 			var l Listing
 			if err := json.Unmarshal(v, &l); err != nil {
 				return err
 			}
+			l.relevel()
 			st.ListingsTotal++
 			if l.Status == ListingActive {
 				st.ListingsActive++
+				st.BuyerConfirmations += l.ConfirmedBuyers
 				st.ListingsByLevel[string(rune('0'+l.Level))]++
 			}
 			if l.Seed {
 				st.SeedListings++
 			}
 			if l.BondHeld {
-				st.BondsEscrowedUSD += l.Bond
+				return add(&st.BondsEscrowedUSD, l.Bond)
 			}
 			return nil
 		})
@@ -231,13 +254,20 @@ func (s *Service) Stats(ctx context.Context) (Stats, error) {
 			switch p.Status {
 			case PurchaseHeld, PurchaseChallenged:
 				st.PurchasesHeld++
-				st.HeldUSD += p.Price + p.Fee
+				if err := add(&st.HeldUSD, p.Price); err != nil {
+					return err
+				}
+				return add(&st.HeldUSD, p.Fee)
 			case PurchaseSettled:
 				st.PurchasesSettled++
-				st.VolumeSettledUSD += p.Price
-				st.FeesUSD += p.Fee
+				if err := add(&st.VolumeSettledUSD, p.Price); err != nil {
+					return err
+				}
+				if err := add(&st.FeesUSD, p.Fee); err != nil {
+					return err
+				}
 				if organic {
-					st.OrganicVolumeUSD += p.Price
+					return add(&st.OrganicVolumeUSD, p.Price)
 				}
 			case PurchaseRefunded:
 				st.PurchasesRefunded++
@@ -335,14 +365,14 @@ func (s *Service) Tick(ctx context.Context, req TickRequest) (Ticked, error) {
 		if err != nil {
 			return t, err
 		}
-		jobs[i] = checkers.Job{Ref: ref, Input: wasm.Input{Artifact: artifactInput(art)}}
+		jobs[i] = checkers.Job{Ref: ref, Input: wasm.Input{Artifact: art}}
 	}
-	outs, err := s.runCheckers(ctx, jobs)
+	outs, memo, err := s.runCheckers(ctx, jobs)
 	if err != nil {
 		return t, err
 	}
 	for i, id := range picked {
-		r, err := s.recordSample(ctx, id, "", outs[i])
+		r, err := s.recordSample(ctx, id, outs[i], memo[i], nil)
 		if err != nil {
 			return t, err
 		}
@@ -362,58 +392,135 @@ type ReplayRequest struct {
 	Agent string `json:"agent"`
 }
 
-// Replayed is one sample replay's result.
+// Replayed is one replay's result.
 type Replayed struct {
-	ListingID string          `json:"listing_id"`
-	Pass      bool            `json:"pass"`
-	Level     int             `json:"verification_level"`
-	Promoted  bool            `json:"promoted"`
-	Pulled    bool            `json:"pulled"`
-	Refunded  []string        `json:"refunded"`
-	Receipt   json.RawMessage `json:"receipt"`
+	ListingID string `json:"listing_id"`
+	Pass      bool   `json:"pass"`
+	Level     int    `json:"verification_level"`
+	Promoted  bool   `json:"promoted"`
+	Pulled    bool   `json:"pulled"`
+	// MemoHit: the outcome came from the memo of an earlier identical run,
+	// not from a fresh run; it is recorded as one.
+	MemoHit bool `json:"memo_hit"`
+	// Confirmed: this replay counted toward level 3 as a confirmation by
+	// a distinct independent buyer; NotCounted says why it did not.
+	Confirmed       bool            `json:"confirmed"`
+	NotCounted      string          `json:"not_counted,omitempty"`
+	ConfirmedBuyers int             `json:"confirmed_buyers"`
+	Refunded        []string        `json:"refunded"`
+	Receipt         json.RawMessage `json:"receipt"`
 }
 
-// Replay replays a listing's checker on its artifact at a buyer's request;
-// it counts toward level 3 like a sample.
+// Replay replays a listing's checker, at a buyer's request, on the
+// artifact the buyer received. A pass counts toward level 3 only as a
+// confirmation by a distinct independent buyer (see independence); a
+// failure pulls the listing as a failed sample does.
 //
 // # Errors
 //
-// invalid_agent (400); listing_not_found, purchase_not_found (404);
-// no_checker, listing_not_active (409).
+// missing_field, invalid_agent (400); listing_not_found,
+// purchase_not_found (404); no_checker, listing_not_active (409).
 func (s *Service) Replay(ctx context.Context, listingID string, req ReplayRequest) (Replayed, error) {
 	if err := validAgent("agent", req.Agent); err != nil {
 		return Replayed{}, err
 	}
+	var p *Purchase
 	err := s.st.View(ctx, func(tx store.Tx) error {
-		if _, err := tx.Get(boughtKey(listingID, req.Agent)); errors.Is(err, store.ErrNotFound) {
+		pid, err := tx.Get(boughtKey(listingID, req.Agent))
+		if errors.Is(err, store.ErrNotFound) {
 			return fault.New(fault.NotFound, "purchase_not_found", "only a buyer of %s may ask for a replay", listingID)
-		} else {
+		} else if err != nil {
 			return err
 		}
+		p, err = loadPurchase(tx, string(pid))
+		return err
 	})
 	if err != nil {
 		return Replayed{}, err
 	}
-	return s.sample(ctx, listingID, req.Agent)
+	ref, art, err := s.sampleInput(ctx, listingID)
+	if err != nil {
+		return Replayed{}, err
+	}
+	o, memo, err := s.runOnce(ctx, ref, art)
+	if err != nil {
+		return Replayed{}, err
+	}
+	return s.recordSample(ctx, listingID, o, memo, &confirmation{buyer: req.Agent, who: s.identity(ctx, req.Agent),
+		purchase: p, inputSHA256: checkers.SHA256(art)})
 }
 
-// sample replays a listing's checker on its artifact. A pass counts toward
-// level 3; a failure pulls the listing and refunds every purchase whose
-// window is open.
-func (s *Service) sample(ctx context.Context, id, by string) (Replayed, error) {
-	ref, art, err := s.sampleInput(ctx, id)
-	if err != nil {
-		return Replayed{}, err
+// runOnce replays ref on an artifact and says whether the outcome came
+// from the memo: a runner that can say so (as *checkers.Runner does)
+// is asked; any other runner's outcomes count as fresh runs.
+func (s *Service) runOnce(ctx context.Context, ref checkers.Ref, art []byte) (wasm.Outcome, bool, error) {
+	if s.runner == nil {
+		return wasm.Outcome{}, false, fault.New(fault.Unavailable, "checkers_unavailable", "this server runs no sandbox, so it cannot replay checkers")
 	}
-	o, err := s.runChecker(ctx, ref, artifactInput(art), nil)
-	if err != nil {
-		return Replayed{}, err
+	if jr, ok := s.runner.(jobRunner); ok {
+		r := jr.Do(ctx, checkers.Job{Ref: ref, Input: wasm.Input{Artifact: art}})
+		return r.Outcome, r.Memo, runnerError(ctx, ref, r.Err)
 	}
-	return s.recordSample(ctx, id, by, o)
+	o, err := s.runChecker(ctx, ref, art, nil)
+	return o, false, err
+}
+
+// jobRunner is a Runner that says whether an outcome was memoised;
+// *checkers.Runner is one.
+type jobRunner interface {
+	Do(ctx context.Context, job checkers.Job) checkers.Result
+}
+
+var _ jobRunner = (*checkers.Runner)(nil)
+
+// confirmation is a buyer's replay as level 3 weighs it.
+type confirmation struct {
+	buyer       string    // the agent id that asked
+	who         string    // who stands behind it (Config.Identity)
+	purchase    *Purchase // the buyer's purchase of the listing
+	inputSHA256 string    // the artifact the replay ran on
+}
+
+// confirmRecord is a buyer's confirmation of a listing, as stored.
+type confirmRecord struct {
+	Buyer          string    `json:"buyer"`
+	Purchase       string    `json:"purchase_id"`
+	ArtifactSHA256 string    `json:"artifact_sha256"`
+	MemoHit        bool      `json:"memo_hit"`
+	Receipt        string    `json:"receipt"`
+	At             time.Time `json:"at"`
+}
+
+// confirmKey records that who confirmed listing: one per distinct buyer.
+func confirmKey(listing, who string) string { return keyConfirm + listing + "/" + esc(who) }
+
+// independence returns why a passing replay for c does not count toward
+// level 3 on l, or "" when it counts: the replay must run for a buyer who
+// purchased l, is not its seller (by Config.Identity), is not a house
+// agent when the seller is one, has not confirmed l before, and ran on
+// the very artifact the purchase delivered.
+func (s *Service) independence(ctx context.Context, tx store.Tx, l *Listing, c *confirmation) (string, error) {
+	seller := s.identity(ctx, l.Seller)
+	switch {
+	case c.purchase == nil || c.purchase.ListingID != l.ID || c.purchase.Buyer != c.buyer:
+		return "the replay was not asked for by a buyer of this listing", nil
+	case c.buyer == l.Seller || c.who == seller:
+		return "the buyer is the seller", nil
+	case strings.HasPrefix(c.buyer, s.house) && strings.HasPrefix(l.Seller, s.house):
+		return "the buyer is a house agent (" + s.house + "), as the seller is", nil
+	case c.purchase.ArtifactSHA256 != l.ArtifactSHA256 || c.inputSHA256 != l.ArtifactSHA256:
+		return "the replay did not run on the artifact the buyer received", nil
+	}
+	if _, err := tx.Get(confirmKey(l.ID, c.who)); err == nil {
+		return "this buyer has confirmed the listing already; each buyer counts once", nil
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return "", err
+	}
+	return "", nil
 }
 
 // sampleInput reads what a sample replay of listing id runs: its checker
-// and its artifact as published.
+// and its artifact as the checker sees it.
 func (s *Service) sampleInput(ctx context.Context, id string) (checkers.Ref, []byte, error) {
 	var (
 		l   *Listing
@@ -436,37 +543,63 @@ func (s *Service) sampleInput(ctx context.Context, id string) (checkers.Ref, []b
 	if l.Status != ListingActive {
 		return checkers.Ref{}, nil, fault.New(fault.Conflict, "listing_not_active", "listing %s is %s", id, l.Status)
 	}
-	return *l.Checker, art, nil
+	return *l.Checker, l.checkerInput(art), nil
 }
 
-// recordSample records a sample replay's outcome o on listing id: a pass
-// counts toward level 3; a failure pulls the listing and refunds every
-// purchase whose window is open.
-func (s *Service) recordSample(ctx context.Context, id, by string, o wasm.Outcome) (Replayed, error) {
+// recordSample records a replay's outcome o on listing id: a sample's
+// when c is nil, else a buyer's. A pass adds to replays_passed, and a
+// buyer's pass that is independent (see independence) confirms the
+// listing: level 1 becomes level 3 at SamplesForLevel3 confirming buyers
+// with no failure. A failure pulls the listing and refunds every purchase
+// whose window is open.
+func (s *Service) recordSample(ctx context.Context, id string, o wasm.Outcome, memo bool, c *confirmation) (Replayed, error) {
 	o = signedOutcome(o)
 	now := s.now().UTC()
 	rid := "rpl-" + s.newID()
+	by := ""
+	if c != nil {
+		by = c.buyer
+	}
 	var r Replayed
 	err := s.st.Update(ctx, func(tx store.Tx) error {
 		l, err := loadListing(tx, id)
 		if err != nil {
 			return err
 		}
-		r = Replayed{ListingID: id, Pass: o.Pass, Refunded: []string{}}
+		r = Replayed{ListingID: id, Pass: o.Pass, Refunded: []string{}, MemoHit: memo}
 		if l.Status != ListingActive {
 			return fault.New(fault.Conflict, "listing_not_active", "listing %s is %s", id, l.Status)
 		}
 		switch {
 		case o.Pass:
 			l.ReplaysPassed++
-			if l.Level == 1 && l.ReplaysPassed >= SamplesForLevel3 && l.ReplaysFailed == 0 {
+			r.NotCounted = "a sample replay by the market is not a buyer's confirmation"
+			if c != nil {
+				why, err := s.independence(ctx, tx, l, c)
+				if err != nil {
+					return err
+				}
+				r.NotCounted = why
+			}
+			if r.NotCounted == "" {
+				r.Confirmed = true
+				l.ConfirmedBuyers++
+				if err := store.SetJSON(tx, confirmKey(id, c.who), confirmRecord{Buyer: c.buyer, Purchase: c.purchase.ID,
+					ArtifactSHA256: c.inputSHA256, MemoHit: memo, Receipt: rid[4:], At: now}); err != nil {
+					return err
+				}
+			}
+			if l.Level == 1 && l.ConfirmedBuyers >= SamplesForLevel3 && l.ReplaysFailed == 0 {
 				l.Level, r.Promoted = 3, true
 			}
 		case decisiveFail(o):
 			l.ReplaysFailed++
 			l.Status, r.Pulled = ListingPulled, true
+			r.NotCounted = "the replay failed"
+		default:
+			r.NotCounted = "the replay decided nothing (" + string(o.Kind) + ")"
 		}
-		r.Level = l.Level
+		r.ConfirmedBuyers = l.ConfirmedBuyers
 		if err := store.SetJSON(tx, listingKey(id), l); err != nil {
 			return err
 		}
@@ -491,13 +624,15 @@ func (s *Service) recordSample(ctx context.Context, id, by string, o wasm.Outcom
 					return err
 				}
 				r.Refunded = append(r.Refunded, pid)
-				if err := updateAgent(tx, l.Seller, now, func(a *agentRecord) { a.ChallengesLost++ }); err != nil {
+				if err := updateAgent(tx, l.Seller, now, func(a *agentRecord) error { a.ChallengesLost++; return nil }); err != nil {
 					return err
 				}
 			}
 		}
+		r.Level = l.Level
 		body, err := s.sign(tx, KindReplay, rid[4:], now, map[string]any{
 			"listing_id": id, "requested_by": by, "artifact_sha256": l.ArtifactSHA256, "checker": l.Checker, "outcome": o,
+			"memo_hit": r.MemoHit, "confirmed": r.Confirmed, "not_counted": r.NotCounted, "confirmed_buyers": l.ConfirmedBuyers,
 			"verification_level": l.Level, "replays_passed": l.ReplaysPassed, "replays_failed": l.ReplaysFailed,
 			"pulled": r.Pulled, "refunded": r.Refunded, "at": now.Format(time.RFC3339Nano),
 		}, l.Seller, by)

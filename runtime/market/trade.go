@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/idem"
@@ -40,7 +41,7 @@ func touchAgent(tx store.Tx, did string, now time.Time) error {
 	return store.SetJSON(tx, keyAgent+esc(did), agentRecord{FirstSeen: now})
 }
 
-func updateAgent(tx store.Tx, did string, now time.Time, fn func(*agentRecord)) error {
+func updateAgent(tx store.Tx, did string, now time.Time, fn func(*agentRecord) error) error {
 	a, ok, err := loadAgent(tx, did)
 	if err != nil {
 		return err
@@ -48,7 +49,9 @@ func updateAgent(tx store.Tx, did string, now time.Time, fn func(*agentRecord)) 
 	if !ok {
 		a.FirstSeen = now
 	}
-	fn(&a)
+	if err := fn(&a); err != nil {
+		return err
+	}
 	return store.SetJSON(tx, keyAgent+esc(did), a)
 }
 
@@ -65,6 +68,62 @@ func debit(tx store.Tx, did string, amount USD, what string) error {
 		return fault.New(fault.Conflict, "insufficient_funds", "%s needs $%s and wallet %s holds $%s; deposit first", what, amount, did, USD(bal))
 	}
 	return nil
+}
+
+// keyTotal holds the money in the market, in micro-USD: deposits less
+// withdrawals, which is what every wallet, hold and the platform's account
+// hold together. Deposits and withdrawals read and rewrite it, so the store
+// serialises them and MaxTotal holds exactly.
+const keyTotal = "market/total"
+
+// total returns the money in the market. A store written before keyTotal
+// existed has it from the rail account's balance.
+func (s *Service) total(tx store.Tx) (USD, error) {
+	var n int64
+	err := store.GetJSON(tx, keyTotal, &n)
+	if errors.Is(err, store.ErrNotFound) {
+		b, err := ledger.Balance(tx, s.rail.Account(), Currency)
+		return USD(-b), err
+	}
+	return USD(n), err
+}
+
+// addTotal adds delta (negative for a withdrawal) to the money in the
+// market, refusing to pass MaxTotal.
+func (s *Service) addTotal(tx store.Tx, delta USD) error {
+	t, err := s.total(tx)
+	if err != nil {
+		return err
+	}
+	n, err := Add(t, delta)
+	if err != nil {
+		if delta > 0 {
+			return fault.New(fault.Conflict, "market_limit_exceeded", "the market holds $%s and takes at most $%s in all; a deposit of $%s would pass it", t, MaxTotal, delta)
+		}
+		return err
+	}
+	return store.SetJSON(tx, keyTotal, int64(n))
+}
+
+// depositBounds returns the wallet's balance after depositing amount, or
+// refuses the deposit when it would pass MaxWallet or MaxTotal.
+func (s *Service) depositBounds(tx store.Tx, did string, amount USD) (USD, error) {
+	bal, err := ledger.Balance(tx, WalletAccount(did), Currency)
+	if err != nil {
+		return 0, err
+	}
+	after, err := Add(USD(bal), amount)
+	if err != nil || after > MaxWallet {
+		return 0, fault.New(fault.Conflict, "wallet_limit_exceeded", "wallet %s holds $%s; deposits bring a wallet to at most $%s", did, USD(bal), MaxWallet)
+	}
+	t, err := s.total(tx)
+	if err != nil {
+		return 0, err
+	}
+	if n, err := Add(t, amount); err != nil || n > MaxTotal {
+		return 0, fault.New(fault.Conflict, "market_limit_exceeded", "the market holds $%s and takes at most $%s in all; a deposit of $%s would pass it", t, MaxTotal, amount)
+	}
+	return after, nil
 }
 
 // Wallet is an agent's wallet.
@@ -97,7 +156,7 @@ func (s *Service) WalletOf(ctx context.Context, did string) (Wallet, error) {
 }
 
 func parseAmount(req AmountRequest) (USD, error) {
-	a, err := ParseUSD(req.AmountUSD, "amount_usd")
+	a, err := ParseAmount(req.AmountUSD, "amount_usd")
 	if err == nil && a <= 0 {
 		err = fault.New(fault.Invalid, "invalid_amount", "amount_usd must be more than 0")
 	}
@@ -111,7 +170,8 @@ func parseAmount(req AmountRequest) (USD, error) {
 //
 // invalid_agent, invalid_amount, missing_field (400); deposit_unavailable
 // (403) on a rail other than dev; rail_failed (503); idempotency_conflict.
-func (s *Service) Deposit(ctx context.Context, did string, req AmountRequest, i Idem) (Reply, error) {
+func (s *Service) Deposit(ctx context.Context, did string, req AmountRequest, key Idem) (Reply, error) {
+	i := key.request("deposit", did)
 	if err := validAgent("agent", did); err != nil {
 		return Reply{}, err
 	}
@@ -125,6 +185,11 @@ func (s *Service) Deposit(ctx context.Context, did string, req AmountRequest, i 
 	if r, err := s.replay(ctx, i); err != nil || r != nil {
 		return deref(r), err
 	}
+	// Refuse what the bounds refuse before the rail collects anything;
+	// the transaction below checks again.
+	if err := s.st.View(ctx, func(tx store.Tx) error { _, err := s.depositBounds(tx, did, amount); return err }); err != nil {
+		return Reply{}, err
+	}
 	id := "dep-" + s.newID()
 	ref, err := s.rail.Collect(ctx, rail.Payment{ID: id, Agent: did, Amount: int64(amount), Currency: Currency})
 	if err != nil {
@@ -132,6 +197,16 @@ func (s *Service) Deposit(ctx context.Context, did string, req AmountRequest, i 
 	}
 	now := s.now().UTC()
 	r, err := s.mutate(ctx, i, func(tx store.Tx) (Reply, error) {
+		if err := lockWallet(tx, did); err != nil {
+			return Reply{}, err
+		}
+		bal, err := s.depositBounds(tx, did, amount)
+		if err != nil {
+			return Reply{}, err
+		}
+		if err := s.addTotal(tx, amount); err != nil {
+			return Reply{}, err
+		}
 		if err := touchAgent(tx, did, now); err != nil {
 			return Reply{}, err
 		}
@@ -139,11 +214,7 @@ func (s *Service) Deposit(ctx context.Context, did string, req AmountRequest, i 
 			Amount: int64(amount), Currency: Currency, Memo: "deposit " + ref, At: now}); err != nil {
 			return Reply{}, err
 		}
-		bal, err := ledger.Balance(tx, WalletAccount(did), Currency)
-		if err != nil {
-			return Reply{}, err
-		}
-		body, err := json.Marshal(map[string]any{"agent": did, "amount_usd": amount, "balance_usd": USD(bal), "payment_ref": ref, "rail": s.rail.Name()})
+		body, err := json.Marshal(map[string]any{"agent": did, "amount_usd": amount, "balance_usd": bal, "payment_ref": ref, "rail": s.rail.Name()})
 		return Reply{Body: body, Created: true}, err
 	})
 	if errors.Is(err, store.ErrCommitUnknown) {
@@ -175,7 +246,8 @@ func railFailed(what string, cause error) error {
 //
 // invalid_agent, invalid_amount (400); insufficient_funds (409);
 // rail_failed (503); idempotency_conflict.
-func (s *Service) Withdraw(ctx context.Context, did string, req AmountRequest, i Idem) (Reply, error) {
+func (s *Service) Withdraw(ctx context.Context, did string, req AmountRequest, key Idem) (Reply, error) {
+	i := key.request("withdraw", did)
 	if err := validAgent("agent", did); err != nil {
 		return Reply{}, err
 	}
@@ -193,6 +265,9 @@ func (s *Service) Withdraw(ctx context.Context, did string, req AmountRequest, i
 	now := s.now().UTC()
 	r, err := s.mutate(ctx, i, func(tx store.Tx) (Reply, error) {
 		if err := debit(tx, did, amount, "a withdrawal"); err != nil {
+			return Reply{}, err
+		}
+		if err := s.addTotal(tx, -amount); err != nil {
 			return Reply{}, err
 		}
 		if err := ledger.Post(tx, ledger.Transfer{ID: id, From: WalletAccount(did), To: s.rail.Account(),
@@ -214,7 +289,10 @@ func (s *Service) Withdraw(ctx context.Context, did string, req AmountRequest, i
 		// and forget the stored success so that a retry with the same key
 		// runs again.
 		rerr := s.st.Update(context.WithoutCancel(ctx), func(tx store.Tx) error {
-			if err := idem.Forget(tx, i.request()); err != nil {
+			if err := idem.Forget(tx, i); err != nil {
+				return err
+			}
+			if err := s.addTotal(tx, amount); err != nil {
 				return err
 			}
 			return ledger.Post(tx, ledger.Transfer{ID: id + ".reversed", From: s.rail.Account(), To: WalletAccount(did),
@@ -269,6 +347,9 @@ type Recourse struct {
 type Bought struct {
 	Purchase Purchase        `json:"purchase"`
 	Artifact json.RawMessage `json:"artifact"`
+	// Encoding names the form of Artifact, as it was published: json, or
+	// base64 (a string of standard base64 holding the bytes).
+	Encoding string          `json:"encoding"`
 	TotalUSD USD             `json:"total_usd"`
 	Recourse Recourse        `json:"recourse"`
 	Receipt  json.RawMessage `json:"receipt"`
@@ -291,12 +372,13 @@ func loadPurchase(tx store.Tx, id string) (*Purchase, error) {
 // invalid_agent, invalid_purpose (400); listing_not_found (404);
 // listing_not_active, own_listing, already_purchased, insufficient_funds
 // (409); idempotency_conflict.
-func (s *Service) Buy(ctx context.Context, listingID string, req PurchaseRequest, i Idem) (Reply, error) {
+func (s *Service) Buy(ctx context.Context, listingID string, req PurchaseRequest, key Idem) (Reply, error) {
+	i := key.request("buy", req.Agent)
 	if err := validAgent("agent", req.Agent); err != nil {
 		return Reply{}, err
 	}
-	if len(req.Purpose) > MaxTextBytes || !utf8Valid(req.Purpose) {
-		return Reply{}, fault.New(fault.Invalid, "invalid_purpose", "purpose must be valid UTF-8 of at most %d bytes", MaxTextBytes)
+	if err := validText("purpose", req.Purpose, MaxTextBytes); err != nil {
+		return Reply{}, err
 	}
 	if r, err := s.replay(ctx, i); err != nil || r != nil {
 		return deref(r), err
@@ -320,7 +402,11 @@ func (s *Service) Buy(ctx context.Context, listingID string, req PurchaseRequest
 			return Reply{}, err
 		}
 		fee := Fee(l.Price)
-		if err := debit(tx, req.Agent, l.Price+fee, "buying "+l.ID); err != nil {
+		total, err := Add(l.Price, fee)
+		if err != nil {
+			return Reply{}, err
+		}
+		if err := debit(tx, req.Agent, total, "buying "+l.ID); err != nil {
 			return Reply{}, err
 		}
 		p := Purchase{ID: pid, ListingID: l.ID, Buyer: req.Agent, Seller: l.Seller, Price: l.Price, Fee: fee, Level: l.Level,
@@ -330,7 +416,7 @@ func (s *Service) Buy(ctx context.Context, listingID string, req PurchaseRequest
 			return Reply{}, err
 		}
 		if err := ledger.Post(tx, ledger.Transfer{ID: pid + ".pay", From: WalletAccount(req.Agent), To: holdAccount(pid),
-			Amount: int64(l.Price + fee), Currency: Currency, Memo: "purchase of " + l.ID + ", held until " + p.WindowClosesAt.Format(time.RFC3339), At: now}); err != nil {
+			Amount: int64(total), Currency: Currency, Memo: "purchase of " + l.ID + ", held until " + p.WindowClosesAt.Format(time.RFC3339), At: now}); err != nil {
 			return Reply{}, err
 		}
 		bond := USD(0)
@@ -338,12 +424,12 @@ func (s *Service) Buy(ctx context.Context, listingID string, req PurchaseRequest
 			bond = l.Bond
 		}
 		rec := Recourse{ChallengeWindowHours: Window(l.Level, l.Price).Hours(), WindowClosesAt: p.WindowClosesAt, BondUSD: bond,
-			RefundUSD: l.Price + fee, How: "challenge_listing with evidence before window_closes_at; an upheld challenge refunds price and fee" +
+			RefundUSD: total, How: "challenge_listing with evidence before window_closes_at; an upheld challenge refunds price and fee" +
 				map[bool]string{true: " and pays the bond to the challenger", false: ""}[bond > 0]}
 		rid := receiptID(pid, "purchase")
 		rc, err := s.sign(tx, KindPurchase, rid, now, map[string]any{
 			"purchase_id": pid, "listing_id": l.ID, "buyer": p.Buyer, "seller": p.Seller, "artifact_sha256": p.ArtifactSHA256,
-			"price_usd": p.Price, "fee_usd": fee, "total_usd": p.Price + fee, "currency": "USD", "payment_ref": p.PaymentRef, "rail": s.rail.Name(),
+			"price_usd": p.Price, "fee_usd": fee, "total_usd": total, "currency": "USD", "payment_ref": p.PaymentRef, "rail": s.rail.Name(),
 			"verification_level": l.Level, "verification_basis": basisOf(l), "purpose": p.Purpose,
 			"window_closes_at": p.WindowClosesAt.Format(time.RFC3339Nano), "purchased_at": now.Format(time.RFC3339Nano),
 		}, p.Buyer, p.Seller)
@@ -366,7 +452,12 @@ func (s *Service) Buy(ctx context.Context, listingID string, req PurchaseRequest
 		if err != nil {
 			return Reply{}, err
 		}
-		body, err := json.Marshal(Bought{Purchase: p, Artifact: art, TotalUSD: p.Price + fee, Recourse: rec, Receipt: rc})
+		if !utf8.Valid(art) {
+			// Published before the market refused such artifacts: it
+			// cannot be delivered as JSON, so it is not sold.
+			return Reply{}, fault.New(fault.Conflict, "artifact_not_deliverable", "listing %s holds an artifact that is not valid UTF-8 and cannot be delivered; nothing was charged", l.ID)
+		}
+		body, err := json.Marshal(Bought{Purchase: p, Artifact: art, Encoding: l.encoding(), TotalUSD: total, Recourse: rec, Receipt: rc})
 		return Reply{Body: body, Created: true}, err
 	})
 }
@@ -414,7 +505,7 @@ func (s *Service) settle(tx store.Tx, p *Purchase, now time.Time) error {
 		return err
 	}
 	p.Receipts = append(p.Receipts, rid)
-	if err := updateAgent(tx, p.Seller, now, func(a *agentRecord) { a.TradesSold++ }); err != nil {
+	if err := updateAgent(tx, p.Seller, now, func(a *agentRecord) error { a.TradesSold++; return nil }); err != nil {
 		return err
 	}
 	return s.close(tx, p, now)
@@ -450,15 +541,19 @@ func (s *Service) refund(tx store.Tx, p *Purchase, why string, now time.Time) er
 	if p.Status != PurchaseHeld && p.Status != PurchaseChallenged {
 		return nil
 	}
+	back, err := Add(p.Price, p.Fee)
+	if err != nil {
+		return err
+	}
 	if err := ledger.Post(tx, ledger.Transfer{ID: p.ID + ".refund", From: holdAccount(p.ID), To: WalletAccount(p.Buyer),
-		Amount: int64(p.Price + p.Fee), Currency: Currency, Memo: "refund: " + why, At: now}); err != nil {
+		Amount: int64(back), Currency: Currency, Memo: "refund: " + why, At: now}); err != nil {
 		return err
 	}
 	p.Status, p.ClosedAt = PurchaseRefunded, now
 	rid := receiptID(p.ID, "refund")
 	if _, err := s.sign(tx, KindRefund, rid, now, map[string]any{
 		"purchase_id": p.ID, "listing_id": p.ListingID, "buyer": p.Buyer, "seller": p.Seller, "artifact_sha256": p.ArtifactSHA256,
-		"payment_ref": p.PaymentRef, "refund_usd": p.Price + p.Fee, "reason": why, "refunded_at": now.Format(time.RFC3339Nano),
+		"payment_ref": p.PaymentRef, "refund_usd": back, "reason": why, "refunded_at": now.Format(time.RFC3339Nano),
 	}, p.Buyer, p.Seller); err != nil {
 		return err
 	}
