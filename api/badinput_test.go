@@ -344,24 +344,6 @@ func (c *corpus) fill(path, id string) string {
 	return strings.Join(parts, "/")
 }
 
-// pendingMarket names the bad input that runtime/market still takes
-// today, which its owner fixes by applying package ident there (agent ids
-// "..", ".", "*", bidi and format characters; NUL and controls in its
-// free text). They are logged, not failed, until then; a 5xx or an
-// uncoded error there still fails.
-func pendingMarket(what string) bool {
-	for _, p := range []string{
-		"GET /market/wallets/:agent with id ", "GET /market/agents/:agent with id ",
-		"POST /market/wallets/:agent/deposit with id ", "POST /market/wallets/:agent/withdraw with id ",
-		"POST /market/listings/:id/challenge reason=", "POST /market/listings problem_statement=", "POST /market/listings title=",
-	} {
-		if strings.HasPrefix(what, p) {
-			return true
-		}
-	}
-	return false
-}
-
 // answered reports whether a 200 is itself a refusal: a usage hint (a
 // bare GET of a POST route, whatever its id), or /verify's stateless
 // "valid": false.
@@ -389,10 +371,6 @@ func (c *corpus) wantRefused(tb testing.TB, what string, status int, b []byte, b
 		if after != before {
 			tb.Errorf("%s: answered %d but the state changed:\n%s", what, status, diffLines(before, after))
 		}
-		return after
-	}
-	if status >= 200 && status < 300 && pendingMarket(what) {
-		tb.Logf("PENDING in runtime/market: %s: taken with %d", what, status)
 		return after
 	}
 	if status < 400 || status > 499 {

@@ -231,13 +231,24 @@ func TestMarketMCP(t *testing.T) {
 		t.Fatalf("after purchase buyer %v seller %v", balance("buyer"), balance("seller"))
 	}
 
-	// Level 3: three passing replays with no failure.
+	// Level 3: three distinct buyers whose replays pass, with no failure.
+	// One buyer asking three times confirms the listing once.
 	for range 3 {
 		if r := s.post(t, "/market/listings/"+id+"/replay", `{"agent":"buyer"}`); r.status != 200 {
 			t.Fatalf("replay %d %s", r.status, r.body)
 		}
 	}
-	if l := ok(call(t, cs, "get_listing", map[string]any{"listing_id": id})); l["verification_level"] != 3.0 {
+	if l := ok(call(t, cs, "get_listing", map[string]any{"listing_id": id})); l["verification_level"] != 1.0 || l["confirmed_buyers"] != 1.0 {
+		t.Fatalf("one buyer promoted it: %v", l)
+	}
+	for _, b := range []string{"buyer-2", "buyer-3"} {
+		deposit(b, "20")
+		ok(call(t, cs, "purchase", map[string]any{"listing_id": id, "agent": b}))
+		if r := s.post(t, "/market/listings/"+id+"/replay", `{"agent":"`+b+`"}`); r.status != 200 {
+			t.Fatalf("replay %d %s", r.status, r.body)
+		}
+	}
+	if l := ok(call(t, cs, "get_listing", map[string]any{"listing_id": id})); l["verification_level"] != 3.0 || l["confirmed_buyers"] != 3.0 {
 		t.Fatalf("not promoted: %v", l)
 	}
 
@@ -246,7 +257,7 @@ func TestMarketMCP(t *testing.T) {
 	if r := s.post(t, "/market/clock", `{"advance":"61m"}`, "Authorization", "Bearer op"); r.status != 200 {
 		t.Fatalf("clock %d %s", r.status, r.body)
 	}
-	if balance("seller") != 2.5 {
+	if balance("seller") != 7.5 {
 		t.Fatalf("seller after the window %v", balance("seller"))
 	}
 	p := s.get(t, "/market/purchases/"+b["purchase"].(map[string]any)["purchase_id"].(string)).obj(t)
@@ -258,7 +269,7 @@ func TestMarketMCP(t *testing.T) {
 		t.Fatalf("late challenge: %q", code)
 	}
 	prof := ok(call(t, cs, "agent_profile", map[string]any{"agent_id": "seller"}))
-	if prof["trades_sold"] != 1.0 || prof["challenges_lost"] != 0.0 {
+	if prof["trades_sold"] != 3.0 || prof["challenges_lost"] != 0.0 {
 		t.Fatalf("profile %v", prof)
 	}
 
@@ -306,7 +317,7 @@ func TestMarketMCP(t *testing.T) {
 	}
 
 	st := ok(call(t, cs, "marketplace_stats", map[string]any{}))
-	if st["purchases"] != 3.0 || st["challenges_upheld"] != 2.0 {
+	if st["purchases"] != 5.0 || st["challenges_upheld"] != 2.0 || st["buyer_confirmations"] != 3.0 {
 		t.Fatalf("stats %v", st)
 	}
 	balanced()

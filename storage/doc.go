@@ -27,6 +27,7 @@
 //	receipt/<id>                         a signed receipt
 //	receipt-by-agent/<did>/<unixnano:020d>-<id>  index: the receipts an agent was party to
 //	ledger/entry/<account>/<transfer>/<leg>  one leg of a transfer (append-only)
+//	ledger/shard/<account>/<currency>/<n>    what the account's legs in the currency add up to, for transfers whose id hashes to n (0-511): the balance bound
 //	idem/<scope>/<key>                   a stored response for an idempotency key (escrow: idem/escrow/<key>)
 //	checker/<sha256>                     checker metadata; checker-bytes/<sha256> its bytes
 //	matters/matter/<id>                  a judgment Matter (private projection)
@@ -46,7 +47,10 @@
 //	market/due/<unixnano:020d>/<purchase>  index: when a held purchase settles
 //	market/challenge/<id>                a challenge; market/evidence/<id> its evidence
 //	market/agent/<did>                   an agent's market record (first seen, sales, challenges lost)
-//	market/wallet/<did>                  a counter every wallet debit rewrites, so that debits conflict
+//	market/wallet/<did>                  a counter every wallet debit and deposit rewrites, so that they conflict
+//	market/confirm/<listing>/<identity>  a buyer's confirmation of a listing toward level 3 (one per distinct buyer)
+//	market/total                         the money in the market (micro-USD, deposits less withdrawals); deposits and withdrawals rewrite it
+//	idem/market:<op>:<sha256(agent)>/<key>  the market's idempotency scopes, by operation and acting agent
 //	memo/<key>                           a memoised checker outcome (checkers.Memo, runtime/replays.MemoStore); key: checkers.Key in hex
 //	queue/job/<queue>/<id>               a job of the badger job queue (Queue), its lease and its result; PostgreSQL keeps them in the table assay_queue
 //	queue/wait/<queue>/<order:020d>/<id>  index: the queue's jobs not done, in enqueue order
