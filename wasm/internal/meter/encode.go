@@ -265,8 +265,8 @@ func (m *module) rewriteBody(body []byte, params []byte, base int) ([]byte, erro
 		p++
 		nlocals += uint64(c)
 	}
-	if nlocals > maxLocals {
-		return nil, errAt(base, "too many locals: %d > %d", nlocals, maxLocals)
+	if nlocals > MaxLocals {
+		return nil, &LimitError{Limit: "locals of a function", Max: MaxLocals, Got: nlocals, Offset: base}
 	}
 	pl, err := m.planBody(body, p, base)
 	if err != nil {

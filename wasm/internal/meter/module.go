@@ -61,12 +61,18 @@ func (m *module) fn(i uint32, off int) (uint32, error) {
 //
 // # Errors
 //
-// A *DecodeError for anything the pass cannot decode: a malformed binary, an
-// instruction or section outside WebAssembly 2.0 as wazero enables it by
-// default, or an export named GlobalExport or StartExport already present.
-// For an input that wazero would reject, Instrument either returns an error
-// or returns bytes that wazero rejects too; it never panics.
+// A *LimitError for a module beyond the limits CheckLimits checks, which
+// Instrument calls first. A *DecodeError for anything the pass cannot
+// decode: a malformed binary, an instruction or section outside
+// WebAssembly 2.0 as wazero enables it by default, an export named
+// GlobalExport, StartExport or DepthExport already present, or an import
+// from SliceModule. For an input that wazero would reject, Instrument
+// either returns an error or returns bytes that wazero rejects too; it
+// never panics.
 func Instrument(module []byte) ([]byte, error) {
+	if err := CheckLimits(module); err != nil {
+		return nil, err
+	}
 	m, err := parse(module)
 	if err != nil {
 		return nil, err

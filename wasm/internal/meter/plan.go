@@ -58,15 +58,26 @@ type planner struct {
 	seg   int // index in edits of the current segment's charge
 	// While in a loop: the index in edits of the first edit inside the
 	// outermost one, how deep the loops are, and the locals they write.
-	loopEdit int
-	loops    int
-	written  map[uint32]bool
+	loopEdit   int
+	loops      int
+	written    map[uint32]bool
+	saveBudget int // locals that checks may still save
 }
+
+// Bounds on the locals saved around fuel_slice (see appendSlice), so that
+// the output stays within a few times the input: at most maxSaves locals
+// at one check, and in all at most one a byte of a function's body. A
+// check beyond them saves none, which is correct, only slower.
+const maxSaves = 64
 
 // loopEnd gives the checks inside the outermost loop, which just ended,
 // the locals it writes, sorted.
 func (pl *planner) loopEnd() {
 	if len(pl.written) == 0 {
+		return
+	}
+	if len(pl.written) > maxSaves {
+		clear(pl.written)
 		return
 	}
 	saves := make([]uint32, 0, len(pl.written))
@@ -76,8 +87,9 @@ func (pl *planner) loopEnd() {
 	slices.Sort(saves)
 	clear(pl.written)
 	for i := pl.loopEdit; i < len(pl.edits); i++ {
-		if e := &pl.edits[i]; e.check || e.kind == editBulk || e.kind == editGrowPost {
+		if e := &pl.edits[i]; (e.check || e.kind == editBulk || e.kind == editGrowPost) && pl.saveBudget >= len(saves) {
 			e.saves = saves
+			pl.saveBudget -= len(saves)
 		}
 	}
 }
@@ -140,7 +152,7 @@ func (pl *planner) branch(d *decoder, in instr) (returns bool, err error) {
 // the end of a run as exhaustion, so the outcome is the same.
 func (m *module) planBody(body []byte, start, base int) (plan, error) {
 	d := &decoder{b: body, p: start, base: base}
-	pl := &planner{stack: make([]frame, 1, 16)}
+	pl := &planner{stack: make([]frame, 1, 16), saveBudget: len(body)}
 	pl.add(start, editLoad, 0)
 	pl.segment(start, true)
 	for len(pl.stack) > 0 {

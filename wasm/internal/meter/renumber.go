@@ -219,7 +219,46 @@ func (m *module) emitCustom(out []byte, s section) ([]byte, error) {
 	return appendSection(out, secCustom, body), nil
 }
 
-// emitTables appends the table section as it is.
+// emitTables appends the table section with every table's maximum
+// lowered to MaxTableSize, or set to it when the table has none, so that
+// wazero refuses table.grow past it (CheckLimits refused larger initial
+// sizes). Imported tables are left alone: the sandbox provides none.
 func (m *module) emitTables(out []byte, s section) ([]byte, error) {
-	return appendSection(out, secTable, s.body), nil
+	r := &reader{b: s.body, off: s.off}
+	n, err := r.count(minTable)
+	if err != nil {
+		return nil, err
+	}
+	body := appendU32(make([]byte, 0, len(s.body)+int(n)*4), n)
+	for i := uint32(0); i < n; i++ {
+		t, err := r.byte()
+		if err != nil {
+			return nil, err
+		}
+		flag, err := r.byte()
+		if err != nil {
+			return nil, err
+		}
+		if flag > 1 {
+			return nil, errAt(r.off+r.p-1, "unsupported limits flag %#x", flag)
+		}
+		initial, err := r.u32()
+		if err != nil {
+			return nil, err
+		}
+		max := uint32(MaxTableSize)
+		if flag == 1 {
+			if max, err = r.u32(); err != nil {
+				return nil, err
+			}
+			max = min(max, MaxTableSize)
+		}
+		body = append(body, t, 0x01)
+		body = appendU32(body, initial)
+		body = appendU32(body, max)
+	}
+	if err := r.trailing(secTable); err != nil {
+		return nil, err
+	}
+	return appendSection(out, secTable, body), nil
 }
