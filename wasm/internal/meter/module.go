@@ -39,6 +39,9 @@ type module struct {
 	globals  uint32   // imported and defined globals: the counter's index
 	start    int64    // start function index, or -1
 	imports  uint32   // imported functions: fuel_slice's index
+	// perElem maps imported functions whose work grows with an argument
+	// to how they are charged for it.
+	perElem map[uint32]perElem
 	// slots is how many locals of one type the slice path saves at most
 	// (see saveGlobal); set by emitCode.
 	slots uint32
@@ -230,7 +233,8 @@ func (m *module) read(s section) error {
 			if mod == SliceModule {
 				return errAt(at, "import module %q is reserved for the fuel meter", mod)
 			}
-			if _, err := r.name(); err != nil {
+			name, err := r.name()
+			if err != nil {
 				return err
 			}
 			kind, err := r.byte()
@@ -239,8 +243,17 @@ func (m *module) read(s section) error {
 			}
 			switch kind {
 			case 0x00: // function
-				if m.imports, err = addU32(m.imports, 1, r.off+r.p); err == nil {
-					_, err = r.u32()
+				var t uint32
+				if t, err = r.u32(); err == nil {
+					if uint64(t) < uint64(len(m.params)) {
+						if pe, ok := perElemCosts[mod+"."+name]; ok && string(m.params[t]) == pe.sig {
+							if m.perElem == nil {
+								m.perElem = map[uint32]perElem{}
+							}
+							m.perElem[m.imports] = pe
+						}
+					}
+					m.imports, err = addU32(m.imports, 1, r.off+r.p)
 				}
 			case 0x01: // table
 				if _, err = r.byte(); err == nil {
