@@ -31,8 +31,9 @@ func wasiInstance(tb testing.TB, cfg wazero.RuntimeConfig, wasm []byte, h *host,
 
 // TestInstrument_HostCalls: a call to an imported function pays
 // HostCallCost, and poll_oneoff, fd_write and fd_pwrite pay for their
-// subscriptions and iovecs, the same on both engines (the per-iteration
-// static costs are counted in testdata/hostcalls.wat's terms).
+// subscriptions and iovecs, the same on both engines, called directly or
+// through a table (the per-iteration static costs are counted in
+// testdata/hostcalls.wat's terms).
 func TestInstrument_HostCalls(t *testing.T) {
 	metered := mustInstrument(t, readWasm(t, "hostcalls"))
 	tests := []struct {
@@ -47,6 +48,10 @@ func TestInstrument_HostCalls(t *testing.T) {
 		{"write", []uint64{2, 500}, 2 * (12 + HostCallCost + 500*IovecCost)},
 		{"pwrite", []uint64{300}, 6 + HostCallCost + 300*IovecCost},
 		{"arith", []uint64{10}, 10 * 12},
+		// i32.const, ref.func, table.set, 4 arguments, local.get,
+		// call_indirect = 9; the wrapper's 4 local.get and call = 5.
+		{"pollindirect", []uint64{3, 0}, 9 + 5 + HostCallCost + 3*PollSubscriptionCost},
+		{"pollindirect", []uint64{3, 1}, 9 + 5 + HostCallCost + 3*PollSubscriptionCost},
 	}
 	for _, tt := range tests {
 		for _, e := range engines {

@@ -110,10 +110,14 @@ func (pl *planner) add(pos int, k editKind, cost int64) {
 }
 
 // renumber plans the edit that gives call or ref.func in its function's
-// index in the output, when that differs.
+// index in the output, when that differs (ref.func of an imported
+// function names its wrapper).
 func (pl *planner) renumber(m *module, body []byte, in instr) error {
 	i, _, _ := readU32(body, in.pos+1) // decoded by next
 	j, err := m.fn(i, in.pos)
+	if in.op == opRefFunc {
+		j, err = m.ref(i, in.pos)
+	}
 	if err != nil || i == j {
 		return err
 	}

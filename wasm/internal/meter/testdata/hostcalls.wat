@@ -10,6 +10,16 @@
   (import "wasi_snapshot_preview1" "fd_write" (func $write (param i32 i32 i32 i32) (result i32)))
   (import "wasi_snapshot_preview1" "fd_pwrite" (func $pwrite (param i32 i32 i32 i64 i32) (result i32)))
   (memory (export "memory") 1)
+  (type $pollT (func (param i32 i32 i32 i32) (result i32)))
+  (table $t 2 funcref)
+  (elem (i32.const 0) $poll)
+
+  ;; poll_oneoff through the table, from the element segment (slot 0) or
+  ;; from ref.func (slot 1): the call reaches the import's wrapper, which
+  ;; pays what a direct call pays.
+  (func (export "pollindirect") (param $subs i32) (param $slot i32) (result i32)
+    (table.set $t (i32.const 1) (ref.func $poll))
+    (call_indirect $t (type $pollT) (i32.const 0) (i32.const 8192) (local.get $subs) (i32.const 16384) (local.get $slot)))
 
   ;; n calls of poll_oneoff with subs subscriptions; returns the last errno.
   (func (export "poll") (param $n i32) (param $subs i32) (result i32)
