@@ -46,9 +46,15 @@
 // call of fuel_slice is no sync point: after it, the global holds its value
 // from before plus the fuel handed out.
 //
-// The test's branch not taken costs about what a test cost before slices
-// (an i64 compare and a branch): the call sits in the else-arm of an if,
-// so that wazero's compiler allocates registers for the fall-through first.
+// The test's branch not taken costs what a test cost before slices (an i64
+// compare and a branch over the path). At the top of a loop without
+// parameters the path, once the slice is handed out, gives the header's
+// charge back and branches to the loop's start, which charges it anew, so
+// it never merges into the code after the test and wazero's compiler lays
+// that out as if the path were not there. Elsewhere (function entries,
+// bulk operations, loops with parameters) the call sits in the else-arm
+// of an if, so that the compiler allocates registers for the fall-through
+// first.
 // wazero's compiler also spills a loop-carried local that is live across a
 // call on every iteration, on the hot path too, so the else-arm first
 // copies the locals the enclosing loops write into globals of the meter's
