@@ -15,6 +15,11 @@ type edit struct {
 	// went below zero. Only function entries and loop headers check (see
 	// planBody).
 	check bool
+	// loop: a check at the top of a loop without parameters, whose slice
+	// path can branch back to the loop's start (see appendCheck).
+	loop bool
+	// An editHost's charge: how its callee is charged per element.
+	host perElem
 	// saves are the locals the enclosing loops write, which a check saves
 	// around its call of fuel_slice (see appendSlice).
 	saves []uint32
@@ -37,6 +42,7 @@ const (
 	editBulk                     // charge the i32 on top of the stack, keep it there
 	editGrowPre                  // local.tee $s: remember the requested delta
 	editGrowPost                 // charge delta*cost if the result is not -1
+	editHost                     // charge an imported function's count argument
 )
 
 // frame is an entry of the control stack while planning.
@@ -47,8 +53,9 @@ type frame struct {
 
 // plan is the result of planning one function body.
 type plan struct {
-	edits   []edit
-	scratch bool // needs the two i32 scratch locals
+	edits     []edit
+	scratch   bool // needs the two i32 scratch locals
+	scratch64 bool // needs the i64 scratch local too
 }
 
 // planner decides where one function body needs charges and syncs.
@@ -87,7 +94,7 @@ func (pl *planner) loopEnd() {
 	slices.Sort(saves)
 	clear(pl.written)
 	for i := pl.loopEdit; i < len(pl.edits); i++ {
-		if e := &pl.edits[i]; (e.check || e.kind == editBulk || e.kind == editGrowPost) && pl.saveBudget >= len(saves) {
+		if e := &pl.edits[i]; (e.check || e.kind == editBulk || e.kind == editGrowPost || e.kind == editHost) && pl.saveBudget >= len(saves) {
 			e.saves = saves
 			pl.saveBudget -= len(saves)
 		}
@@ -105,11 +112,24 @@ func (pl *planner) add(pos int, k editKind, cost int64) {
 	pl.edits = append(pl.edits, edit{pos: pos, kind: k, cost: cost})
 }
 
+// noParams reports whether the block type at body[p] takes no parameters.
+func (m *module) noParams(body []byte, p int) bool {
+	if c := body[p]; c == blockEmpty || isValType(c) {
+		return true
+	}
+	t, _, err := readU32(body, p) // non-negative: checked by the decoder
+	return err == nil && uint64(t) < uint64(len(m.params)) && len(m.params[t]) == 0
+}
+
 // renumber plans the edit that gives call or ref.func in its function's
-// index in the output, when that differs.
+// index in the output, when that differs (ref.func of an imported
+// function names its wrapper).
 func (pl *planner) renumber(m *module, body []byte, in instr) error {
 	i, _, _ := readU32(body, in.pos+1) // decoded by next
 	j, err := m.fn(i, in.pos)
+	if in.op == opRefFunc {
+		j, err = m.ref(i, in.pos)
+	}
 	if err != nil || i == j {
 		return err
 	}
@@ -169,6 +189,7 @@ func (m *module) planBody(body []byte, start, base int) (plan, error) {
 			pl.loops++
 			// The header is entered by every iteration: charge inside.
 			pl.segment(in.end, true)
+			pl.edits[pl.seg].loop = m.noParams(body, in.pos+1)
 		case opIf:
 			pl.edits[pl.seg].cost++
 			pl.segment(in.end, false)
@@ -220,6 +241,16 @@ func (m *module) planBody(body []byte, start, base int) (plan, error) {
 			pl.segment(in.end, false)
 		case opCall, opCallIndirect:
 			pl.edits[pl.seg].cost++
+			if in.op == opCall {
+				if callee, _, _ := readU32(body, in.pos+1); callee < m.imports {
+					pl.edits[pl.seg].cost += HostCallCost
+					if pe, ok := m.perElem[callee]; ok {
+						pl.scratch = true
+						pl.scratch64 = pl.scratch64 || len(pe.sig) > 4
+						pl.edits = append(pl.edits, edit{pos: in.pos, kind: editHost, host: pe})
+					}
+				}
+			}
 			pl.add(in.pos, editCallPre, 0)
 			if in.op == opCall {
 				if err := pl.renumber(m, body, in); err != nil {
