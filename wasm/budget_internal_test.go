@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/tetratelabs/wazero/api"
+
+	"github.com/assayhq/assay/wasm/internal/meter"
 )
 
 // TestSandbox_Validate_waitsWithContext: with every compilation slot
@@ -135,4 +137,24 @@ func freed(s *Sandbox) bool {
 	s.free.mu.Lock()
 	defer s.free.mu.Unlock()
 	return !s.free.last.IsZero()
+}
+
+// TestSandbox_Validate_returnsWhileCompiling: a Validate whose context ends
+// during a long compilation returns then; the compilation finishes in the
+// background, once, and serves the next Validate.
+func TestSandbox_Validate_returnsWhileCompiling(t *testing.T) {
+	s := newTestSandbox(t, Config{})
+	module := limitsModule(t, meter.MaxBodySize) // seconds to compile
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if err := s.Validate(ctx, module); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Validate: %v, want the context's deadline", err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("Validate returned %s after a 100 ms deadline", took)
+	}
+	if err := s.Validate(context.Background(), module); err != nil {
+		t.Fatalf("Validate after the compilation: %v", err)
+	}
 }
