@@ -375,3 +375,27 @@ func TestSandbox_uploadLimits(t *testing.T) {
 		}
 	}
 }
+
+// TestSandbox_Run_fuelAcrossSlices: a checker that runs through many fuel
+// slices uses the same fuel every run, with every limit: exactly what it
+// uses passes, one less is exhausted, whatever slice the limit ends in.
+func TestSandbox_Run_fuelAcrossSlices(t *testing.T) {
+	sb := newSandbox(t, wasm.Config{})
+	module := fixture(t, "primes.wasm")
+	in := wasm.Input{Artifact: []byte("300000 25997")}
+	full := sb.Run(context.Background(), module, in, wasm.Limits{Fuel: wasm.MaxFuel})
+	if full.Kind != wasm.KindPass || full.FuelUsed < 10*wasm.FuelSlice {
+		t.Fatalf("kind %s fuel %d: want a pass over ten slices", full.Kind, full.FuelUsed)
+	}
+	for _, fuel := range []uint64{full.FuelUsed, wasm.DefaultFuel, full.FuelUsed + wasm.FuelSlice} {
+		if out := sb.Run(context.Background(), module, in, wasm.Limits{Fuel: fuel}); out.Kind != wasm.KindPass || out.FuelUsed != full.FuelUsed {
+			t.Errorf("limit %d: %s with %d fuel, want a pass with %d", fuel, out.Kind, out.FuelUsed, full.FuelUsed)
+		}
+	}
+	// One less; and a limit that is a whole number of slices.
+	for _, fuel := range []uint64{full.FuelUsed - 1, full.FuelUsed / wasm.FuelSlice * wasm.FuelSlice} {
+		if out := sb.Run(context.Background(), module, in, wasm.Limits{Fuel: fuel}); out.Kind != wasm.KindFuelExhausted || out.FuelUsed != fuel {
+			t.Errorf("limit %d: %s with %d fuel, want fuel_exhausted at the limit", fuel, out.Kind, out.FuelUsed)
+		}
+	}
+}
