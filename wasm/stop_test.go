@@ -160,7 +160,7 @@ func TestSandbox_Close_stopsGuests(t *testing.T) {
 					outs[i] = sb.Run(context.Background(), testdata(t, module), wasm.Input{}, lim)
 				}()
 			}
-			time.Sleep(200 * time.Millisecond) // both guests are spinning
+			time.Sleep(100 * time.Millisecond) // both guests are spinning
 			start := time.Now()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
@@ -301,7 +301,8 @@ func TestSandbox_memoryBudget(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			spun := make(chan wasm.Outcome)
 			go func() {
-				spun <- sb.Run(ctx, spin, wasm.Input{}, wasm.Limits{Fuel: wasm.MaxFuel, MemoryMiB: tc.mib, Timeout: time.Hour})
+				// Unmetered, so that only the cancellation ends it.
+				spun <- sb.Run(ctx, spin, wasm.Input{}, wasm.Limits{MemoryMiB: tc.mib, Timeout: time.Hour})
 			}()
 			time.Sleep(100 * time.Millisecond) // the spinner is admitted
 			passed := make(chan wasm.Outcome)
@@ -349,7 +350,7 @@ func TestSandbox_memoryBudget(t *testing.T) {
 	t.Run("ErrDeadlineWaiting", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		go sb.Run(ctx, spin, wasm.Input{}, wasm.Limits{Fuel: wasm.MaxFuel, MemoryMiB: 64, Timeout: time.Hour})
+		go sb.Run(ctx, spin, wasm.Input{}, wasm.Limits{MemoryMiB: 64, Timeout: time.Hour})
 		time.Sleep(100 * time.Millisecond)
 		out := sb.Run(context.Background(), pass, wasm.Input{}, wasm.Limits{Fuel: 1000, MemoryMiB: 64, Timeout: 200 * time.Millisecond})
 		if out.Kind != wasm.KindTimeout || !strings.Contains(out.Detail, "waiting for memory") {
