@@ -87,7 +87,7 @@ var hostile = []struct {
 	compilerOnly bool
 }{
 	{name: "pass", module: "pass.wasm", lim: wasm.Limits{Fuel: 1000}, kind: wasm.KindPass, exit: 0},
-	{name: "fail", module: "fail.wasm", lim: wasm.Limits{Fuel: 1000}, kind: wasm.KindFail, exit: 3, detail: "exited 3"},
+	{name: "fail", module: "fail.wasm", lim: wasm.Limits{Fuel: 10_000}, kind: wasm.KindFail, exit: 3, detail: "exited 3"},
 	{name: "infinite loop", module: "loop.wasm", lim: wasm.Limits{Fuel: 1_000_000}, kind: wasm.KindFuelExhausted, exit: -1},
 	{name: "unbounded recursion", module: "recurse.wasm", lim: wasm.Limits{Fuel: 5_000}, kind: wasm.KindFuelExhausted, exit: -1},
 	{name: "recursion past the depth limit", module: "recurse.wasm", lim: wasm.Limits{Fuel: wasm.DefaultFuel}, kind: wasm.KindTrap, exit: -1, detail: "call stack exhausted", compilerOnly: true},
@@ -100,7 +100,7 @@ var hostile = []struct {
 	{name: "unknown import", module: "badimport.wasm", lim: wasm.Limits{Fuel: 1000}, kind: wasm.KindInvalidChecker, exit: -1, detail: "env.open_socket"},
 	{name: "no _start", module: "nostart.wasm", lim: wasm.Limits{Fuel: 1000}, kind: wasm.KindInvalidChecker, exit: -1, detail: "_start"},
 	{name: "garbage bytes", module: "", lim: wasm.Limits{Fuel: 1000}, kind: wasm.KindInvalidChecker, exit: -1, detail: "invalid checker"},
-	{name: "garbage bytes unmetered", module: "", lim: wasm.Limits{}, kind: wasm.KindInvalidChecker, exit: -1, detail: "not a valid module"},
+	{name: "garbage bytes unmetered", module: "", lim: wasm.Limits{}, kind: wasm.KindInvalidChecker, exit: -1, detail: "overruns the module"},
 	{name: "go out of memory", module: "oom.wasm", lim: wasm.Limits{Fuel: wasm.DefaultFuel, MemoryMiB: 32}, kind: wasm.KindMemoryExceeded, exit: 2, detail: "memory limit of 32 MiB", goGuest: true},
 	{name: "go checker passes", module: "rows.wasm", in: `{"min_rows":2,"rows":[{"id":"a"},{"id":"b"}]}`, lim: wasm.Limits{Fuel: wasm.DefaultFuel}, kind: wasm.KindPass, exit: 0, stdout: "ok: 2 rows", goGuest: true},
 	{name: "go checker fails", module: "rows.wasm", in: `{"rows":[]}`, lim: wasm.Limits{Fuel: wasm.DefaultFuel}, kind: wasm.KindFail, exit: 1, goGuest: true},
@@ -258,7 +258,7 @@ func TestSandbox_Run_timeout(t *testing.T) {
 		}
 	})
 	t.Run("metered", func(t *testing.T) {
-		// The guest runs on until its fuel is spent; Close waits for it.
+		// The guest stops at its first fuel slice past the deadline.
 		out := sb.Run(context.Background(), fixture(t, "loop.wasm"), wasm.Input{}, wasm.Limits{Fuel: 300_000_000, Timeout: time.Millisecond})
 		if out.Kind != wasm.KindTimeout {
 			t.Fatalf("kind %s, want timeout", out.Kind)

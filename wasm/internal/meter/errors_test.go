@@ -2,9 +2,12 @@ package meter
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/tetratelabs/wazero"
 )
 
 // oneFunc assembles a minimal module with one function of type [] -> [] and
@@ -91,13 +94,47 @@ func TestInstrument_Deterministic(t *testing.T) {
 }
 
 // TestInstrument_Empty instruments a module with no sections at all: it
-// gains a global section with the two counters and an export section.
+// gains a type section and an import section for fuel_slice, a global
+// section with the two counters and an export section.
 func TestInstrument_Empty(t *testing.T) {
 	out := mustInstrument(t, []byte("\x00asm\x01\x00\x00\x00"))
 	want := []byte("\x00asm\x01\x00\x00\x00" +
+		"\x01\x04\x01\x60\x00\x00" +
+		"\x02\x14\x01\x05assay\x0afuel_slice\x00\x00" +
 		"\x06\x0b\x02\x7e\x01\x42\x00\x0b\x7f\x01\x41\x00\x0b" +
 		"\x07\x1c\x02\x0aassay_fuel\x03\x00\x0bassay_depth\x03\x01")
 	if !bytes.Equal(out, want) {
 		t.Fatalf("got % x\nwant % x", out, want)
+	}
+}
+
+// TestInstrument_OnlyImports: a module with imports but no functions of
+// its own gains the function, element and code sections of the imports'
+// wrappers, each where its rank says (the code before the data section),
+// and stays valid.
+func TestInstrument_OnlyImports(t *testing.T) {
+	b := sec(wasmHeader(), secType, []byte{0x01, 0x60, 0x01, 0x7f, 0x00})
+	imp := append(appendName(appendName(nil, "env"), "charge"), 0x00, 0x00)
+	b = sec(b, secImport, append([]byte{0x01}, imp...))
+	b = sec(b, secExport, append(appendName([]byte{0x01}, "charge"), 0x00, 0x00))
+	b = sec(b, secData, []byte{0x01, 0x01, 0x01, 'x'})
+	out := mustInstrument(t, b)
+	var ids []byte
+	for p := len(header); p < len(out); {
+		size, n, err := readU32(out, p+1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, out[p])
+		p += 1 + n + int(size)
+	}
+	if want := []byte{secType, secImport, secFunction, secGlobal, secExport, secElem, secCode, secData}; !bytes.Equal(ids, want) {
+		t.Fatalf("sections %v, want %v", ids, want)
+	}
+	ctx := context.Background()
+	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
+	defer r.Close(ctx)
+	if _, err := r.CompileModule(ctx, out); err != nil {
+		t.Fatal(err)
 	}
 }

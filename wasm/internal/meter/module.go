@@ -9,8 +9,10 @@ const (
 	secImport    = 2
 	secFunction  = 3
 	secGlobal    = 6
+	secTable     = 4
 	secExport    = 7
 	secStart     = 8
+	secElem      = 9
 	secCode      = 10
 	secDataCount = 12
 )
@@ -32,10 +34,48 @@ type section struct {
 // module is what the pass needs to know about the input.
 type module struct {
 	sections []section
-	params   []uint32 // parameter count of each type
+	params   [][]byte // parameter types of each type
 	funcs    []uint32 // type index of each defined function
 	globals  uint32   // imported and defined globals: the counter's index
 	start    int64    // start function index, or -1
+	imports  uint32   // imported functions: fuel_slice's index
+	imported []uint32 // type index of each imported function
+	// perElem maps imported functions whose work grows with an argument
+	// to how they are charged for it.
+	perElem map[uint32]*perElem
+	// slots is how many locals of one type the slice path saves at most
+	// (see saveGlobal); set by emitCode.
+	slots uint32
+}
+
+// fn returns the index that function index i of the input has in the
+// output, where fuel_slice sits after the imported functions.
+func (m *module) fn(i uint32, off int) (uint32, error) {
+	if i < m.imports {
+		return i, nil
+	}
+	if i == math.MaxUint32 {
+		return 0, errAt(off, "function index %d out of range", i)
+	}
+	return i + 1, nil
+}
+
+// ref returns the index that a reference to function i of the input
+// (ref.func, an element segment, the start function) has in the output:
+// an imported function's wrapper, or fn's index. Calls through a table or
+// a funcref then pay for a host call as direct calls do.
+func (m *module) ref(i uint32, off int) (uint32, error) {
+	if i < m.imports {
+		return m.wrapper(i), nil
+	}
+	return m.fn(i, off)
+}
+
+// wrapper is the index of imported function i's wrapper: a defined
+// function of its type that calls it with its arguments, added after the
+// module's own functions.
+func (m *module) wrapper(i uint32) uint32 {
+	return m.imports + 1 + uint32(len(m.funcs)) + i
 }
 
 // Instrument returns module with fuel metering added, as described in the
@@ -43,12 +83,18 @@ type module struct {
 //
 // # Errors
 //
-// A *DecodeError for anything the pass cannot decode: a malformed binary, an
-// instruction or section outside WebAssembly 2.0 as wazero enables it by
-// default, or an export named GlobalExport or StartExport already present.
-// For an input that wazero would reject, Instrument either returns an error
-// or returns bytes that wazero rejects too; it never panics.
+// A *LimitError for a module beyond the limits CheckLimits checks, which
+// Instrument calls first. A *DecodeError for anything the pass cannot
+// decode: a malformed binary, an instruction or section outside
+// WebAssembly 2.0 as wazero enables it by default, an export named
+// GlobalExport, StartExport or DepthExport already present, or an import
+// from SliceModule. For an input that wazero would reject, Instrument
+// either returns an error or returns bytes that wazero rejects too; it
+// never panics.
 func Instrument(module []byte) ([]byte, error) {
+	if err := CheckLimits(module); err != nil {
+		return nil, err
+	}
 	m, err := parse(module)
 	if err != nil {
 		return nil, err
@@ -169,7 +215,7 @@ func (m *module) read(s section) error {
 		if err != nil {
 			return err
 		}
-		m.params = make([]uint32, n)
+		m.params = make([][]byte, n)
 		for i := range m.params {
 			if f, err := r.byte(); err != nil {
 				return err
@@ -181,13 +227,14 @@ func (m *module) read(s section) error {
 				if err != nil {
 					return err
 				}
+				at := r.p
 				for k := uint32(0); k < c; k++ {
 					if t, _ := r.byte(); !isValType(t) {
 						return errAt(r.off+r.p-1, "bad value type %#x", t)
 					}
 				}
 				if j == 0 {
-					m.params[i] = c
+					m.params[i] = r.b[at:r.p]
 				}
 			}
 		}
@@ -197,10 +244,16 @@ func (m *module) read(s section) error {
 			return err
 		}
 		for i := uint32(0); i < n; i++ {
-			if _, err := r.name(); err != nil {
+			at := r.off + r.p
+			mod, err := r.name()
+			if err != nil {
 				return err
 			}
-			if _, err := r.name(); err != nil {
+			if mod == SliceModule {
+				return errAt(at, "import module %q is reserved for the fuel meter", mod)
+			}
+			name, err := r.name()
+			if err != nil {
 				return err
 			}
 			kind, err := r.byte()
@@ -209,7 +262,19 @@ func (m *module) read(s section) error {
 			}
 			switch kind {
 			case 0x00: // function
-				_, err = r.u32()
+				var t uint32
+				if t, err = r.u32(); err == nil {
+					if uint64(t) < uint64(len(m.params)) {
+						if pe, ok := perElemCosts[mod+"."+name]; ok && string(m.params[t]) == pe.sig {
+							if m.perElem == nil {
+								m.perElem = map[uint32]*perElem{}
+							}
+							m.perElem[m.imports] = pe
+						}
+					}
+					m.imported = append(m.imported, t)
+					m.imports, err = addU32(m.imports, 1, r.off+r.p)
+				}
 			case 0x01: // table
 				if _, err = r.byte(); err == nil {
 					err = r.limits()
@@ -253,7 +318,7 @@ func (m *module) read(s section) error {
 			return err
 		}
 		if m.globals >= math.MaxUint32-1 {
-			return errAt(r.off, "no room for two more globals")
+			return errAt(r.off, "no room for the meter's globals")
 		}
 		return nil // the entries are copied as they are
 	case secExport:
@@ -309,9 +374,40 @@ func (m *module) emit(size int) ([]byte, error) {
 	out := make([]byte, 0, size+size/2+64)
 	out = append(out, header...)
 
+	// fuel_slice's type, [] -> [], goes after the module's own types; the
+	// import after its own imports.
+	sliceImport := appendName(nil, SliceModule)
+	sliceImport = appendName(sliceImport, SliceFunc)
+	sliceImport = append(sliceImport, 0x00)
+	sliceImport = appendU32(sliceImport, uint32(len(m.params)))
+
+	// The code section is written first: it decides how many globals the
+	// slice path needs to save locals in.
+	codeSec := section{id: secCode}
+	for _, s := range m.sections {
+		if s.id == secCode {
+			codeSec = s
+		}
+	}
+	code, err := m.emitCode(codeSec)
+	if err != nil {
+		return nil, err
+	}
+	if uint64(m.globals)+2+uint64(m.slots)*uint64(len(saveTypes)) > math.MaxUint32 {
+		return nil, errAt(0, "no room for the meter's globals")
+	}
+
 	// The fuel counter: mut i64, initialised to 0; the depth counter: mut
-	// i32, initialised to 0.
+	// i32, initialised to 0; then the globals the slice path saves locals
+	// in.
 	global := []byte{0x7e, 0x01, opI64Const, 0x00, opEnd, 0x7f, 0x01, opI32Const, 0x00, opEnd}
+	for k := uint32(0); k < m.slots; k++ {
+		for _, t := range saveTypes {
+			global = append(global, t, 0x01)
+			global = append(global, zeroExpr(t)...)
+		}
+	}
+	nglobals := 2 + m.slots*uint32(len(saveTypes))
 	exports := appendName(nil, GlobalExport)
 	exports = append(exports, 0x03)
 	exports = appendU32(exports, m.globals)
@@ -320,86 +416,145 @@ func (m *module) emit(size int) ([]byte, error) {
 	exports = appendU32(exports, m.globals+1)
 	nexports := uint32(2)
 	if m.start >= 0 {
+		start, err := m.ref(uint32(m.start), 0)
+		if err != nil {
+			return nil, err
+		}
 		exports = appendName(exports, StartExport)
 		exports = append(exports, 0x00)
-		exports = appendU32(exports, uint32(m.start))
+		exports = appendU32(exports, start)
 		nexports++
 	}
 
-	wroteGlobal, wroteExport := false, false
-	writeGlobal := func(old []byte, n uint32) {
-		body := appendU32(nil, n+2)
-		body = append(body, old...)
-		out = appendSection(out, secGlobal, append(body, global...))
-		wroteGlobal = true
-	}
-	writeExport := func(old []byte, n uint32) error {
-		total, err := addU32(n, nexports, 0)
+	// extend writes section id with its n entries old, rewritten by
+	// rewrite when it is not nil, and then added, the m added entries.
+	extend := func(id byte, n uint32, old []byte, off int, rewrite func(*reader, []byte, uint32) ([]byte, error), added []byte, k uint32) error {
+		total, err := addU32(n, k, off)
 		if err != nil {
 			return err
 		}
-		body := appendU32(nil, total)
-		body = append(body, old...)
-		out = appendSection(out, secExport, append(body, exports...))
-		wroteExport = true
+		body := appendU32(make([]byte, 0, len(old)+len(added)+5), total)
+		if rewrite != nil {
+			if body, err = rewrite(&reader{b: old, off: off}, body, n); err != nil {
+				return err
+			}
+		} else {
+			body = append(body, old...)
+		}
+		out = appendSection(out, id, append(body, added...))
+		return nil
+	}
+	// The wrappers of the imported functions: their types, and a
+	// declarative element segment that lets ref.func name them.
+	var wrapTypes, declare []byte
+	for i, t := range m.imported {
+		wrapTypes = appendU32(wrapTypes, t)
+		declare = appendU32(declare, m.wrapper(uint32(i)))
+	}
+	declare = append(append([]byte{0x03, 0x00}, appendU32(nil, m.imports)...), declare...)
+
+	// The sections Instrument adds to, and whether they are written yet:
+	// those the input lacks are written where their rank says. Without
+	// imports there are no wrappers, and the function, element and code
+	// sections keep their entries.
+	added := map[byte]bool{secType: false, secImport: false, secGlobal: false, secExport: false}
+	if m.imports > 0 {
+		added[secFunction], added[secElem], added[secCode] = false, false, false
+	}
+	write := func(id byte, n uint32, old []byte, off int) error {
+		added[id] = true
+		switch id {
+		case secType:
+			return extend(id, n, old, off, nil, []byte{0x60, 0x00, 0x00}, 1)
+		case secImport:
+			return extend(id, n, old, off, nil, sliceImport, 1)
+		case secFunction:
+			return extend(id, n, old, off, nil, wrapTypes, m.imports)
+		case secGlobal:
+			return extend(id, n, old, off, m.globalEntries, global, nglobals)
+		case secExport:
+			return extend(id, n, old, off, m.exportEntries, exports, nexports)
+		case secElem:
+			return extend(id, n, old, off, m.elementEntries, declare, 1)
+		default: // secCode
+			out = appendSection(out, secCode, code)
+			return nil
+		}
+	}
+	missing := func(rank int) error {
+		for _, id := range []byte{secType, secImport, secFunction, secGlobal, secExport, secElem, secCode} {
+			if _, ok := added[id]; ok && !added[id] && order[id] < rank {
+				if err := write(id, 0, nil, 0); err != nil {
+					return err
+				}
+			}
+		}
 		return nil
 	}
 
 	for _, s := range m.sections {
 		if s.id != secCustom {
-			// Sections the input lacks go where their rank says.
-			if !wroteGlobal && order[s.id] > order[secGlobal] {
-				writeGlobal(nil, 0)
-			}
-			if !wroteExport && order[s.id] > order[secExport] {
-				if err := writeExport(nil, 0); err != nil {
-					return nil, err
-				}
+			if err := missing(order[s.id]); err != nil {
+				return nil, err
 			}
 		}
+		var err error
 		switch s.id {
-		case secGlobal:
-			n, rest := countAndRest(s)
-			writeGlobal(rest, n)
-		case secExport:
-			n, rest := countAndRest(s)
-			if err := writeExport(rest, n); err != nil {
-				return nil, err
+		case secType, secImport, secFunction, secGlobal, secExport, secElem, secCode:
+			_, extended := added[s.id]
+			switch {
+			case extended && s.id == secCode:
+				err = write(secCode, 0, nil, 0)
+			case extended:
+				n, k, _ := readU32(s.body, 0) // read cleanly in parse
+				err = write(s.id, n, s.body[k:], s.off+k)
+			case s.id == secElem:
+				out, err = m.emitElements(out, s)
+			case s.id == secCode:
+				out = appendSection(out, secCode, code)
+			default:
+				out = appendSection(out, s.id, s.body)
 			}
 		case secStart:
 			// Dropped: the host calls StartExport after setting the fuel.
-		case secCode:
-			var err error
-			if out, err = m.emitCode(out, s); err != nil {
-				return nil, err
-			}
+		case secTable:
+			out, err = m.emitTables(out, s)
+		case secCustom:
+			out, err = m.emitCustom(out, s)
 		default:
 			out = appendSection(out, s.id, s.body)
 		}
-	}
-	if !wroteGlobal {
-		writeGlobal(nil, 0)
-	}
-	if !wroteExport {
-		if err := writeExport(nil, 0); err != nil {
+		if err != nil {
 			return nil, err
 		}
+	}
+	if err := missing(len(order) + 1); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
 
-// emitCode appends the instrumented code section.
-func (m *module) emitCode(out []byte, s section) ([]byte, error) {
+// emitCode returns the instrumented code section's contents: the
+// module's function bodies (s.body is nil when it has none), then the
+// imported functions' wrappers.
+func (m *module) emitCode(s section) ([]byte, error) {
+	var n uint32
 	r := &reader{b: s.body, off: s.off}
-	n, err := r.count(2)
-	if err != nil {
-		return nil, err
+	if s.body != nil {
+		var err error
+		if n, err = r.count(2); err != nil {
+			return nil, err
+		}
 	}
 	if int(n) != len(m.funcs) {
 		return nil, errAt(s.off, "code section has %d bodies for %d functions", n, len(m.funcs))
 	}
+	total, err := addU32(n, m.imports, s.off)
+	if err != nil {
+		return nil, err
+	}
 	body := make([]byte, 0, len(s.body)*2)
-	body = appendU32(body, n)
+	body = appendU32(body, total)
 	for i := uint32(0); i < n; i++ {
 		size, err := r.u32()
 		if err != nil {
@@ -409,7 +564,7 @@ func (m *module) emitCode(out []byte, s section) ([]byte, error) {
 			return nil, errAt(r.off+r.p, "function body %d overruns the code section", i)
 		}
 		code := r.b[r.p : r.p+int(size)]
-		fn, err := rewriteBody(code, m.params[m.funcs[i]], m.globals, r.off+r.p)
+		fn, err := m.rewriteBody(code, m.params[m.funcs[i]], r.off+r.p)
 		if err != nil {
 			return nil, err
 		}
@@ -420,8 +575,27 @@ func (m *module) emitCode(out []byte, s section) ([]byte, error) {
 	if r.p != len(r.b) {
 		return nil, errAt(r.off+r.p, "code section has %d trailing bytes", len(r.b)-r.p)
 	}
+	for i, t := range m.imported {
+		if uint64(t) >= uint64(len(m.params)) {
+			return nil, errAt(0, "imported function %d has type index %d out of range", i, t)
+		}
+		// No locals; local.get of each parameter; call the import.
+		w := []byte{0x00}
+		for j := range m.params[t] {
+			w = append(w, opLocalGet)
+			w = appendU32(w, uint32(j))
+		}
+		w = append(w, opCall)
+		w = appendU32(w, uint32(i))
+		fn, err := m.rewriteBody(append(w, opEnd), m.params[t], 0)
+		if err != nil {
+			return nil, err
+		}
+		body = appendU32(body, uint32(len(fn)))
+		body = append(body, fn...)
+	}
 	if uint64(len(body)) > math.MaxUint32 {
 		return nil, errAt(s.off, "instrumented code section is too large")
 	}
-	return appendSection(out, secCode, body), nil
+	return body, nil
 }
