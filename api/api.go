@@ -34,8 +34,9 @@ const DefaultMaxBodyBytes = 1 << 20
 type Config struct {
 	Court *escrow.Service
 	Keys  *receipt.Keyring
-	// OperatorToken is the bearer token of POST /contracts/{id}/resolve;
-	// empty disables the route.
+	// OperatorToken is the bearer token of the operator's routes and
+	// tools (operator.go): the court's resolve, the market's resolve, tick
+	// and clock, MCP's resolve_challenge; empty disables them.
 	OperatorToken string
 	// JurorName and JurorModel describe the tier-1 juror at /health;
 	// empty when there is none.

@@ -1,13 +1,9 @@
 package api
 
 import (
-	"crypto/subtle"
-	"strings"
-
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/assayhq/assay/runtime/escrow"
-	"github.com/assayhq/assay/runtime/fault"
 )
 
 // courtRoutes registers the escrow court's routes: contracts and their
@@ -21,7 +17,7 @@ func (s *server) courtRoutes(app *fiber.App) {
 	app.Post("/contracts/:id/deliver", s.deliver)
 	app.Post("/contracts/:id/accept", s.accept)
 	app.Post("/contracts/:id/dispute", s.dispute)
-	app.Post("/contracts/:id/resolve", s.resolve)
+	app.Post("/contracts/:id/resolve", s.operator(courtOperator), s.resolve)
 
 	app.Get("/agents/:did/receipts", s.agentReceipts)
 	app.Get("/agents/:did/reputation", s.reputation)
@@ -140,16 +136,9 @@ func (s *server) dispute(c *fiber.Ctx) error {
 	return reply(c, r, err)
 }
 
+// resolve is the operator's decision on an escalated dispute (behind
+// s.operator).
 func (s *server) resolve(c *fiber.Ctx) error {
-	if s.cfg.OperatorToken == "" {
-		return fault.New(fault.Forbidden, "operator_disabled", "operator resolution is disabled on this server: start it with ASSAY_OPERATOR_TOKEN set")
-	}
-	auth := c.Get(fiber.HeaderAuthorization)
-	token, ok := strings.CutPrefix(auth, "Bearer ")
-	if !ok || subtle.ConstantTimeCompare([]byte(token), []byte(s.cfg.OperatorToken)) != 1 {
-		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="assay-operator"`)
-		return fault.New(fault.Unauthorized, "unauthorized", "resolving a dispute takes the operator's bearer token: Authorization: Bearer <token>")
-	}
 	b, err := body(c, s.cfg.MaxBodyBytes)
 	if err != nil {
 		return err

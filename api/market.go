@@ -1,8 +1,6 @@
 package api
 
 import (
-	"crypto/subtle"
-	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -20,6 +18,7 @@ func registerMarket(app *fiber.App, s *server) {
 		return
 	}
 	g := app.Group("/market")
+	op := s.operator(marketOperator)
 	g.Get("/listings", func(c *fiber.Ctx) error { // search_listings
 		r, err := m.Search(c.UserContext(), market.SearchRequest{Query: c.Query("query"), QueryFingerprint: c.Query("query_fingerprint"), Limit: c.QueryInt("limit")})
 		if err != nil {
@@ -106,10 +105,7 @@ func registerMarket(app *fiber.App, s *server) {
 		}
 		return c.JSON(ch)
 	})
-	g.Post("/challenges/:id/resolve", func(c *fiber.Ctx) error { // resolve_challenge
-		if err := s.operator(c); err != nil {
-			return err
-		}
+	g.Post("/challenges/:id/resolve", op, func(c *fiber.Ctx) error { // resolve_challenge
 		var req market.ResolveRequest
 		id, err := decodeBody(c, s, &req, "verdict, reason")
 		if err != nil {
@@ -118,10 +114,7 @@ func registerMarket(app *fiber.App, s *server) {
 		r, err := m.Resolve(c.UserContext(), c.Params("id"), req, id)
 		return reply(c, r, err)
 	})
-	g.Post("/tick", func(c *fiber.Ctx) error {
-		if err := s.operator(c); err != nil {
-			return err
-		}
+	g.Post("/tick", op, func(c *fiber.Ctx) error {
 		var req market.TickRequest
 		if _, err := decodeBody(c, s, &req, "samples"); err != nil {
 			return err
@@ -176,10 +169,7 @@ func registerMarket(app *fiber.App, s *server) {
 		return c.JSON(fiber.Map{"fingerprint": market.Fingerprint(text), "tokens": market.Tokens(text), "constraints": market.Constraints(text)})
 	})
 	if advance := s.cfg.AdvanceMarketClock; advance != nil {
-		g.Post("/clock", func(c *fiber.Ctx) error { // tests only: ASSAY_TEST_CLOCK=1
-			if err := s.operator(c); err != nil {
-				return err
-			}
+		g.Post("/clock", op, func(c *fiber.Ctx) error { // tests only: ASSAY_TEST_CLOCK=1
 			var req struct {
 				Advance string `json:"advance"`
 			}
@@ -209,17 +199,4 @@ func decodeBody(c *fiber.Ctx, s *server, v any, fields string) (market.Idem, err
 	}
 	id, err := idem(c, b)
 	return market.Idem(id), err
-}
-
-// operator checks the operator's bearer token.
-func (s *server) operator(c *fiber.Ctx) error {
-	if s.cfg.OperatorToken == "" {
-		return fault.New(fault.Forbidden, "operator_disabled", "operator routes are disabled on this server: start it with ASSAY_OPERATOR_TOKEN set")
-	}
-	token, ok := strings.CutPrefix(c.Get(fiber.HeaderAuthorization), "Bearer ")
-	if !ok || subtle.ConstantTimeCompare([]byte(token), []byte(s.cfg.OperatorToken)) != 1 {
-		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="assay-operator"`)
-		return fault.New(fault.Unauthorized, "unauthorized", "this route takes the operator's bearer token: Authorization: Bearer <token>")
-	}
-	return nil
 }

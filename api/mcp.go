@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -205,7 +204,7 @@ func newMCPServer(s *server) *mcp.Server {
 		})
 	tool(s, srv, "resolve_challenge", "Operator only (Authorization: Bearer <operator token> on the HTTP request): uphold or reject an open challenge.",
 		schemaOf[challengedOut](), func(ctx context.Context, req *mcp.CallToolRequest, in resolveIn) (any, error) {
-			if err := s.mcpOperator(req); err != nil {
+			if err := s.checkOperator(authorization(req), mcpOperator); err != nil {
 				return nil, err
 			}
 			i, err := mcpIdem("resolve_challenge", in.IdempotencyKey, in)
@@ -281,19 +280,11 @@ func (s *server) toolError(name string, err error) error {
 	return errors.New(string(b))
 }
 
-// mcpOperator checks the operator's bearer token on the HTTP request that
+// authorization is the Authorization header of the HTTP request that
 // carried the tool call.
-func (s *server) mcpOperator(req *mcp.CallToolRequest) error {
-	if s.cfg.OperatorToken == "" {
-		return fault.New(fault.Forbidden, "operator_disabled", "operator tools are disabled on this server: start it with ASSAY_OPERATOR_TOKEN set")
+func authorization(req *mcp.CallToolRequest) string {
+	if req == nil || req.Extra == nil || req.Extra.Header == nil {
+		return ""
 	}
-	var h string
-	if req != nil && req.Extra != nil && req.Extra.Header != nil {
-		h = req.Extra.Header.Get("Authorization")
-	}
-	token, ok := strings.CutPrefix(h, "Bearer ")
-	if !ok || subtle.ConstantTimeCompare([]byte(token), []byte(s.cfg.OperatorToken)) != 1 {
-		return fault.New(fault.Unauthorized, "unauthorized", "resolve_challenge takes the operator's bearer token: Authorization: Bearer <token> on the MCP HTTP request")
-	}
-	return nil
+	return req.Extra.Header.Get("Authorization")
 }
