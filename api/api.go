@@ -12,7 +12,6 @@ import (
 	_ "embed"
 	"encoding/json"
 	"log/slog"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -20,7 +19,6 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/assayhq/assay/runtime/escrow"
-	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/market"
 	"github.com/assayhq/assay/runtime/matters"
 	"github.com/assayhq/assay/runtime/receipt"
@@ -204,16 +202,4 @@ func (s *server) agentFacts(c *fiber.Ctx) error {
 			"court_did":                cur.DID,
 		},
 	})
-}
-
-func queryLimit(c *fiber.Ctx, def int) (int, error) {
-	q := c.Query("limit")
-	if q == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(q)
-	if err != nil || n < 1 {
-		return 0, fault.New(fault.Invalid, "invalid_limit", "limit must be a positive integer")
-	}
-	return n, nil
 }

@@ -20,7 +20,11 @@ func registerMarket(app *fiber.App, s *server) {
 	g := app.Group("/market")
 	op := s.operator(marketOperator)
 	g.Get("/listings", func(c *fiber.Ctx) error { // search_listings
-		r, err := m.Search(c.UserContext(), market.SearchRequest{Query: c.Query("query"), QueryFingerprint: c.Query("query_fingerprint"), Limit: c.QueryInt("limit")})
+		limit, err := queryLimit(c, 0)
+		if err != nil {
+			return err
+		}
+		r, err := m.Search(c.UserContext(), market.SearchRequest{Query: c.Query("query"), QueryFingerprint: c.Query("query_fingerprint"), Limit: limit})
 		if err != nil {
 			return err
 		}
