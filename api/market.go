@@ -182,7 +182,7 @@ func registerMarket(app *fiber.App, s *server) {
 			}
 			d, err := time.ParseDuration(req.Advance)
 			if err != nil || d < 0 {
-				return fault.New(fault.Invalid, "invalid_duration", "advance is a non-negative Go duration, e.g. 2h")
+				return fault.New(fault.Invalid, codeInvalidDuration, "advance is a non-negative Go duration, e.g. 2h")
 			}
 			advance(d)
 			return c.JSON(fiber.Map{"advanced": d.String()})

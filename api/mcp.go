@@ -121,13 +121,13 @@ func codedHTTPError(c *fiber.Ctx) error {
 		return nil
 	}
 	codes := map[int]string{
-		http.StatusBadRequest: "invalid_request", http.StatusMethodNotAllowed: "method_not_allowed",
-		http.StatusNotAcceptable: "not_acceptable", http.StatusUnsupportedMediaType: "unsupported_media_type",
-		http.StatusRequestEntityTooLarge: "body_too_large", http.StatusNotFound: "session_not_found",
+		http.StatusBadRequest: codeInvalidRequest, http.StatusMethodNotAllowed: codeMethodNotAllowed,
+		http.StatusNotAcceptable: codeNotAcceptable, http.StatusUnsupportedMediaType: codeUnsupportedMediaType,
+		http.StatusRequestEntityTooLarge: codeBodyTooLarge, http.StatusNotFound: codeSessionNotFound,
 	}
 	code, ok := codes[status]
 	if !ok {
-		code = "http_error"
+		code = codeHTTPError
 	}
 	msg := strings.TrimSpace(string(res.Body()))
 	if msg == "" {
@@ -152,7 +152,7 @@ func codedToolErrors(next mcp.MethodHandler) mcp.MethodHandler {
 		if !ok || json.Unmarshal([]byte(t.Text), &body) == nil && body.Error.Code != "" {
 			return res, err
 		}
-		b, _ := marshal(errorBody{Detail: t.Text, Error: errorCode{Code: "invalid_arguments", Message: t.Text}})
+		b, _ := marshal(errorBody{Detail: t.Text, Error: errorCode{Code: codeInvalidArguments, Message: t.Text}})
 		t.Text = string(b)
 		return res, err
 	}
@@ -274,7 +274,7 @@ func (s *server) toolError(name string, err error) error {
 	if fault.KindOf(err) == fault.Internal {
 		// As the REST error handler does: logged, not shown.
 		s.cfg.Logger.Error("internal error", "tool", name, "err", err)
-		code, msg = "internal", "internal error"
+		code, msg = codeInternal, "internal error"
 	}
 	b, _ := marshal(errorBody{Detail: msg, Error: errorCode{Code: code, Message: msg}})
 	return errors.New(string(b))

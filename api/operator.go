@@ -53,11 +53,11 @@ func (s *server) operator(scope operatorScope) fiber.Handler {
 // configured, the operator's routes are off.
 func (s *server) checkOperator(authorization string, scope operatorScope) error {
 	if s.cfg.OperatorToken == "" {
-		return fault.New(fault.Forbidden, "operator_disabled", "%s", scope.disabled)
+		return fault.New(fault.Forbidden, codeOperatorDisabled, "%s", scope.disabled)
 	}
 	token, ok := strings.CutPrefix(authorization, "Bearer ")
 	if !ok || subtle.ConstantTimeCompare([]byte(token), []byte(s.cfg.OperatorToken)) != 1 {
-		return fault.New(fault.Unauthorized, "unauthorized", "%s", scope.unauthorized)
+		return fault.New(fault.Unauthorized, codeUnauthorized, "%s", scope.unauthorized)
 	}
 	return nil
 }

@@ -20,7 +20,7 @@ func queryLimit(c *fiber.Ctx, def int) (int, error) {
 	}
 	n, err := strconv.Atoi(q)
 	if err != nil || n < 1 {
-		return 0, fault.New(fault.Invalid, "invalid_limit", "limit must be a positive integer")
+		return 0, fault.New(fault.Invalid, codeInvalidLimit, "limit must be a positive integer")
 	}
 	return n, nil
 }
