@@ -11,13 +11,13 @@ import (
 func (s *server) courtRoutes(app *fiber.App) {
 	app.Get("/activity", s.activity)
 
-	app.Post("/contracts", s.create)
+	app.Post("/contracts", courtMutation(s, createFields, s.create))
 	app.Get("/contracts/:id", s.contract)
-	app.Post("/contracts/:id/fund", s.fund)
-	app.Post("/contracts/:id/deliver", s.deliver)
-	app.Post("/contracts/:id/accept", s.accept)
-	app.Post("/contracts/:id/dispute", s.dispute)
-	app.Post("/contracts/:id/resolve", s.operator(courtOperator), s.resolve)
+	app.Post("/contracts/:id/fund", courtMutation(s, emptyFields, s.fund))
+	app.Post("/contracts/:id/deliver", courtMutation(s, deliverFields, s.deliver))
+	app.Post("/contracts/:id/accept", courtMutation(s, emptyFields, s.accept))
+	app.Post("/contracts/:id/dispute", courtMutation(s, disputeFields, s.dispute))
+	app.Post("/contracts/:id/resolve", s.operator(courtOperator), courtMutation(s, resolveFields, s.resolve))
 
 	app.Get("/agents/:did/receipts", s.agentReceipts)
 	app.Get("/agents/:did/reputation", s.reputation)
@@ -47,21 +47,30 @@ const (
 	emptyFields   = "no fields: send {}"
 )
 
-func (s *server) create(c *fiber.Ctx) error {
-	b, err := body(c, s.cfg.MaxBodyBytes)
-	if err != nil {
-		return err
+// courtMutation is the handler of a court mutation: a bounded, strict JSON body
+// decoded into a Req (fields are what the route takes, for refusals), the
+// request's Idempotency-Key, and do's stored or fresh reply.
+func courtMutation[Req any](s *server, fields string, do func(*fiber.Ctx, Req, escrow.Idem) (escrow.Reply, error)) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		b, err := body(c, s.cfg.MaxBodyBytes)
+		if err != nil {
+			return err
+		}
+		var req Req
+		if err := decode(b, &req, fields); err != nil {
+			return err
+		}
+		id, err := idem(c, b)
+		if err != nil {
+			return err
+		}
+		r, err := do(c, req, id)
+		return reply(c, r, err)
 	}
-	var req escrow.CreateRequest
-	if err := decode(b, &req, createFields); err != nil {
-		return err
-	}
-	id, err := idem(c, b)
-	if err != nil {
-		return err
-	}
-	r, err := s.cfg.Court.Create(c.UserContext(), req, id)
-	return reply(c, r, err)
+}
+
+func (s *server) create(c *fiber.Ctx, req escrow.CreateRequest, id escrow.Idem) (escrow.Reply, error) {
+	return s.cfg.Court.Create(c.UserContext(), req, id)
 }
 
 func (s *server) contract(c *fiber.Ctx) error {
@@ -72,87 +81,27 @@ func (s *server) contract(c *fiber.Ctx) error {
 	return c.JSON(ct)
 }
 
-// empty handles a POST whose body must be {} (fund, accept).
-func (s *server) empty(c *fiber.Ctx, do func(id string, idem escrow.Idem) (escrow.Reply, error)) error {
-	b, err := body(c, s.cfg.MaxBodyBytes)
-	if err != nil {
-		return err
-	}
-	var req struct{}
-	if err := decode(b, &req, emptyFields); err != nil {
-		return err
-	}
-	id, err := idem(c, b)
-	if err != nil {
-		return err
-	}
-	r, err := do(c.Params("id"), id)
-	return reply(c, r, err)
+// fund and accept take the body {}.
+func (s *server) fund(c *fiber.Ctx, _ struct{}, id escrow.Idem) (escrow.Reply, error) {
+	return s.cfg.Court.Fund(c.UserContext(), c.Params("id"), id)
 }
 
-func (s *server) fund(c *fiber.Ctx) error {
-	return s.empty(c, func(id string, idem escrow.Idem) (escrow.Reply, error) {
-		return s.cfg.Court.Fund(c.UserContext(), id, idem)
-	})
+func (s *server) accept(c *fiber.Ctx, _ struct{}, id escrow.Idem) (escrow.Reply, error) {
+	return s.cfg.Court.Accept(c.UserContext(), c.Params("id"), id)
 }
 
-func (s *server) accept(c *fiber.Ctx) error {
-	return s.empty(c, func(id string, idem escrow.Idem) (escrow.Reply, error) {
-		return s.cfg.Court.Accept(c.UserContext(), id, idem)
-	})
+func (s *server) deliver(c *fiber.Ctx, req escrow.DeliverRequest, id escrow.Idem) (escrow.Reply, error) {
+	return s.cfg.Court.Deliver(c.UserContext(), c.Params("id"), req, id)
 }
 
-func (s *server) deliver(c *fiber.Ctx) error {
-	b, err := body(c, s.cfg.MaxBodyBytes)
-	if err != nil {
-		return err
-	}
-	var req escrow.DeliverRequest
-	if err := decode(b, &req, deliverFields); err != nil {
-		return err
-	}
-	id, err := idem(c, b)
-	if err != nil {
-		return err
-	}
-	r, err := s.cfg.Court.Deliver(c.UserContext(), c.Params("id"), req, id)
-	return reply(c, r, err)
-}
-
-func (s *server) dispute(c *fiber.Ctx) error {
-	b, err := body(c, s.cfg.MaxBodyBytes)
-	if err != nil {
-		return err
-	}
-	var req escrow.DisputeRequest
-	if err := decode(b, &req, disputeFields); err != nil {
-		return err
-	}
-	id, err := idem(c, b)
-	if err != nil {
-		return err
-	}
-	r, err := s.cfg.Court.Dispute(c.UserContext(), c.Params("id"), req, id)
-	return reply(c, r, err)
+func (s *server) dispute(c *fiber.Ctx, req escrow.DisputeRequest, id escrow.Idem) (escrow.Reply, error) {
+	return s.cfg.Court.Dispute(c.UserContext(), c.Params("id"), req, id)
 }
 
 // resolve is the operator's decision on an escalated dispute (behind
 // s.operator).
-func (s *server) resolve(c *fiber.Ctx) error {
-	b, err := body(c, s.cfg.MaxBodyBytes)
-	if err != nil {
-		return err
-	}
-	var req escrow.ResolveRequest
-	if err := decode(b, &req, resolveFields); err != nil {
-		return err
-	}
-	id, err := idem(c, b)
-	if err != nil {
-		return err
-	}
-	r, err := s.cfg.Court.Resolve(c.UserContext(), c.Params("id"), req, id)
-	return reply(c, r, err)
+func (s *server) resolve(c *fiber.Ctx, req escrow.ResolveRequest, id escrow.Idem) (escrow.Reply, error) {
+	return s.cfg.Court.Resolve(c.UserContext(), c.Params("id"), req, id)
 }
 
 func (s *server) agentReceipts(c *fiber.Ctx) error {
