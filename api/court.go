@@ -11,13 +11,13 @@ import (
 func (s *server) courtRoutes(app *fiber.App) {
 	app.Get("/activity", s.activity)
 
-	app.Post("/contracts", courtMutation(s, createFields, s.create))
+	app.Post("/contracts", jsonMutation(s, createFields, s.create))
 	app.Get("/contracts/:id", s.contract)
-	app.Post("/contracts/:id/fund", courtMutation(s, emptyFields, s.fund))
-	app.Post("/contracts/:id/deliver", courtMutation(s, deliverFields, s.deliver))
-	app.Post("/contracts/:id/accept", courtMutation(s, emptyFields, s.accept))
-	app.Post("/contracts/:id/dispute", courtMutation(s, disputeFields, s.dispute))
-	app.Post("/contracts/:id/resolve", s.operator(courtOperator), courtMutation(s, resolveFields, s.resolve))
+	app.Post("/contracts/:id/fund", jsonMutation(s, emptyFields, s.fund))
+	app.Post("/contracts/:id/deliver", jsonMutation(s, deliverFields, s.deliver))
+	app.Post("/contracts/:id/accept", jsonMutation(s, emptyFields, s.accept))
+	app.Post("/contracts/:id/dispute", jsonMutation(s, disputeFields, s.dispute))
+	app.Post("/contracts/:id/resolve", s.operator(courtOperator), jsonMutation(s, resolveFields, s.resolve))
 
 	app.Get("/agents/:did/receipts", s.agentReceipts)
 	app.Get("/agents/:did/reputation", s.reputation)
@@ -46,28 +46,6 @@ const (
 	resolveFields = "verdict, reason"
 	emptyFields   = "no fields: send {}"
 )
-
-// courtMutation is the handler of a court mutation: a bounded, strict JSON body
-// decoded into a Req (fields are what the route takes, for refusals), the
-// request's Idempotency-Key, and do's stored or fresh reply.
-func courtMutation[Req any](s *server, fields string, do func(*fiber.Ctx, Req, escrow.Idem) (escrow.Reply, error)) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		b, err := body(c, s.cfg.MaxBodyBytes)
-		if err != nil {
-			return err
-		}
-		var req Req
-		if err := decode(b, &req, fields); err != nil {
-			return err
-		}
-		id, err := idem(c, b)
-		if err != nil {
-			return err
-		}
-		r, err := do(c, req, id)
-		return reply(c, r, err)
-	}
-}
 
 func (s *server) create(c *fiber.Ctx, req escrow.CreateRequest, id escrow.Idem) (escrow.Reply, error) {
 	return s.cfg.Court.Create(c.UserContext(), req, id)
