@@ -28,32 +28,36 @@ const MCPPath = "/mcp"
 // The MCP tools' inputs: the REST bodies, plus the path parameters and an
 // optional idempotency key in place of the Idempotency-Key header.
 type (
+	// idemArg is a mutating tool's idempotency key.
+	idemArg struct {
+		IdempotencyKey string `json:"idempotency_key,omitempty" jsonschema:"retries with the same key and arguments answer the first call's result"`
+	}
 	getListingIn struct {
 		ListingID string `json:"listing_id" jsonschema:"the listing's id, e.g. lst_8acce3be8637"`
 	}
 	purchaseIn struct {
 		ListingID string `json:"listing_id" jsonschema:"the listing to buy"`
 		market.PurchaseRequest
-		IdempotencyKey string `json:"idempotency_key,omitempty" jsonschema:"retries with the same key and arguments answer the first call's result"`
+		idemArg
 	}
 	publishIn struct {
 		market.PublishRequest
-		IdempotencyKey string `json:"idempotency_key,omitempty" jsonschema:"retries with the same key and arguments answer the first call's result"`
+		idemArg
 	}
 	deactivateIn struct {
 		ListingID string `json:"listing_id" jsonschema:"the listing to retire"`
 		market.DeactivateRequest
-		IdempotencyKey string `json:"idempotency_key,omitempty" jsonschema:"retries with the same key and arguments answer the first call's result"`
+		idemArg
 	}
 	challengeIn struct {
 		ListingID string `json:"listing_id" jsonschema:"the listing bought"`
 		market.ChallengeRequest
-		IdempotencyKey string `json:"idempotency_key,omitempty" jsonschema:"retries with the same key and arguments answer the first call's result"`
+		idemArg
 	}
 	resolveIn struct {
 		ChallengeID string `json:"challenge_id" jsonschema:"the challenge to decide"`
 		market.ResolveRequest
-		IdempotencyKey string `json:"idempotency_key,omitempty" jsonschema:"retries with the same key and arguments answer the first call's result"`
+		idemArg
 	}
 	profileIn struct {
 		AgentID string `json:"agent_id" jsonschema:"the agent, e.g. g17-mathema"`
