@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -29,32 +28,36 @@ const MCPPath = "/mcp"
 // The MCP tools' inputs: the REST bodies, plus the path parameters and an
 // optional idempotency key in place of the Idempotency-Key header.
 type (
+	// idemArg is a mutating tool's idempotency key.
+	idemArg struct {
+		IdempotencyKey string `json:"idempotency_key,omitempty" jsonschema:"retries with the same key and arguments answer the first call's result"`
+	}
 	getListingIn struct {
 		ListingID string `json:"listing_id" jsonschema:"the listing's id, e.g. lst_8acce3be8637"`
 	}
 	purchaseIn struct {
 		ListingID string `json:"listing_id" jsonschema:"the listing to buy"`
 		market.PurchaseRequest
-		IdempotencyKey string `json:"idempotency_key,omitempty" jsonschema:"retries with the same key and arguments answer the first call's result"`
+		idemArg
 	}
 	publishIn struct {
 		market.PublishRequest
-		IdempotencyKey string `json:"idempotency_key,omitempty" jsonschema:"retries with the same key and arguments answer the first call's result"`
+		idemArg
 	}
 	deactivateIn struct {
 		ListingID string `json:"listing_id" jsonschema:"the listing to retire"`
 		market.DeactivateRequest
-		IdempotencyKey string `json:"idempotency_key,omitempty" jsonschema:"retries with the same key and arguments answer the first call's result"`
+		idemArg
 	}
 	challengeIn struct {
 		ListingID string `json:"listing_id" jsonschema:"the listing bought"`
 		market.ChallengeRequest
-		IdempotencyKey string `json:"idempotency_key,omitempty" jsonschema:"retries with the same key and arguments answer the first call's result"`
+		idemArg
 	}
 	resolveIn struct {
 		ChallengeID string `json:"challenge_id" jsonschema:"the challenge to decide"`
 		market.ResolveRequest
-		IdempotencyKey string `json:"idempotency_key,omitempty" jsonschema:"retries with the same key and arguments answer the first call's result"`
+		idemArg
 	}
 	profileIn struct {
 		AgentID string `json:"agent_id" jsonschema:"the agent, e.g. g17-mathema"`
@@ -122,13 +125,13 @@ func codedHTTPError(c *fiber.Ctx) error {
 		return nil
 	}
 	codes := map[int]string{
-		http.StatusBadRequest: "invalid_request", http.StatusMethodNotAllowed: "method_not_allowed",
-		http.StatusNotAcceptable: "not_acceptable", http.StatusUnsupportedMediaType: "unsupported_media_type",
-		http.StatusRequestEntityTooLarge: "body_too_large", http.StatusNotFound: "session_not_found",
+		http.StatusBadRequest: codeInvalidRequest, http.StatusMethodNotAllowed: codeMethodNotAllowed,
+		http.StatusNotAcceptable: codeNotAcceptable, http.StatusUnsupportedMediaType: codeUnsupportedMediaType,
+		http.StatusRequestEntityTooLarge: codeBodyTooLarge, http.StatusNotFound: codeSessionNotFound,
 	}
 	code, ok := codes[status]
 	if !ok {
-		code = "http_error"
+		code = codeHTTPError
 	}
 	msg := strings.TrimSpace(string(res.Body()))
 	if msg == "" {
@@ -153,7 +156,7 @@ func codedToolErrors(next mcp.MethodHandler) mcp.MethodHandler {
 		if !ok || json.Unmarshal([]byte(t.Text), &body) == nil && body.Error.Code != "" {
 			return res, err
 		}
-		b, _ := marshal(errorBody{Detail: t.Text, Error: errorCode{Code: "invalid_arguments", Message: t.Text}})
+		b, _ := marshal(errorBody{Detail: t.Text, Error: errorCode{Code: codeInvalidArguments, Message: t.Text}})
 		t.Text = string(b)
 		return res, err
 	}
@@ -205,7 +208,7 @@ func newMCPServer(s *server) *mcp.Server {
 		})
 	tool(s, srv, "resolve_challenge", "Operator only (Authorization: Bearer <operator token> on the HTTP request): uphold or reject an open challenge.",
 		schemaOf[challengedOut](), func(ctx context.Context, req *mcp.CallToolRequest, in resolveIn) (any, error) {
-			if err := s.mcpOperator(req); err != nil {
+			if err := s.checkOperator(authorization(req), mcpOperator); err != nil {
 				return nil, err
 			}
 			i, err := mcpIdem("resolve_challenge", in.IdempotencyKey, in)
@@ -275,25 +278,17 @@ func (s *server) toolError(name string, err error) error {
 	if fault.KindOf(err) == fault.Internal {
 		// As the REST error handler does: logged, not shown.
 		s.cfg.Logger.Error("internal error", "tool", name, "err", err)
-		code, msg = "internal", "internal error"
+		code, msg = codeInternal, "internal error"
 	}
 	b, _ := marshal(errorBody{Detail: msg, Error: errorCode{Code: code, Message: msg}})
 	return errors.New(string(b))
 }
 
-// mcpOperator checks the operator's bearer token on the HTTP request that
+// authorization is the Authorization header of the HTTP request that
 // carried the tool call.
-func (s *server) mcpOperator(req *mcp.CallToolRequest) error {
-	if s.cfg.OperatorToken == "" {
-		return fault.New(fault.Forbidden, "operator_disabled", "operator tools are disabled on this server: start it with ASSAY_OPERATOR_TOKEN set")
+func authorization(req *mcp.CallToolRequest) string {
+	if req == nil || req.Extra == nil || req.Extra.Header == nil {
+		return ""
 	}
-	var h string
-	if req != nil && req.Extra != nil && req.Extra.Header != nil {
-		h = req.Extra.Header.Get("Authorization")
-	}
-	token, ok := strings.CutPrefix(h, "Bearer ")
-	if !ok || subtle.ConstantTimeCompare([]byte(token), []byte(s.cfg.OperatorToken)) != 1 {
-		return fault.New(fault.Unauthorized, "unauthorized", "resolve_challenge takes the operator's bearer token: Authorization: Bearer <token> on the MCP HTTP request")
-	}
-	return nil
+	return req.Extra.Header.Get("Authorization")
 }
