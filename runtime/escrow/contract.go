@@ -14,6 +14,7 @@ import (
 
 	"github.com/assayhq/assay/adjudicate"
 	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/ident"
 	"github.com/assayhq/assay/runtime/ledger"
 	"github.com/assayhq/assay/runtime/rail"
@@ -192,8 +193,8 @@ func parseReviewWindow(raw json.RawMessage) (time.Duration, error) {
 // 400-kind errors for bad terms (missing_field, invalid_did, invalid_price,
 // invalid_currency, the adjudicate codes for bad acceptance criteria,
 // unknown_checker, seller_banned, same_party); idempotency_conflict.
-func (s *Service) Create(ctx context.Context, req CreateRequest, idem Idem) (Reply, error) {
-	if r, err := s.replay(ctx, idem); err != nil || r != nil {
+func (s *Service) Create(ctx context.Context, req CreateRequest, ik idem.Idem) (Reply, error) {
+	if r, err := s.replay(ctx, ik); err != nil || r != nil {
 		return deref(r), err
 	}
 	c, plan, err := s.terms(req)
@@ -235,7 +236,7 @@ func (s *Service) Create(ctx context.Context, req CreateRequest, idem Idem) (Rep
 	if err != nil {
 		return Reply{}, err
 	}
-	return s.mutate(ctx, idem, func(tx store.Tx) (Reply, error) {
+	return s.mutate(ctx, ik, func(tx store.Tx) (Reply, error) {
 		// Ids are 64 random bits: no read for a collision, so that a
 		// creation conflicts with nothing.
 		if err := store.SetJSON(tx, contractKey(c.ID), c); err != nil {
@@ -379,8 +380,8 @@ func (s *Service) Get(ctx context.Context, id string) (*Contract, error) {
 // not commit (another request funded the contract first, a deadline
 // passed), the collection is refunded on the rail, so no money is taken
 // without being held.
-func (s *Service) Fund(ctx context.Context, id string, idem Idem) (Reply, error) {
-	if r, err := s.replay(ctx, idem); err != nil || r != nil {
+func (s *Service) Fund(ctx context.Context, id string, ik idem.Idem) (Reply, error) {
+	if r, err := s.replay(ctx, ik); err != nil || r != nil {
 		return deref(r), err
 	}
 	ck := s.tick()
@@ -391,7 +392,7 @@ func (s *Service) Fund(ctx context.Context, id string, idem Idem) (Reply, error)
 	if c.Status != StatusCreated {
 		// A request with the same key may have funded it since the replay
 		// check above: its answer, not a wrong state, is this one's.
-		if r, err := s.replay(ctx, idem); err != nil || r != nil {
+		if r, err := s.replay(ctx, ik); err != nil || r != nil {
 			return deref(r), err
 		}
 		return Reply{}, wrongState(c, "fund", StatusCreated)
@@ -405,7 +406,7 @@ func (s *Service) Fund(ctx context.Context, id string, idem Idem) (Reply, error)
 			Message: "the price could not be collected on the payment rail; try again later",
 			Err:     fmt.Errorf("collect %d %s from %s on the %s rail: %w", c.Price, c.Currency, c.Buyer, s.rail.Name(), err)}
 	}
-	r, err := s.fund(ctx, id, idem, ck, ref)
+	r, err := s.fund(ctx, id, ik, ck, ref)
 	if errors.Is(err, store.ErrCommitUnknown) {
 		// The hold may be recorded: returning the money could pay it twice.
 		return Reply{}, fault.Wrap(fault.Internal, "commit_unknown",
@@ -422,8 +423,8 @@ func (s *Service) Fund(ctx context.Context, id string, idem Idem) (Reply, error)
 	return r, err
 }
 
-func (s *Service) fund(ctx context.Context, id string, idem Idem, ck clock, ref string) (Reply, error) {
-	return s.mutate(ctx, idem, func(tx store.Tx) (Reply, error) {
+func (s *Service) fund(ctx context.Context, id string, ik idem.Idem, ck clock, ref string) (Reply, error) {
+	return s.mutate(ctx, ik, func(tx store.Tx) (Reply, error) {
 		c, err := loadContract(tx, id)
 		if err != nil {
 			return Reply{}, err
@@ -448,8 +449,8 @@ func (s *Service) fund(ctx context.Context, id string, idem Idem, ck clock, ref 
 }
 
 // Deliver records the seller's deliverable and evidence and their hash.
-func (s *Service) Deliver(ctx context.Context, id string, req DeliverRequest, idem Idem) (Reply, error) {
-	if r, err := s.replay(ctx, idem); err != nil || r != nil {
+func (s *Service) Deliver(ctx context.Context, id string, req DeliverRequest, ik idem.Idem) (Reply, error) {
+	if r, err := s.replay(ctx, ik); err != nil || r != nil {
 		return deref(r), err
 	}
 	d := bytes.TrimSpace(req.Deliverable)
@@ -476,7 +477,7 @@ func (s *Service) Deliver(ctx context.Context, id string, req DeliverRequest, id
 	evidenceHash := hex.EncodeToString(sum[:])
 	body, _ := json.Marshal(map[string]string{"status": string(StatusDelivered), "evidence_hash": evidenceHash})
 	ck := s.tick()
-	return s.mutate(ctx, idem, func(tx store.Tx) (Reply, error) {
+	return s.mutate(ctx, ik, func(tx store.Tx) (Reply, error) {
 		c, err := loadContract(tx, id)
 		if err != nil {
 			return Reply{}, err
@@ -484,8 +485,8 @@ func (s *Service) Deliver(ctx context.Context, id string, req DeliverRequest, id
 		if due, err := s.settleDue(tx, c, ck); err != nil {
 			return Reply{}, err
 		} else if due {
-			return Reply{}, &settled{fault.New(fault.Conflict, "deadline_passed",
-				"cannot deliver contract %s: its deliver_by %s passed, and the escrow went back to the buyer", id, c.DeliverBy.Format(time.RFC3339))}
+			return Reply{}, idem.CommitThenFail(fault.New(fault.Conflict, "deadline_passed",
+				"cannot deliver contract %s: its deliver_by %s passed, and the escrow went back to the buyer", id, c.DeliverBy.Format(time.RFC3339)))
 		}
 		if c.Status != StatusFunded {
 			return Reply{}, wrongState(c, "deliver", StatusFunded)
@@ -502,12 +503,12 @@ func (s *Service) Deliver(ctx context.Context, id string, req DeliverRequest, id
 }
 
 // Accept releases the escrow to the seller: the buyer's own decision.
-func (s *Service) Accept(ctx context.Context, id string, idem Idem) (Reply, error) {
-	if r, err := s.replay(ctx, idem); err != nil || r != nil {
+func (s *Service) Accept(ctx context.Context, id string, ik idem.Idem) (Reply, error) {
+	if r, err := s.replay(ctx, ik); err != nil || r != nil {
 		return deref(r), err
 	}
 	ck := s.tick()
-	return s.mutate(ctx, idem, func(tx store.Tx) (Reply, error) {
+	return s.mutate(ctx, ik, func(tx store.Tx) (Reply, error) {
 		c, err := s.decidable(tx, id, "accept", ck)
 		if err != nil {
 			return Reply{}, err
@@ -527,8 +528,8 @@ func (s *Service) decidable(tx store.Tx, id, action string, ck clock) (*Contract
 	if due, err := s.settleDue(tx, c, ck); err != nil {
 		return nil, err
 	} else if due {
-		return nil, &settled{fault.New(fault.Conflict, "review_window_closed",
-			"cannot %s contract %s: its review window closed and the escrow was released to the seller", action, id)}
+		return nil, idem.CommitThenFail(fault.New(fault.Conflict, "review_window_closed",
+			"cannot %s contract %s: its review window closed and the escrow was released to the seller", action, id))
 	}
 	if c.Status != StatusDelivered {
 		return nil, wrongState(c, action, StatusDelivered)
@@ -538,8 +539,8 @@ func (s *Service) decidable(tx store.Tx, id, action string, ck clock) (*Contract
 
 // Dispute adjudicates the delivered contract: the court replays the
 // criteria against the deliverable and signs the verdict.
-func (s *Service) Dispute(ctx context.Context, id string, req DisputeRequest, idem Idem) (Reply, error) {
-	if r, err := s.replay(ctx, idem); err != nil || r != nil {
+func (s *Service) Dispute(ctx context.Context, id string, req DisputeRequest, ik idem.Idem) (Reply, error) {
+	if r, err := s.replay(ctx, ik); err != nil || r != nil {
 		return deref(r), err
 	}
 	if err := ident.Text("reason", req.Reason, MaxReasonBytes); err != nil {
@@ -570,7 +571,7 @@ func (s *Service) Dispute(ctx context.Context, id string, req DisputeRequest, id
 		}
 	}
 	ck := s.tick()
-	return s.mutate(ctx, idem, func(tx store.Tx) (Reply, error) {
+	return s.mutate(ctx, ik, func(tx store.Tx) (Reply, error) {
 		c, err := s.decidable(tx, id, "dispute", ck)
 		if err != nil {
 			return Reply{}, err
@@ -609,8 +610,8 @@ func (s *Service) adjudicate(ctx context.Context, c *Contract, dl delivery) (*ad
 }
 
 // Resolve is an operator's decision on an escalated dispute.
-func (s *Service) Resolve(ctx context.Context, id string, req ResolveRequest, idem Idem) (Reply, error) {
-	if r, err := s.replay(ctx, idem); err != nil || r != nil {
+func (s *Service) Resolve(ctx context.Context, id string, req ResolveRequest, ik idem.Idem) (Reply, error) {
+	if r, err := s.replay(ctx, ik); err != nil || r != nil {
 		return deref(r), err
 	}
 	if req.Verdict != adjudicate.VerdictRelease && req.Verdict != adjudicate.VerdictRefund {
@@ -620,7 +621,7 @@ func (s *Service) Resolve(ctx context.Context, id string, req ResolveRequest, id
 		return Reply{}, err
 	}
 	ck := s.tick()
-	return s.mutate(ctx, idem, func(tx store.Tx) (Reply, error) {
+	return s.mutate(ctx, ik, func(tx store.Tx) (Reply, error) {
 		c, err := loadContract(tx, id)
 		if err != nil {
 			return Reply{}, err

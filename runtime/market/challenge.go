@@ -10,6 +10,7 @@ import (
 
 	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/ledger"
 	"github.com/assayhq/assay/runtime/store"
 	"github.com/assayhq/assay/wasm"
@@ -88,7 +89,7 @@ func (s *Service) ChallengeOf(ctx context.Context, id string) (*Challenge, error
 // challenge_window_closed, already_challenged, purchase_closed (409);
 // idempotency_conflict.
 func (s *Service) Challenge(ctx context.Context, listingID string, req ChallengeRequest, key Idem) (Reply, error) {
-	i := key.request("challenge", req.Agent)
+	i := scoped(key, "challenge", req.Agent)
 	if err := validAgent("agent", req.Agent); err != nil {
 		return Reply{}, err
 	}
@@ -105,7 +106,7 @@ func (s *Service) Challenge(ctx context.Context, listingID string, req Challenge
 	if err := validText("reason", req.Reason, MaxTextBytes); err != nil {
 		return Reply{}, err
 	}
-	if r, err := s.replay(ctx, i); err != nil || r != nil {
+	if r, err := idem.Replay(ctx, s.st, i); err != nil || r != nil {
 		return deref(r), err
 	}
 	now := s.now().UTC()
@@ -138,7 +139,7 @@ func (s *Service) Challenge(ctx context.Context, listingID string, req Challenge
 	if err != nil {
 		// A request with the same key may have opened the challenge since
 		// the replay check above: its answer, not a refusal, is this one's.
-		if r, rerr := s.replay(ctx, i); rerr != nil || r != nil {
+		if r, rerr := idem.Replay(ctx, s.st, i); rerr != nil || r != nil {
 			return deref(r), rerr
 		}
 		return Reply{}, err
@@ -153,7 +154,7 @@ func (s *Service) Challenge(ctx context.Context, listingID string, req Challenge
 		out = &o
 	}
 	cid := "chl_" + s.newID()
-	return s.mutate(ctx, i, func(tx store.Tx) (Reply, error) {
+	return idem.Mutate(ctx, s.st, i, func(tx store.Tx) (Reply, error) {
 		p, err := loadPurchase(tx, p.ID)
 		if err != nil {
 			return Reply{}, err
@@ -276,18 +277,18 @@ func (s *Service) signChallenge(tx store.Tx, c *Challenge, now time.Time) error 
 // invalid_verdict, invalid_reason (400); challenge_not_found (404);
 // challenge_not_open (409); idempotency_conflict.
 func (s *Service) Resolve(ctx context.Context, id string, req ResolveRequest, key Idem) (Reply, error) {
-	i := key.request("resolve", "operator")
+	i := scoped(key, "resolve", "operator")
 	if req.Verdict != "uphold" && req.Verdict != "reject" {
 		return Reply{}, fault.New(fault.Invalid, "invalid_verdict", `verdict must be "uphold" or "reject"`)
 	}
 	if err := validText("reason", req.Reason, MaxTextBytes); err != nil {
 		return Reply{}, err
 	}
-	if r, err := s.replay(ctx, i); err != nil || r != nil {
+	if r, err := idem.Replay(ctx, s.st, i); err != nil || r != nil {
 		return deref(r), err
 	}
 	now := s.now().UTC()
-	return s.mutate(ctx, i, func(tx store.Tx) (Reply, error) {
+	return idem.Mutate(ctx, s.st, i, func(tx store.Tx) (Reply, error) {
 		c, err := loadChallenge(tx, id)
 		if err != nil {
 			return Reply{}, err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/ledger"
 	"github.com/assayhq/assay/runtime/store"
 	"github.com/assayhq/assay/wasm"
@@ -318,8 +319,8 @@ func (s *Service) runCheckers(ctx context.Context, jobs []checkers.Job) ([]wasm.
 // with the outcome); insufficient_funds (409, the bond);
 // checkers_unavailable (503); idempotency_conflict.
 func (s *Service) Publish(ctx context.Context, req PublishRequest, key Idem) (Reply, error) {
-	i := key.request("publish", req.Agent)
-	if r, err := s.replay(ctx, i); err != nil || r != nil {
+	i := scoped(key, "publish", req.Agent)
+	if r, err := idem.Replay(ctx, s.st, i); err != nil || r != nil {
 		return deref(r), err
 	}
 	l, source, err := s.publishTerms(req)
@@ -358,7 +359,7 @@ func (s *Service) Publish(ctx context.Context, req PublishRequest, key Idem) (Re
 	l.ID = "lst_" + s.newID()
 	l.CreatedAt = now
 	search := searchDoc{Fingerprint: l.Fingerprint, Tokens: Tokens(l.Problem), Constraints: Constraints(l.Problem)}
-	return s.mutate(ctx, i, func(tx store.Tx) (Reply, error) {
+	return idem.Mutate(ctx, s.st, i, func(tx store.Tx) (Reply, error) {
 		l := *l
 		if err := touchAgent(tx, l.Seller, now); err != nil {
 			return Reply{}, err
@@ -493,15 +494,15 @@ type DeactivateRequest struct {
 //
 // listing_not_found (404), not_seller (403), listing_not_active (409).
 func (s *Service) Deactivate(ctx context.Context, id string, req DeactivateRequest, key Idem) (Reply, error) {
-	i := key.request("deactivate", req.Agent)
+	i := scoped(key, "deactivate", req.Agent)
 	if err := validAgent("agent", req.Agent); err != nil {
 		return Reply{}, err
 	}
-	if r, err := s.replay(ctx, i); err != nil || r != nil {
+	if r, err := idem.Replay(ctx, s.st, i); err != nil || r != nil {
 		return deref(r), err
 	}
 	now := s.now().UTC()
-	return s.mutate(ctx, i, func(tx store.Tx) (Reply, error) {
+	return idem.Mutate(ctx, s.st, i, func(tx store.Tx) (Reply, error) {
 		if err := s.settleListing(tx, id, now); err != nil {
 			return Reply{}, err
 		}

@@ -257,61 +257,23 @@ func WalletAccount(did string) string { return "agent:" + did }
 func holdAccount(purchase string) string { return "hold:market:" + purchase }
 func bondAccount(listing string) string  { return "hold:bond:" + listing }
 
-// Idem is a request's idempotency key and the fingerprint of what it
-// asked, as api/ computes it. A key lives in the scope of its operation
-// and its acting agent (see request), so one agent's key never answers,
-// nor conflicts with, another agent's request.
-type Idem struct {
-	Key         string
-	Fingerprint string
-}
+// Idem is a request's idempotency key and fingerprint (idem.Idem). A key
+// lives in the scope of its operation and its acting agent (see scoped),
+// so one agent's key never answers, nor conflicts with, another agent's
+// request.
+type Idem = idem.Idem
 
-// request scopes i by operation (publish, buy, deposit, …) and by the
-// agent acting: "market:<op>:<sha256 of the agent>", as matters scopes
-// its keys by tenant and caller. Two agents may use the same key, and so
-// may one agent on two operations.
-func (i Idem) request(op, agent string) idem.Request {
+// scoped puts i in the scope of its operation (publish, buy, deposit, …)
+// and of the agent acting: "market:<op>:<sha256 of the agent>", as matters
+// scopes its keys by tenant and caller. Two agents may use the same key,
+// and so may one agent on two operations.
+func scoped(i idem.Idem, op, agent string) idem.Request {
 	sum := sha256.Sum256([]byte(agent))
-	return idem.Request{Scope: "market:" + op + ":" + hex.EncodeToString(sum[:]), Key: i.Key, Fingerprint: i.Fingerprint}
+	return i.In("market:" + op + ":" + hex.EncodeToString(sum[:]))
 }
 
 // Reply is a mutation's answer: the JSON body the client gets.
 type Reply = idem.Reply
-
-func (s *Service) replay(ctx context.Context, i idem.Request) (*Reply, error) {
-	if i.Key == "" {
-		return nil, nil
-	}
-	var r *Reply
-	err := s.st.View(ctx, func(tx store.Tx) error {
-		var err error
-		r, err = idem.Lookup(tx, i)
-		return err
-	})
-	return r, err
-}
-
-// mutate runs fn in one transaction that checks idem first and stores
-// fn's reply under it.
-func (s *Service) mutate(ctx context.Context, i idem.Request, fn func(tx store.Tx) (Reply, error)) (Reply, error) {
-	var out Reply
-	err := s.st.Update(ctx, func(tx store.Tx) error {
-		out = Reply{}
-		if r, err := idem.Lookup(tx, i); err != nil {
-			return err
-		} else if r != nil {
-			out = *r
-			return nil
-		}
-		r, err := fn(tx)
-		if err != nil {
-			return err
-		}
-		out = r
-		return idem.Save(tx, i, r)
-	})
-	return out, err
-}
 
 // lockWallet makes concurrent debits of one wallet conflict: each reads
 // and rewrites the wallet's counter, so the store serialises them and a

@@ -171,7 +171,7 @@ func parseAmount(req AmountRequest) (USD, error) {
 // invalid_agent, invalid_amount, missing_field (400); deposit_unavailable
 // (403) on a rail other than dev; rail_failed (503); idempotency_conflict.
 func (s *Service) Deposit(ctx context.Context, did string, req AmountRequest, key Idem) (Reply, error) {
-	i := key.request("deposit", did)
+	i := scoped(key, "deposit", did)
 	if err := validAgent("agent", did); err != nil {
 		return Reply{}, err
 	}
@@ -182,7 +182,7 @@ func (s *Service) Deposit(ctx context.Context, did string, req AmountRequest, ke
 	if s.rail.Name() != (rail.Dev{}).Name() {
 		return Reply{}, fault.New(fault.Forbidden, "deposit_unavailable", "deposits are for the dev rail; this server settles on %s", s.rail.Name())
 	}
-	if r, err := s.replay(ctx, i); err != nil || r != nil {
+	if r, err := idem.Replay(ctx, s.st, i); err != nil || r != nil {
 		return deref(r), err
 	}
 	// Refuse what the bounds refuse before the rail collects anything;
@@ -196,7 +196,7 @@ func (s *Service) Deposit(ctx context.Context, did string, req AmountRequest, ke
 		return Reply{}, railFailed("the deposit could not be collected", err)
 	}
 	now := s.now().UTC()
-	r, err := s.mutate(ctx, i, func(tx store.Tx) (Reply, error) {
+	r, err := idem.Mutate(ctx, s.st, i, func(tx store.Tx) (Reply, error) {
 		if err := lockWallet(tx, did); err != nil {
 			return Reply{}, err
 		}
@@ -247,7 +247,7 @@ func railFailed(what string, cause error) error {
 // invalid_agent, invalid_amount (400); insufficient_funds (409);
 // rail_failed (503); idempotency_conflict.
 func (s *Service) Withdraw(ctx context.Context, did string, req AmountRequest, key Idem) (Reply, error) {
-	i := key.request("withdraw", did)
+	i := scoped(key, "withdraw", did)
 	if err := validAgent("agent", did); err != nil {
 		return Reply{}, err
 	}
@@ -255,7 +255,7 @@ func (s *Service) Withdraw(ctx context.Context, did string, req AmountRequest, k
 	if err != nil {
 		return Reply{}, err
 	}
-	if r, err := s.replay(ctx, i); err != nil || r != nil {
+	if r, err := idem.Replay(ctx, s.st, i); err != nil || r != nil {
 		return deref(r), err
 	}
 	if err := s.SettleDue(ctx); err != nil {
@@ -263,7 +263,7 @@ func (s *Service) Withdraw(ctx context.Context, did string, req AmountRequest, k
 	}
 	id := "wd-" + s.newID()
 	now := s.now().UTC()
-	r, err := s.mutate(ctx, i, func(tx store.Tx) (Reply, error) {
+	r, err := idem.Mutate(ctx, s.st, i, func(tx store.Tx) (Reply, error) {
 		if err := debit(tx, did, amount, "a withdrawal"); err != nil {
 			return Reply{}, err
 		}
@@ -373,19 +373,19 @@ func loadPurchase(tx store.Tx, id string) (*Purchase, error) {
 // listing_not_active, own_listing, already_purchased, insufficient_funds
 // (409); idempotency_conflict.
 func (s *Service) Buy(ctx context.Context, listingID string, req PurchaseRequest, key Idem) (Reply, error) {
-	i := key.request("buy", req.Agent)
+	i := scoped(key, "buy", req.Agent)
 	if err := validAgent("agent", req.Agent); err != nil {
 		return Reply{}, err
 	}
 	if err := validText("purpose", req.Purpose, MaxTextBytes); err != nil {
 		return Reply{}, err
 	}
-	if r, err := s.replay(ctx, i); err != nil || r != nil {
+	if r, err := idem.Replay(ctx, s.st, i); err != nil || r != nil {
 		return deref(r), err
 	}
 	now := s.now().UTC()
 	pid := "pur_" + s.newID()
-	return s.mutate(ctx, i, func(tx store.Tx) (Reply, error) {
+	return idem.Mutate(ctx, s.st, i, func(tx store.Tx) (Reply, error) {
 		l, err := loadListing(tx, listingID)
 		if err != nil {
 			return Reply{}, err
