@@ -1,12 +1,14 @@
-// Package api serves Assay's escrow court over HTTP with fiber: the routes,
-// fields and status codes of the Lex Automata seed, the error contract (one
-// table from fault kinds to statuses), usage hints on bare GETs of POST
-// routes, and the court's own documentation at / and /skill.md.
+// Package api serves Assay over HTTP with fiber: the escrow court's routes,
+// fields and status codes of the Lex Automata seed (court.go, receipts.go,
+// checkers.go), the artifact market (market.go, mcp.go) and judgment
+// matters (matters.go), the error contract (one table from fault kinds to
+// statuses), usage hints on bare GETs of POST routes, and the court's own
+// documentation at / and /skill.md. This file holds the app's setup and
+// what every service shares.
 package api
 
 import (
 	"bytes"
-	"crypto/subtle"
 	_ "embed"
 	"encoding/json"
 	"log/slog"
@@ -17,7 +19,6 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/runtime/escrow"
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/market"
@@ -110,27 +111,10 @@ func New(cfg Config) *fiber.App {
 	app.Get("/agentfacts", s.agentFacts)
 	app.Get("/.well-known/agent-facts", s.agentFacts)
 	app.Get("/.well-known/assay-keys", s.keys)
-	app.Get("/activity", s.activity)
 
-	app.Post("/contracts", s.create)
-	app.Get("/contracts/:id", s.contract)
-	app.Post("/contracts/:id/fund", s.fund)
-	app.Post("/contracts/:id/deliver", s.deliver)
-	app.Post("/contracts/:id/accept", s.accept)
-	app.Post("/contracts/:id/dispute", s.dispute)
-	app.Post("/contracts/:id/resolve", s.resolve)
-
-	app.Get("/agents/:did/receipts", s.agentReceipts)
-	app.Get("/agents/:did/reputation", s.reputation)
-	app.Get("/receipts/:id", s.receipt)
-	app.Post("/verify", s.verify)
-
-	app.Post("/checkers", s.putChecker)
-	app.Get("/checkers/:sha256", s.checker)
-	app.Post("/replays", s.replays)
-	app.Get("/accounts/:id", s.account)
-	app.Get("/ledger", s.ledger)
-
+	s.courtRoutes(app)
+	s.receiptRoutes(app)
+	s.checkerRoutes(app)
 	s.mattersRoutes(app)
 	registerMarket(app, s)
 	for path, h := range hints {
@@ -221,19 +205,6 @@ func (s *server) agentFacts(c *fiber.Ctx) error {
 	})
 }
 
-func (s *server) activity(c *fiber.Ctx) error {
-	limit, err := queryLimit(c, 50)
-	if err != nil {
-		return err
-	}
-	a, err := s.cfg.Court.Activity(c.UserContext(), limit)
-	if err != nil {
-		return err
-	}
-	return c.JSON(fiber.Map{"count": a.Count, "total_seq": a.TotalSeq, "events": a.Events,
-		"court_public_key": s.cfg.Keys.Current().PublicKey})
-}
-
 func queryLimit(c *fiber.Ctx, def int) (int, error) {
 	q := c.Query("limit")
 	if q == "" {
@@ -244,224 +215,4 @@ func queryLimit(c *fiber.Ctx, def int) (int, error) {
 		return 0, fault.New(fault.Invalid, "invalid_limit", "limit must be a positive integer")
 	}
 	return n, nil
-}
-
-const (
-	createFields  = "buyer, seller, price, currency, acceptance, deadline_tick, deliver_by, review_window"
-	deliverFields = "deliverable, evidence"
-	disputeFields = "reason"
-	resolveFields = "verdict, reason"
-	emptyFields   = "no fields: send {}"
-)
-
-func (s *server) create(c *fiber.Ctx) error {
-	b, err := body(c, s.cfg.MaxBodyBytes)
-	if err != nil {
-		return err
-	}
-	var req escrow.CreateRequest
-	if err := decode(b, &req, createFields); err != nil {
-		return err
-	}
-	id, err := idem(c, b)
-	if err != nil {
-		return err
-	}
-	r, err := s.cfg.Court.Create(c.UserContext(), req, id)
-	return reply(c, r, err)
-}
-
-func (s *server) contract(c *fiber.Ctx) error {
-	ct, err := s.cfg.Court.Get(c.UserContext(), c.Params("id"))
-	if err != nil {
-		return err
-	}
-	return c.JSON(ct)
-}
-
-// empty handles a POST whose body must be {} (fund, accept).
-func (s *server) empty(c *fiber.Ctx, do func(id string, idem escrow.Idem) (escrow.Reply, error)) error {
-	b, err := body(c, s.cfg.MaxBodyBytes)
-	if err != nil {
-		return err
-	}
-	var req struct{}
-	if err := decode(b, &req, emptyFields); err != nil {
-		return err
-	}
-	id, err := idem(c, b)
-	if err != nil {
-		return err
-	}
-	r, err := do(c.Params("id"), id)
-	return reply(c, r, err)
-}
-
-func (s *server) fund(c *fiber.Ctx) error {
-	return s.empty(c, func(id string, idem escrow.Idem) (escrow.Reply, error) {
-		return s.cfg.Court.Fund(c.UserContext(), id, idem)
-	})
-}
-
-func (s *server) accept(c *fiber.Ctx) error {
-	return s.empty(c, func(id string, idem escrow.Idem) (escrow.Reply, error) {
-		return s.cfg.Court.Accept(c.UserContext(), id, idem)
-	})
-}
-
-func (s *server) deliver(c *fiber.Ctx) error {
-	b, err := body(c, s.cfg.MaxBodyBytes)
-	if err != nil {
-		return err
-	}
-	var req escrow.DeliverRequest
-	if err := decode(b, &req, deliverFields); err != nil {
-		return err
-	}
-	id, err := idem(c, b)
-	if err != nil {
-		return err
-	}
-	r, err := s.cfg.Court.Deliver(c.UserContext(), c.Params("id"), req, id)
-	return reply(c, r, err)
-}
-
-func (s *server) dispute(c *fiber.Ctx) error {
-	b, err := body(c, s.cfg.MaxBodyBytes)
-	if err != nil {
-		return err
-	}
-	var req escrow.DisputeRequest
-	if err := decode(b, &req, disputeFields); err != nil {
-		return err
-	}
-	id, err := idem(c, b)
-	if err != nil {
-		return err
-	}
-	r, err := s.cfg.Court.Dispute(c.UserContext(), c.Params("id"), req, id)
-	return reply(c, r, err)
-}
-
-func (s *server) resolve(c *fiber.Ctx) error {
-	if s.cfg.OperatorToken == "" {
-		return fault.New(fault.Forbidden, "operator_disabled", "operator resolution is disabled on this server: start it with ASSAY_OPERATOR_TOKEN set")
-	}
-	auth := c.Get(fiber.HeaderAuthorization)
-	token, ok := strings.CutPrefix(auth, "Bearer ")
-	if !ok || subtle.ConstantTimeCompare([]byte(token), []byte(s.cfg.OperatorToken)) != 1 {
-		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="assay-operator"`)
-		return fault.New(fault.Unauthorized, "unauthorized", "resolving a dispute takes the operator's bearer token: Authorization: Bearer <token>")
-	}
-	b, err := body(c, s.cfg.MaxBodyBytes)
-	if err != nil {
-		return err
-	}
-	var req escrow.ResolveRequest
-	if err := decode(b, &req, resolveFields); err != nil {
-		return err
-	}
-	id, err := idem(c, b)
-	if err != nil {
-		return err
-	}
-	r, err := s.cfg.Court.Resolve(c.UserContext(), c.Params("id"), req, id)
-	return reply(c, r, err)
-}
-
-func (s *server) agentReceipts(c *fiber.Ctx) error {
-	limit, err := queryLimit(c, 100)
-	if err != nil {
-		return err
-	}
-	r, err := s.cfg.Court.AgentReceipts(c.UserContext(), c.Params("did"), limit)
-	if err != nil {
-		return err
-	}
-	return c.JSON(r)
-}
-
-func (s *server) reputation(c *fiber.Ctx) error {
-	r, err := s.cfg.Court.Reputation(c.UserContext(), c.Params("did"))
-	if err != nil {
-		return err
-	}
-	return c.JSON(r)
-}
-
-func (s *server) receipt(c *fiber.Ctx) error {
-	r, err := s.cfg.Court.Receipt(c.UserContext(), c.Params("id"))
-	if err != nil {
-		return err
-	}
-	switch c.Query("format") {
-	case "":
-		return c.JSON(r)
-	case "di":
-		b, err := s.cfg.Keys.Credential(r)
-		if err != nil {
-			return err
-		}
-		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
-		return c.Send(b)
-	}
-	return fault.New(fault.Invalid, "invalid_format", `format must be absent (the receipt) or "di" (its W3C Data Integrity form)`)
-}
-
-func (s *server) verify(c *fiber.Ctx) error {
-	b, err := body(c, s.cfg.MaxBodyBytes)
-	if err != nil {
-		return err
-	}
-	if t := bytes.TrimSpace(b); !json.Valid(b) || len(t) == 0 || t[0] != '{' {
-		return fault.New(fault.Invalid, "invalid_json", `the body must be a receipt as a JSON object, bare or as {"receipt": …}`)
-	}
-	return c.JSON(s.cfg.Keys.Verifier().Verify(b))
-}
-
-func (s *server) putChecker(c *fiber.Ctx) error {
-	b, err := body(c, escrow.MaxCheckerBytes)
-	if err != nil {
-		return err
-	}
-	ct, _, _ := strings.Cut(c.Get(fiber.HeaderContentType), ";")
-	var kind string
-	switch strings.TrimSpace(strings.ToLower(ct)) {
-	case "application/wasm":
-		kind = checkers.KindWasm
-	case "text/x-python":
-		kind = checkers.KindPython
-	default:
-		return fault.New(fault.Invalid, "unsupported_checker_kind", "send the checker's bytes with Content-Type: application/wasm, or Python source with text/x-python, not %q", ct)
-	}
-	id, err := idem(c, b)
-	if err != nil {
-		return err
-	}
-	r, err := s.cfg.Court.PutChecker(c.UserContext(), kind, b, id)
-	return reply(c, r, err)
-}
-
-func (s *server) checker(c *fiber.Ctx) error {
-	info, err := s.cfg.Court.Checker(c.UserContext(), c.Params("sha256"))
-	if err != nil {
-		return err
-	}
-	return c.JSON(info)
-}
-
-func (s *server) account(c *fiber.Ctx) error {
-	a, err := s.cfg.Court.Account(c.UserContext(), c.Params("id"))
-	if err != nil {
-		return err
-	}
-	return c.JSON(a)
-}
-
-func (s *server) ledger(c *fiber.Ctx) error {
-	a, err := s.cfg.Court.Audit(c.UserContext())
-	if err != nil {
-		return err
-	}
-	return c.JSON(a)
 }

@@ -1,0 +1,46 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/assayhq/assay/runtime/fault"
+)
+
+// receiptRoutes registers the routes that serve and verify receipts.
+func (s *server) receiptRoutes(app *fiber.App) {
+	app.Get("/receipts/:id", s.receipt)
+	app.Post("/verify", s.verify)
+}
+
+func (s *server) receipt(c *fiber.Ctx) error {
+	r, err := s.cfg.Court.Receipt(c.UserContext(), c.Params("id"))
+	if err != nil {
+		return err
+	}
+	switch c.Query("format") {
+	case "":
+		return c.JSON(r)
+	case "di":
+		b, err := s.cfg.Keys.Credential(r)
+		if err != nil {
+			return err
+		}
+		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+		return c.Send(b)
+	}
+	return fault.New(fault.Invalid, "invalid_format", `format must be absent (the receipt) or "di" (its W3C Data Integrity form)`)
+}
+
+func (s *server) verify(c *fiber.Ctx) error {
+	b, err := body(c, s.cfg.MaxBodyBytes)
+	if err != nil {
+		return err
+	}
+	if t := bytes.TrimSpace(b); !json.Valid(b) || len(t) == 0 || t[0] != '{' {
+		return fault.New(fault.Invalid, "invalid_json", `the body must be a receipt as a JSON object, bare or as {"receipt": …}`)
+	}
+	return c.JSON(s.cfg.Keys.Verifier().Verify(b))
+}
