@@ -8,6 +8,7 @@ import (
 
 	"github.com/assayhq/assay/runtime/escrow"
 	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/idem"
 )
 
 // courtRoutes registers the escrow court's routes: contracts and their
@@ -60,7 +61,7 @@ func (s *server) create(c *fiber.Ctx) error {
 	if err := decode(b, &req, createFields); err != nil {
 		return err
 	}
-	id, err := idem(c, b)
+	id, err := readIdem(c, b)
 	if err != nil {
 		return err
 	}
@@ -77,7 +78,7 @@ func (s *server) contract(c *fiber.Ctx) error {
 }
 
 // empty handles a POST whose body must be {} (fund, accept).
-func (s *server) empty(c *fiber.Ctx, do func(id string, idem escrow.Idem) (escrow.Reply, error)) error {
+func (s *server) empty(c *fiber.Ctx, do func(id string, ik idem.Idem) (idem.Reply, error)) error {
 	b, err := body(c, s.cfg.MaxBodyBytes)
 	if err != nil {
 		return err
@@ -86,7 +87,7 @@ func (s *server) empty(c *fiber.Ctx, do func(id string, idem escrow.Idem) (escro
 	if err := decode(b, &req, emptyFields); err != nil {
 		return err
 	}
-	id, err := idem(c, b)
+	id, err := readIdem(c, b)
 	if err != nil {
 		return err
 	}
@@ -95,14 +96,14 @@ func (s *server) empty(c *fiber.Ctx, do func(id string, idem escrow.Idem) (escro
 }
 
 func (s *server) fund(c *fiber.Ctx) error {
-	return s.empty(c, func(id string, idem escrow.Idem) (escrow.Reply, error) {
-		return s.cfg.Court.Fund(c.UserContext(), id, idem)
+	return s.empty(c, func(id string, ik idem.Idem) (idem.Reply, error) {
+		return s.cfg.Court.Fund(c.UserContext(), id, ik)
 	})
 }
 
 func (s *server) accept(c *fiber.Ctx) error {
-	return s.empty(c, func(id string, idem escrow.Idem) (escrow.Reply, error) {
-		return s.cfg.Court.Accept(c.UserContext(), id, idem)
+	return s.empty(c, func(id string, ik idem.Idem) (idem.Reply, error) {
+		return s.cfg.Court.Accept(c.UserContext(), id, ik)
 	})
 }
 
@@ -115,7 +116,7 @@ func (s *server) deliver(c *fiber.Ctx) error {
 	if err := decode(b, &req, deliverFields); err != nil {
 		return err
 	}
-	id, err := idem(c, b)
+	id, err := readIdem(c, b)
 	if err != nil {
 		return err
 	}
@@ -132,7 +133,7 @@ func (s *server) dispute(c *fiber.Ctx) error {
 	if err := decode(b, &req, disputeFields); err != nil {
 		return err
 	}
-	id, err := idem(c, b)
+	id, err := readIdem(c, b)
 	if err != nil {
 		return err
 	}
@@ -158,7 +159,7 @@ func (s *server) resolve(c *fiber.Ctx) error {
 	if err := decode(b, &req, resolveFields); err != nil {
 		return err
 	}
-	id, err := idem(c, b)
+	id, err := readIdem(c, b)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/market"
 )
 
@@ -199,16 +200,15 @@ func registerMarket(app *fiber.App, s *server) {
 
 // decodeBody reads a bounded, strict JSON body into v and the request's
 // idempotency key in the market's terms.
-func decodeBody(c *fiber.Ctx, s *server, v any, fields string) (market.Idem, error) {
+func decodeBody(c *fiber.Ctx, s *server, v any, fields string) (idem.Idem, error) {
 	b, err := body(c, s.cfg.MaxBodyBytes)
 	if err != nil {
-		return market.Idem{}, err
+		return idem.Idem{}, err
 	}
 	if err := decode(b, v, fields); err != nil {
-		return market.Idem{}, err
+		return idem.Idem{}, err
 	}
-	id, err := idem(c, b)
-	return market.Idem(id), err
+	return readIdem(c, b)
 }
 
 // operator checks the operator's bearer token.

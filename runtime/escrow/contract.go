@@ -706,7 +706,7 @@ func (s *Service) finalize(tx store.Tx, c *Contract, ck clock, d decision) ([]by
 	if checks == nil {
 		checks = []adjudicate.Check{}
 	}
-	rid := receiptID(c.ID, purpose)
+	rid := receipt.ID(c.ID, purpose)
 	r, err := s.signer.Sign(receipt.KindVerdict, rid, VerdictSubject{
 		ContractID: c.ID, ContractHash: c.ContractHash, EvidenceHash: c.EvidenceHash,
 		Buyer: c.Buyer, Seller: c.Seller, Price: c.Price, Currency: c.Currency,
@@ -716,17 +716,9 @@ func (s *Service) finalize(tx store.Tx, c *Contract, ck clock, d decision) ([]by
 	if err != nil {
 		return nil, fmt.Errorf("escrow: sign receipt: %w", err)
 	}
-	body, err := marshal(r)
+	body, err := receipt.Put(tx, r, ck.now, c.Buyer, c.Seller)
 	if err != nil {
 		return nil, err
-	}
-	if err := tx.Set(receiptKey(rid), body); err != nil {
-		return nil, err
-	}
-	for _, did := range []string{c.Buyer, c.Seller} {
-		if err := tx.Set(agentReceiptKey(did, ck.now, rid), []byte(rid)); err != nil {
-			return nil, err
-		}
 	}
 	if d.counts && status == StatusResolved {
 		sellerWon := d.verdict == adjudicate.VerdictRelease
@@ -747,16 +739,4 @@ func (s *Service) finalize(tx store.Tx, c *Contract, ck clock, d decision) ([]by
 	}
 	return body, putEvent(tx, ck, Event{Event: d.event, ContractID: c.ID, Status: status,
 		Verdict: d.verdict, Tier: d.tier, Payout: payout, ReceiptID: rid})
-}
-
-// marshal is json.Marshal without HTML escaping, so that a receipt's
-// subject keeps the very bytes that were signed.
-func marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/ledger"
+	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/store"
 	"github.com/assayhq/assay/wasm"
 )
@@ -192,11 +193,11 @@ func (s *Service) Challenge(ctx context.Context, listingID string, req Challenge
 		if err := store.SetJSON(tx, challengeKey(cid), c); err != nil {
 			return Reply{}, err
 		}
-		rc, err := tx.Get(keyReceipt + c.Receipts[len(c.Receipts)-1])
+		rc, err := receipt.Get(tx, c.Receipts[len(c.Receipts)-1])
 		if err != nil {
 			return Reply{}, err
 		}
-		body, err := json.Marshal(map[string]any{"challenge": c, "purchase": p, "receipt": json.RawMessage(rc)})
+		body, err := receipt.Marshal(map[string]any{"challenge": c, "purchase": p, "receipt": rc})
 		return Reply{Body: body, Created: true}, err
 	})
 }

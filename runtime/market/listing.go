@@ -15,6 +15,7 @@ import (
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/ledger"
+	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/store"
 	"github.com/assayhq/assay/wasm"
 )
@@ -405,7 +406,7 @@ func (s *Service) Publish(ctx context.Context, req PublishRequest, key Idem) (Re
 		if err != nil {
 			return Reply{}, err
 		}
-		body, err := json.Marshal(Published{Listing: v, Replay: out, Receipt: rc})
+		body, err := receipt.Marshal(Published{Listing: v, Replay: out, Receipt: rc})
 		return Reply{Body: body, Created: true}, err
 	})
 }

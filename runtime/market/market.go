@@ -233,8 +233,6 @@ const (
 	keyConfirm   = "market/confirm/"   // <listing>/<identity> -> confirmRecord: a buyer's confirmation toward level 3
 	keyAgent     = "market/agent/"     // <did> -> agentRecord
 	keyWallet    = "market/wallet/"    // <did> -> debit counter, so concurrent debits conflict
-	keyReceipt   = "receipt/"          // <id> -> receipt.Receipt (the court's layout)
-	keyAgentRcpt = "receipt-by-agent/" // <did>/<unixnano:020d>-<id> -> receipt id
 )
 
 func esc(s string) string           { return url.PathEscape(s) }
@@ -288,35 +286,16 @@ func lockWallet(tx store.Tx, did string) error {
 
 // receiptID derives a receipt id from what it is about and its purpose:
 // the same on every retry of the transaction that signs it.
-func receiptID(subject, purpose string) string {
-	sum := sha256.Sum256([]byte("market/" + subject + "/" + purpose))
-	return hex.EncodeToString(sum[:8])
-}
+func receiptID(subject, purpose string) string { return receipt.ID("market", subject, purpose) }
 
-// sign signs and stores a receipt and indexes it under its parties.
+// sign signs a receipt and stores it, indexed under its parties, in the
+// receipt repository.
 func (s *Service) sign(tx store.Tx, kind, rid string, at time.Time, subject any, parties ...string) (json.RawMessage, error) {
 	r, err := s.signer.Sign(kind, rid, subject)
 	if err != nil {
 		return nil, err
 	}
-	body, err := json.Marshal(r)
-	if err != nil {
-		return nil, err
-	}
-	if err := tx.Set(keyReceipt+rid, body); err != nil {
-		return nil, err
-	}
-	seen := map[string]bool{}
-	for _, p := range parties {
-		if p == "" || seen[p] {
-			continue
-		}
-		seen[p] = true
-		if err := tx.Set(fmt.Sprintf("%s%s/%020d-%s", keyAgentRcpt, esc(p), at.UnixNano(), rid), []byte(rid)); err != nil {
-			return nil, err
-		}
-	}
-	return body, nil
+	return receipt.Put(tx, r, at, parties...)
 }
 
 // source finds python checker sources kept by the market, then anything

@@ -13,6 +13,7 @@ import (
 	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/ledger"
 	"github.com/assayhq/assay/runtime/rail"
+	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/store"
 )
 
@@ -457,7 +458,7 @@ func (s *Service) Buy(ctx context.Context, listingID string, req PurchaseRequest
 			// cannot be delivered as JSON, so it is not sold.
 			return Reply{}, fault.New(fault.Conflict, "artifact_not_deliverable", "listing %s holds an artifact that is not valid UTF-8 and cannot be delivered; nothing was charged", l.ID)
 		}
-		body, err := json.Marshal(Bought{Purchase: p, Artifact: art, Encoding: l.encoding(), TotalUSD: total, Recourse: rec, Receipt: rc})
+		body, err := receipt.Marshal(Bought{Purchase: p, Artifact: art, Encoding: l.encoding(), TotalUSD: total, Recourse: rec, Receipt: rc})
 		return Reply{Body: body, Created: true}, err
 	})
 }

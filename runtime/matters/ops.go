@@ -200,7 +200,7 @@ func (s *Service) record(tx store.Tx, m *Matter, kind string, now time.Time, fil
 	if err != nil {
 		return receipt.Receipt{}, fmt.Errorf("matters: sign %s: %w", kind, err)
 	}
-	if err := store.SetJSON(tx, receiptKey(m.ID, seq), r); err != nil {
+	if _, err := receipt.Put(tx, r, now); err != nil {
 		return receipt.Receipt{}, err
 	}
 	m.Receipts = append(m.Receipts, rid)
@@ -217,7 +217,7 @@ func (s *Service) record(tx store.Tx, m *Matter, kind string, now time.Time, fil
 }
 
 func changed(m *Matter, r receipt.Receipt, created bool) (Reply, error) {
-	b, err := json.Marshal(Changed{Matter: m.Public(), Receipt: r})
+	b, err := receipt.Marshal(Changed{Matter: m.Public(), Receipt: r})
 	if err != nil {
 		return Reply{}, err
 	}
@@ -735,7 +735,7 @@ func (s *Service) Tick(ctx context.Context, a Actor, req TickRequest) (Reply, er
 				break
 			}
 		}
-		b, err := json.Marshal(out)
+		b, err := receipt.Marshal(out)
 		if err != nil {
 			return Reply{}, err
 		}
