@@ -697,7 +697,7 @@ func (s *Service) finalize(tx store.Tx, c *Contract, ck clock, d decision) ([]by
 		return nil, fmt.Errorf("escrow: unknown verdict %q", d.verdict)
 	}
 	for to, amount := range payout {
-		if err := ledger.Post(tx, ledger.Transfer{ID: c.ID + ".payout", From: holdAccount(c.ID), To: AgentAccount(to),
+		if err := ledger.Post(tx, ledger.Transfer{ID: c.ID + ".payout", From: holdAccount(c.ID), To: ledger.AgentAccount(to),
 			Amount: amount, Currency: c.Currency, Memo: d.verdict + " " + c.ID, At: ck.now}); err != nil {
 			return nil, err
 		}

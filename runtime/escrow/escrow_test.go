@@ -12,6 +12,7 @@ import (
 	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/runtime/escrow"
 	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/ledger"
 	"github.com/assayhq/assay/storage"
 )
 
@@ -97,7 +98,7 @@ func TestService_Accept(t *testing.T) {
 	if res := c.keys.Verifier().Verify(r.Body); !res.Valid {
 		t.Fatalf("receipt does not verify: %s", res.Reason)
 	}
-	acct, err := c.Account(ctx, escrow.AgentAccount("did:nanda:seller"))
+	acct, err := c.Account(ctx, ledger.AgentAccount("did:nanda:seller"))
 	if err != nil || acct.Balances["credits"] != 50 {
 		t.Fatalf("seller account %+v, %v", acct, err)
 	}
@@ -313,7 +314,7 @@ func TestService_Deadlines(t *testing.T) {
 		if ct.Status != escrow.StatusResolved || ct.Verdict != "refund" || ct.Tier != escrow.TierDeliverBy || len(ct.Receipts) != 1 {
 			t.Fatalf("contract %+v", ct)
 		}
-		acct, _ := c.Account(ctx, escrow.AgentAccount("did:a"))
+		acct, _ := c.Account(ctx, ledger.AgentAccount("did:a"))
 		if acct.Balances["credits"] != 9 {
 			t.Fatalf("buyer %+v", acct)
 		}

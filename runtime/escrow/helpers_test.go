@@ -15,6 +15,7 @@ import (
 	"github.com/assayhq/assay/adjudicate"
 	"github.com/assayhq/assay/runtime/escrow"
 	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/ledger"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/store"
 	"github.com/assayhq/assay/storage"
@@ -141,7 +142,7 @@ func wantCode(tb testing.TB, err error, code string) {
 
 func (c *court) sums(tb testing.TB) map[string]int64 {
 	tb.Helper()
-	s, err := c.LedgerSums(context.Background())
+	s, err := ledger.SumsOf(context.Background(), c.Store())
 	if err != nil {
 		tb.Fatal(err)
 	}

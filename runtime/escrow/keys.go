@@ -42,6 +42,3 @@ func reputationKey(did string, r role, contract string) string {
 
 // holdAccount is the ledger account that holds a contract's escrow.
 func holdAccount(contract string) string { return "hold:escrow:" + contract }
-
-// AgentAccount is the ledger account of what the court owes an agent.
-func AgentAccount(did string) string { return "agent:" + did }

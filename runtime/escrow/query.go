@@ -49,7 +49,7 @@ func (s *Service) AgentReceipts(ctx context.Context, did string, limit int) (Age
 // Account returns a ledger account: "rail:dev", "hold:escrow:<contract>",
 // "agent:<did>".
 func (s *Service) Account(ctx context.Context, id string) (ledger.Account, error) {
-	if err := ident.ID("account", "invalid_account", strings.TrimPrefix(id, "agent:")); err != nil {
+	if err := ident.ID("account", "invalid_account", strings.TrimPrefix(id, ledger.AgentPrefix)); err != nil {
 		return ledger.Account{}, err
 	}
 	var a ledger.Account
@@ -71,16 +71,4 @@ func (s *Service) Audit(ctx context.Context) (ledger.Audit, error) {
 		return err
 	})
 	return a, err
-}
-
-// LedgerSums returns, per currency, the sum over every account: zero unless
-// the ledger is broken.
-func (s *Service) LedgerSums(ctx context.Context) (map[string]int64, error) {
-	var sums map[string]int64
-	err := s.st.View(ctx, func(tx store.Tx) error {
-		var err error
-		sums, err = ledger.Sums(tx)
-		return err
-	})
-	return sums, err
 }

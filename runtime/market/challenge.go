@@ -228,7 +228,7 @@ func (s *Service) uphold(tx store.Tx, c *Challenge, p *Purchase, l *Listing, why
 	// retired listing cannot hand the bond back to the seller.
 	forfeit := USD(0)
 	if l.BondHeld {
-		if err := ledger.Post(tx, ledger.Transfer{ID: l.ID + ".bond-forfeit", From: bondAccount(l.ID), To: WalletAccount(c.Challenger),
+		if err := ledger.Post(tx, ledger.Transfer{ID: l.ID + ".bond-forfeit", From: bondAccount(l.ID), To: ledger.AgentAccount(c.Challenger),
 			Amount: int64(l.Bond), Currency: Currency, Memo: "bond forfeited to the challenger of " + c.ID, At: now}); err != nil {
 			return err
 		}

@@ -369,7 +369,7 @@ func (s *Service) Publish(ctx context.Context, req PublishRequest, key Idem) (Re
 			if err := debit(tx, l.Seller, l.Bond, "the bond of "+l.ID); err != nil {
 				return Reply{}, err
 			}
-			if err := ledger.Post(tx, ledger.Transfer{ID: l.ID + ".bond", From: WalletAccount(l.Seller), To: bondAccount(l.ID),
+			if err := ledger.Post(tx, ledger.Transfer{ID: l.ID + ".bond", From: ledger.AgentAccount(l.Seller), To: bondAccount(l.ID),
 				Amount: int64(l.Bond), Currency: Currency, Memo: "bond " + l.ID, At: now}); err != nil {
 				return Reply{}, err
 			}
@@ -551,7 +551,7 @@ func (s *Service) returnBondIfClear(tx store.Tx, l *Listing, now time.Time) (USD
 	if open {
 		return 0, nil
 	}
-	if err := ledger.Post(tx, ledger.Transfer{ID: l.ID + ".bond-return", From: bondAccount(l.ID), To: WalletAccount(l.Seller),
+	if err := ledger.Post(tx, ledger.Transfer{ID: l.ID + ".bond-return", From: bondAccount(l.ID), To: ledger.AgentAccount(l.Seller),
 		Amount: int64(l.Bond), Currency: Currency, Memo: "bond returned on clean retirement of " + l.ID, At: now}); err != nil {
 		return 0, err
 	}

@@ -249,9 +249,6 @@ func dueKey(at time.Time, purchase string) string {
 
 // Ledger accounts.
 
-// WalletAccount is an agent's market wallet: what Assay owes the agent.
-func WalletAccount(did string) string { return "agent:" + did }
-
 func holdAccount(purchase string) string { return "hold:market:" + purchase }
 func bondAccount(listing string) string  { return "hold:bond:" + listing }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/ledger"
 	"github.com/assayhq/assay/runtime/market"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/storage"
@@ -87,7 +88,7 @@ func (e *env) balance(tb testing.TB, did string) market.USD {
 
 func (e *env) zero(tb testing.TB) {
 	tb.Helper()
-	sums, err := e.svc.LedgerSums(context.Background())
+	sums, err := ledger.SumsOf(context.Background(), e.svc.Store())
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -73,7 +73,7 @@ func propertyRun(t *testing.T, seed uint64, ops int) {
 		if err != nil && fault.KindOf(err) == fault.Internal {
 			t.Fatalf("seed %d step %d %s: internal error %v", seed, step, what, err)
 		}
-		sums, serr := e.svc.LedgerSums(ctx)
+		sums, serr := ledger.SumsOf(ctx, e.svc.Store())
 		if serr != nil {
 			t.Fatal(serr)
 		}

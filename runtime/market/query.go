@@ -12,7 +12,6 @@ import (
 
 	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/runtime/fault"
-	"github.com/assayhq/assay/runtime/ledger"
 	"github.com/assayhq/assay/runtime/store"
 	"github.com/assayhq/assay/wasm"
 )
@@ -294,18 +293,6 @@ func (s *Service) Stats(ctx context.Context) (Stats, error) {
 		})
 	})
 	return st, err
-}
-
-// LedgerSums returns the sum of every leg per currency: all zero unless
-// the ledger is broken.
-func (s *Service) LedgerSums(ctx context.Context) (map[string]int64, error) {
-	var sums map[string]int64
-	err := s.st.View(ctx, func(tx store.Tx) error {
-		var err error
-		sums, err = ledger.Sums(tx)
-		return err
-	})
-	return sums, err
 }
 
 // TickRequest is the operator's tick: settle what is due and replay up to

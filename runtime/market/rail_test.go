@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assayhq/assay/runtime/ledger"
 	"github.com/assayhq/assay/runtime/market"
 	"github.com/assayhq/assay/runtime/rail"
 	"github.com/assayhq/assay/runtime/receipt"
@@ -69,7 +70,7 @@ func TestService_Withdraw_payoutFails(t *testing.T) {
 	if w.Balance != market.USD(6_000_000) {
 		t.Fatalf("after the retry the wallet holds %d micro-USD, want 6,000,000", w.Balance)
 	}
-	sums, _ := svc.LedgerSums(ctx)
+	sums, _ := ledger.SumsOf(ctx, svc.Store())
 	for c, v := range sums {
 		if v != 0 {
 			t.Errorf("ledger sums to %d %s", v, c)

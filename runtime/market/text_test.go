@@ -9,6 +9,7 @@ import (
 
 	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/ledger"
 	"github.com/assayhq/assay/runtime/market"
 )
 
@@ -20,7 +21,7 @@ func (e *env) unchanged(tb testing.TB) {
 	if st.ListingsTotal != 0 || st.Purchases != 0 || st.HeldUSD != 0 {
 		tb.Fatalf("stats after a refused request %+v", st)
 	}
-	sums := must(e.svc.LedgerSums(context.Background()))(tb)
+	sums := must(ledger.SumsOf(context.Background(), e.svc.Store()))(tb)
 	if len(sums) != 0 {
 		tb.Fatalf("ledger after a refused request %v", sums)
 	}

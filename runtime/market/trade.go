@@ -61,7 +61,7 @@ func debit(tx store.Tx, did string, amount USD, what string) error {
 	if err := lockWallet(tx, did); err != nil {
 		return err
 	}
-	bal, err := ledger.Balance(tx, WalletAccount(did), Currency)
+	bal, err := ledger.Balance(tx, ledger.AgentAccount(did), Currency)
 	if err != nil {
 		return err
 	}
@@ -109,7 +109,7 @@ func (s *Service) addTotal(tx store.Tx, delta USD) error {
 // depositBounds returns the wallet's balance after depositing amount, or
 // refuses the deposit when it would pass MaxWallet or MaxTotal.
 func (s *Service) depositBounds(tx store.Tx, did string, amount USD) (USD, error) {
-	bal, err := ledger.Balance(tx, WalletAccount(did), Currency)
+	bal, err := ledger.Balance(tx, ledger.AgentAccount(did), Currency)
 	if err != nil {
 		return 0, err
 	}
@@ -149,7 +149,7 @@ func (s *Service) WalletOf(ctx context.Context, did string) (Wallet, error) {
 	}
 	w := Wallet{Agent: did, Rail: s.rail.Name()}
 	err := s.st.View(ctx, func(tx store.Tx) error {
-		b, err := ledger.Balance(tx, WalletAccount(did), Currency)
+		b, err := ledger.Balance(tx, ledger.AgentAccount(did), Currency)
 		w.Balance = USD(b)
 		return err
 	})
@@ -211,7 +211,7 @@ func (s *Service) Deposit(ctx context.Context, did string, req AmountRequest, ke
 		if err := touchAgent(tx, did, now); err != nil {
 			return Reply{}, err
 		}
-		if err := ledger.Post(tx, ledger.Transfer{ID: id, From: s.rail.Account(), To: WalletAccount(did),
+		if err := ledger.Post(tx, ledger.Transfer{ID: id, From: s.rail.Account(), To: ledger.AgentAccount(did),
 			Amount: int64(amount), Currency: Currency, Memo: "deposit " + ref, At: now}); err != nil {
 			return Reply{}, err
 		}
@@ -271,11 +271,11 @@ func (s *Service) Withdraw(ctx context.Context, did string, req AmountRequest, k
 		if err := s.addTotal(tx, -amount); err != nil {
 			return Reply{}, err
 		}
-		if err := ledger.Post(tx, ledger.Transfer{ID: id, From: WalletAccount(did), To: s.rail.Account(),
+		if err := ledger.Post(tx, ledger.Transfer{ID: id, From: ledger.AgentAccount(did), To: s.rail.Account(),
 			Amount: int64(amount), Currency: Currency, Memo: "withdrawal", At: now}); err != nil {
 			return Reply{}, err
 		}
-		bal, err := ledger.Balance(tx, WalletAccount(did), Currency)
+		bal, err := ledger.Balance(tx, ledger.AgentAccount(did), Currency)
 		if err != nil {
 			return Reply{}, err
 		}
@@ -296,7 +296,7 @@ func (s *Service) Withdraw(ctx context.Context, did string, req AmountRequest, k
 			if err := s.addTotal(tx, amount); err != nil {
 				return err
 			}
-			return ledger.Post(tx, ledger.Transfer{ID: id + ".reversed", From: s.rail.Account(), To: WalletAccount(did),
+			return ledger.Post(tx, ledger.Transfer{ID: id + ".reversed", From: s.rail.Account(), To: ledger.AgentAccount(did),
 				Amount: int64(amount), Currency: Currency, Memo: "withdrawal reversed: payout failed", At: now})
 		})
 		if rerr != nil {
@@ -416,7 +416,7 @@ func (s *Service) Buy(ctx context.Context, listingID string, req PurchaseRequest
 		if err := touchAgent(tx, req.Agent, now); err != nil {
 			return Reply{}, err
 		}
-		if err := ledger.Post(tx, ledger.Transfer{ID: pid + ".pay", From: WalletAccount(req.Agent), To: holdAccount(pid),
+		if err := ledger.Post(tx, ledger.Transfer{ID: pid + ".pay", From: ledger.AgentAccount(req.Agent), To: holdAccount(pid),
 			Amount: int64(total), Currency: Currency, Memo: "purchase of " + l.ID + ", held until " + p.WindowClosesAt.Format(time.RFC3339), At: now}); err != nil {
 			return Reply{}, err
 		}
@@ -485,7 +485,7 @@ func (s *Service) settle(tx store.Tx, p *Purchase, now time.Time) error {
 		return nil
 	}
 	for _, t := range []ledger.Transfer{
-		{ID: p.ID + ".seller", From: holdAccount(p.ID), To: WalletAccount(p.Seller), Amount: int64(p.Price), Memo: "sale of " + p.ListingID + " settled"},
+		{ID: p.ID + ".seller", From: holdAccount(p.ID), To: ledger.AgentAccount(p.Seller), Amount: int64(p.Price), Memo: "sale of " + p.ListingID + " settled"},
 		{ID: p.ID + ".fee", From: holdAccount(p.ID), To: s.platform, Amount: int64(p.Fee), Memo: "3% fee on " + p.ID},
 	} {
 		if t.Amount == 0 {
@@ -546,7 +546,7 @@ func (s *Service) refund(tx store.Tx, p *Purchase, why string, now time.Time) er
 	if err != nil {
 		return err
 	}
-	if err := ledger.Post(tx, ledger.Transfer{ID: p.ID + ".refund", From: holdAccount(p.ID), To: WalletAccount(p.Buyer),
+	if err := ledger.Post(tx, ledger.Transfer{ID: p.ID + ".refund", From: holdAccount(p.ID), To: ledger.AgentAccount(p.Buyer),
 		Amount: int64(back), Currency: Currency, Memo: "refund: " + why, At: now}); err != nil {
 		return err
 	}
