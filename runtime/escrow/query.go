@@ -49,7 +49,7 @@ func (s *Service) AgentReceipts(ctx context.Context, did string, limit int) (Age
 // Account returns a ledger account: "rail:dev", "hold:escrow:<contract>",
 // "agent:<did>".
 func (s *Service) Account(ctx context.Context, id string) (ledger.Account, error) {
-	if err := ident.ID("account", "invalid_account", strings.TrimPrefix(id, ledger.AgentPrefix)); err != nil {
+	if err := ident.ID("account", ECodeInvalidAccount, strings.TrimPrefix(id, ledger.AgentPrefix)); err != nil {
 		return ledger.Account{}, err
 	}
 	var a ledger.Account

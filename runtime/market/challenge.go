@@ -59,7 +59,7 @@ func loadChallenge(tx store.Tx, id string) (*Challenge, error) {
 	var c Challenge
 	err := store.GetJSON(tx, challengeKey(id), &c)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, fault.New(fault.NotFound, "challenge_not_found", "no challenge %s", id)
+		return nil, fault.New(fault.NotFound, ECodeChallengeNotFound, "no challenge %s", id)
 	}
 	return &c, err
 }
@@ -97,9 +97,9 @@ func (s *Service) Challenge(ctx context.Context, listingID string, req Challenge
 	ev := bytes.TrimSpace(req.Evidence)
 	switch {
 	case len(ev) == 0 || string(ev) == "null" || string(ev) == `""`:
-		return Reply{}, fault.New(fault.Invalid, "missing_field", "evidence is required: a failing input, a counterexample or checker output")
+		return Reply{}, fault.New(fault.Invalid, ECodeMissingField, "evidence is required: a failing input, a counterexample or checker output")
 	case len(ev) > MaxEvidenceBytes:
-		return Reply{}, fault.New(fault.TooLarge, "evidence_too_large", "evidence is at most %d bytes", MaxEvidenceBytes)
+		return Reply{}, fault.New(fault.TooLarge, ECodeEvidenceTooLarge, "evidence is at most %d bytes", MaxEvidenceBytes)
 	}
 	if err := validEvidence(ev); err != nil {
 		return Reply{}, err
@@ -124,7 +124,7 @@ func (s *Service) Challenge(ctx context.Context, listingID string, req Challenge
 		}
 		pid, err := tx.Get(boughtKey(listingID, req.Agent))
 		if errors.Is(err, store.ErrNotFound) {
-			return fault.New(fault.NotFound, "purchase_not_found", "%s has not bought %s", req.Agent, listingID)
+			return fault.New(fault.NotFound, ECodePurchaseNotFound, "%s has not bought %s", req.Agent, listingID)
 		} else if err != nil {
 			return err
 		}
@@ -205,11 +205,11 @@ func (s *Service) Challenge(ctx context.Context, listingID string, req Challenge
 func challengeable(p *Purchase, now time.Time) error {
 	switch {
 	case p.Status == PurchaseChallenged || p.ChallengeID != "":
-		return fault.New(fault.Conflict, "already_challenged", "purchase %s was already challenged (%s)", p.ID, p.ChallengeID)
+		return fault.New(fault.Conflict, ECodeAlreadyChallenged, "purchase %s was already challenged (%s)", p.ID, p.ChallengeID)
 	case p.Status != PurchaseHeld:
-		return fault.New(fault.Conflict, "purchase_closed", "purchase %s is %s", p.ID, p.Status)
+		return fault.New(fault.Conflict, ECodePurchaseClosed, "purchase %s is %s", p.ID, p.Status)
 	case !now.Before(p.WindowClosesAt):
-		return fault.New(fault.Conflict, "challenge_window_closed", "the challenge window of purchase %s closed at %s", p.ID, p.WindowClosesAt.Format(time.RFC3339))
+		return fault.New(fault.Conflict, ECodeChallengeWindowClosed, "the challenge window of purchase %s closed at %s", p.ID, p.WindowClosesAt.Format(time.RFC3339))
 	}
 	return nil
 }
@@ -248,7 +248,7 @@ func (s *Service) uphold(tx store.Tx, c *Challenge, p *Purchase, l *Listing, why
 	if err := updateAgent(tx, l.Seller, now, func(a *agentRecord) error {
 		a.ChallengesLost++
 		if a.StakeForfeited > math.MaxInt64-forfeit {
-			return fault.New(fault.Internal, "stats_overflow", "the stake forfeited by %s passed the range of int64 micro-USD", l.Seller)
+			return fault.New(fault.Internal, ECodeStatsOverflow, "the stake forfeited by %s passed the range of int64 micro-USD", l.Seller)
 		}
 		a.StakeForfeited += forfeit
 		return nil
@@ -280,7 +280,7 @@ func (s *Service) signChallenge(tx store.Tx, c *Challenge, now time.Time) error 
 func (s *Service) Resolve(ctx context.Context, id string, req ResolveRequest, key Idem) (Reply, error) {
 	i := scoped(key, "resolve", "operator")
 	if req.Verdict != "uphold" && req.Verdict != "reject" {
-		return Reply{}, fault.New(fault.Invalid, "invalid_verdict", `verdict must be "uphold" or "reject"`)
+		return Reply{}, fault.New(fault.Invalid, ECodeInvalidVerdict, `verdict must be "uphold" or "reject"`)
 	}
 	if err := validText("reason", req.Reason, MaxTextBytes); err != nil {
 		return Reply{}, err
@@ -295,7 +295,7 @@ func (s *Service) Resolve(ctx context.Context, id string, req ResolveRequest, ke
 			return Reply{}, err
 		}
 		if c.Status != ChallengeOpen {
-			return Reply{}, fault.New(fault.Conflict, "challenge_not_open", "challenge %s is %s", id, c.Status)
+			return Reply{}, fault.New(fault.Conflict, ECodeChallengeNotOpen, "challenge %s is %s", id, c.Status)
 		}
 		p, err := loadPurchase(tx, c.PurchaseID)
 		if err != nil {

@@ -66,7 +66,7 @@ func debit(tx store.Tx, did string, amount USD, what string) error {
 		return err
 	}
 	if USD(bal) < amount {
-		return fault.New(fault.Conflict, "insufficient_funds", "%s needs $%s and wallet %s holds $%s; deposit first", what, amount, did, USD(bal))
+		return fault.New(fault.Conflict, ECodeInsufficientFunds, "%s needs $%s and wallet %s holds $%s; deposit first", what, amount, did, USD(bal))
 	}
 	return nil
 }
@@ -99,7 +99,7 @@ func (s *Service) addTotal(tx store.Tx, delta USD) error {
 	n, err := Add(t, delta)
 	if err != nil {
 		if delta > 0 {
-			return fault.New(fault.Conflict, "market_limit_exceeded", "the market holds $%s and takes at most $%s in all; a deposit of $%s would pass it", t, MaxTotal, delta)
+			return fault.New(fault.Conflict, ECodeMarketLimitExceeded, "the market holds $%s and takes at most $%s in all; a deposit of $%s would pass it", t, MaxTotal, delta)
 		}
 		return err
 	}
@@ -115,14 +115,14 @@ func (s *Service) depositBounds(tx store.Tx, did string, amount USD) (USD, error
 	}
 	after, err := Add(USD(bal), amount)
 	if err != nil || after > MaxWallet {
-		return 0, fault.New(fault.Conflict, "wallet_limit_exceeded", "wallet %s holds $%s; deposits bring a wallet to at most $%s", did, USD(bal), MaxWallet)
+		return 0, fault.New(fault.Conflict, ECodeWalletLimitExceeded, "wallet %s holds $%s; deposits bring a wallet to at most $%s", did, USD(bal), MaxWallet)
 	}
 	t, err := s.total(tx)
 	if err != nil {
 		return 0, err
 	}
 	if n, err := Add(t, amount); err != nil || n > MaxTotal {
-		return 0, fault.New(fault.Conflict, "market_limit_exceeded", "the market holds $%s and takes at most $%s in all; a deposit of $%s would pass it", t, MaxTotal, amount)
+		return 0, fault.New(fault.Conflict, ECodeMarketLimitExceeded, "the market holds $%s and takes at most $%s in all; a deposit of $%s would pass it", t, MaxTotal, amount)
 	}
 	return after, nil
 }
@@ -159,7 +159,7 @@ func (s *Service) WalletOf(ctx context.Context, did string) (Wallet, error) {
 func parseAmount(req AmountRequest) (USD, error) {
 	a, err := ParseAmount(req.AmountUSD, "amount_usd")
 	if err == nil && a <= 0 {
-		err = fault.New(fault.Invalid, "invalid_amount", "amount_usd must be more than 0")
+		err = fault.New(fault.Invalid, ECodeInvalidAmount, "amount_usd must be more than 0")
 	}
 	return a, err
 }
@@ -181,7 +181,7 @@ func (s *Service) Deposit(ctx context.Context, did string, req AmountRequest, ke
 		return Reply{}, err
 	}
 	if s.rail.Name() != (rail.Dev{}).Name() {
-		return Reply{}, fault.New(fault.Forbidden, "deposit_unavailable", "deposits are for the dev rail; this server settles on %s", s.rail.Name())
+		return Reply{}, fault.New(fault.Forbidden, ECodeDepositUnavailable, "deposits are for the dev rail; this server settles on %s", s.rail.Name())
 	}
 	if r, err := idem.Replay(ctx, s.st, i); err != nil || r != nil {
 		return deref(r), err
@@ -220,7 +220,7 @@ func (s *Service) Deposit(ctx context.Context, did string, req AmountRequest, ke
 	})
 	if errors.Is(err, store.ErrCommitUnknown) {
 		// The deposit may be recorded: returning it could pay it twice.
-		return Reply{}, fault.Wrap(fault.Internal, "commit_unknown",
+		return Reply{}, fault.Wrap(fault.Internal, ECodeCommitUnknown,
 			fmt.Errorf("market: deposit %s was collected and its recording is unknown; not refunded, reconcile it: %w", ref, err))
 	}
 	if err != nil || r.Replayed {
@@ -228,7 +228,7 @@ func (s *Service) Deposit(ctx context.Context, did string, req AmountRequest, ke
 		// concurrent request with the same key recorded its own): give it
 		// back.
 		if _, rerr := s.rail.Refund(context.WithoutCancel(ctx), ref, int64(amount)); rerr != nil {
-			return Reply{}, fault.Wrap(fault.Internal, "rail_failed",
+			return Reply{}, fault.Wrap(fault.Internal, ECodeRailFailed,
 				fmt.Errorf("market: deposit %s was collected, not recorded, and not refunded: %w", ref, errors.Join(err, rerr)))
 		}
 	}
@@ -238,7 +238,7 @@ func (s *Service) Deposit(ctx context.Context, did string, req AmountRequest, ke
 // railFailed is the error a client gets when the rail refused: a fixed
 // message, the rail's own words kept as the cause for the log only.
 func railFailed(what string, cause error) error {
-	return &fault.Error{Kind: fault.Unavailable, Code: "rail_failed", Message: what + " on the payment rail; try again later", Err: cause}
+	return &fault.Error{Kind: fault.Unavailable, Code: ECodeRailFailed, Message: what + " on the payment rail; try again later", Err: cause}
 }
 
 // Withdraw pays money out of an agent's wallet on the rail.
@@ -300,7 +300,7 @@ func (s *Service) Withdraw(ctx context.Context, did string, req AmountRequest, k
 				Amount: int64(amount), Currency: Currency, Memo: "withdrawal reversed: payout failed", At: now})
 		})
 		if rerr != nil {
-			return Reply{}, fault.Wrap(fault.Internal, "rail_failed",
+			return Reply{}, fault.Wrap(fault.Internal, ECodeRailFailed,
 				fmt.Errorf("market: withdrawal %s debited, not paid out, and not reversed: %w", id, errors.Join(perr, rerr)))
 		}
 		return Reply{}, railFailed("the withdrawal could not be paid out", perr)
@@ -360,7 +360,7 @@ func loadPurchase(tx store.Tx, id string) (*Purchase, error) {
 	var p Purchase
 	err := store.GetJSON(tx, purchaseKey(id), &p)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, fault.New(fault.NotFound, "purchase_not_found", "no purchase %s", id)
+		return nil, fault.New(fault.NotFound, ECodePurchaseNotFound, "no purchase %s", id)
 	}
 	return &p, err
 }
@@ -393,12 +393,12 @@ func (s *Service) Buy(ctx context.Context, listingID string, req PurchaseRequest
 		}
 		switch {
 		case l.Status != ListingActive:
-			return Reply{}, fault.New(fault.Conflict, "listing_not_active", "listing %s is %s and sells nothing", l.ID, l.Status)
+			return Reply{}, fault.New(fault.Conflict, ECodeListingNotActive, "listing %s is %s and sells nothing", l.ID, l.Status)
 		case l.Seller == req.Agent:
-			return Reply{}, fault.New(fault.Conflict, "own_listing", "a seller cannot buy its own listing")
+			return Reply{}, fault.New(fault.Conflict, ECodeOwnListing, "a seller cannot buy its own listing")
 		}
 		if prev, err := tx.Get(boughtKey(l.ID, req.Agent)); err == nil {
-			return Reply{}, fault.New(fault.Conflict, "already_purchased", "%s already bought %s (purchase %s)", req.Agent, l.ID, prev)
+			return Reply{}, fault.New(fault.Conflict, ECodeAlreadyPurchased, "%s already bought %s (purchase %s)", req.Agent, l.ID, prev)
 		} else if !errors.Is(err, store.ErrNotFound) {
 			return Reply{}, err
 		}
@@ -456,7 +456,7 @@ func (s *Service) Buy(ctx context.Context, listingID string, req PurchaseRequest
 		if !utf8.Valid(art) {
 			// Published before the market refused such artifacts: it
 			// cannot be delivered as JSON, so it is not sold.
-			return Reply{}, fault.New(fault.Conflict, "artifact_not_deliverable", "listing %s holds an artifact that is not valid UTF-8 and cannot be delivered; nothing was charged", l.ID)
+			return Reply{}, fault.New(fault.Conflict, ECodeArtifactNotDeliverable, "listing %s holds an artifact that is not valid UTF-8 and cannot be delivered; nothing was charged", l.ID)
 		}
 		body, err := receipt.Marshal(Bought{Purchase: p, Artifact: art, Encoding: l.encoding(), TotalUSD: total, Recourse: rec, Receipt: rc})
 		return Reply{Body: body, Created: true}, err
