@@ -15,6 +15,7 @@ import (
 	"github.com/assayhq/assay/adjudicate"
 	"github.com/assayhq/assay/runtime/escrow"
 	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/ledger"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/store"
@@ -103,7 +104,7 @@ const rows100 = `{"assertions":[{"path":"rows","op":"gte","value":100}]}`
 func (c *court) delivered(tb testing.TB, req escrow.CreateRequest, deliverable string) string {
 	tb.Helper()
 	ctx := context.Background()
-	r, err := c.Create(ctx, req, escrow.Idem{})
+	r, err := c.Create(ctx, req, idem.Idem{})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -111,10 +112,10 @@ func (c *court) delivered(tb testing.TB, req escrow.CreateRequest, deliverable s
 	if err := json.Unmarshal(r.Body, &created); err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := c.Fund(ctx, created.ContractID, escrow.Idem{}); err != nil {
+	if _, err := c.Fund(ctx, created.ContractID, idem.Idem{}); err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := c.Deliver(ctx, created.ContractID, escrow.DeliverRequest{Deliverable: json.RawMessage(deliverable)}, escrow.Idem{}); err != nil {
+	if _, err := c.Deliver(ctx, created.ContractID, escrow.DeliverRequest{Deliverable: json.RawMessage(deliverable)}, idem.Idem{}); err != nil {
 		tb.Fatal(err)
 	}
 	return created.ContractID

@@ -7,10 +7,11 @@ import (
 	"github.com/assayhq/assay/runtime/store"
 )
 
-// Idem is a request's idempotency key and fingerprint (idem.Idem). The
-// court's keys live in the scope "escrow".
+// Idem is idem.Idem, for checkers.go until it moves to checkers/; the
+// court's other methods name idem.Idem.
 type Idem = idem.Idem
 
+// idemScope is the scope of the court's keys.
 const idemScope = "escrow"
 
 // Reply is a mutation's answer: the JSON body the client gets, the same

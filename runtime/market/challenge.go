@@ -89,7 +89,7 @@ func (s *Service) ChallengeOf(ctx context.Context, id string) (*Challenge, error
 // (413); listing_not_found, purchase_not_found (404);
 // challenge_window_closed, already_challenged, purchase_closed (409);
 // idempotency_conflict.
-func (s *Service) Challenge(ctx context.Context, listingID string, req ChallengeRequest, key Idem) (Reply, error) {
+func (s *Service) Challenge(ctx context.Context, listingID string, req ChallengeRequest, key idem.Idem) (Reply, error) {
 	i := scoped(key, "challenge", req.Agent)
 	if err := validAgent("agent", req.Agent); err != nil {
 		return Reply{}, err
@@ -277,7 +277,7 @@ func (s *Service) signChallenge(tx store.Tx, c *Challenge, now time.Time) error 
 //
 // invalid_verdict, invalid_reason (400); challenge_not_found (404);
 // challenge_not_open (409); idempotency_conflict.
-func (s *Service) Resolve(ctx context.Context, id string, req ResolveRequest, key Idem) (Reply, error) {
+func (s *Service) Resolve(ctx context.Context, id string, req ResolveRequest, key idem.Idem) (Reply, error) {
 	i := scoped(key, "resolve", "operator")
 	if req.Verdict != "uphold" && req.Verdict != "reject" {
 		return Reply{}, fault.New(fault.Invalid, ECodeInvalidVerdict, `verdict must be "uphold" or "reject"`)

@@ -319,7 +319,7 @@ func (s *Service) runCheckers(ctx context.Context, jobs []checkers.Job) ([]wasm.
 // unknown_checker (400); artifact_too_large (413); checker_failed (422,
 // with the outcome); insufficient_funds (409, the bond);
 // checkers_unavailable (503); idempotency_conflict.
-func (s *Service) Publish(ctx context.Context, req PublishRequest, key Idem) (Reply, error) {
+func (s *Service) Publish(ctx context.Context, req PublishRequest, key idem.Idem) (Reply, error) {
 	i := scoped(key, "publish", req.Agent)
 	if r, err := idem.Replay(ctx, s.st, i); err != nil || r != nil {
 		return deref(r), err
@@ -494,7 +494,7 @@ type DeactivateRequest struct {
 // # Errors
 //
 // listing_not_found (404), not_seller (403), listing_not_active (409).
-func (s *Service) Deactivate(ctx context.Context, id string, req DeactivateRequest, key Idem) (Reply, error) {
+func (s *Service) Deactivate(ctx context.Context, id string, req DeactivateRequest, key idem.Idem) (Reply, error) {
 	i := scoped(key, "deactivate", req.Agent)
 	if err := validAgent("agent", req.Agent); err != nil {
 		return Reply{}, err

@@ -252,16 +252,12 @@ func dueKey(at time.Time, purchase string) string {
 func holdAccount(purchase string) string { return "hold:market:" + purchase }
 func bondAccount(listing string) string  { return "hold:bond:" + listing }
 
-// Idem is a request's idempotency key and fingerprint (idem.Idem). A key
-// lives in the scope of its operation and its acting agent (see scoped),
-// so one agent's key never answers, nor conflicts with, another agent's
-// request.
-type Idem = idem.Idem
-
-// scoped puts i in the scope of its operation (publish, buy, deposit, …)
-// and of the agent acting: "market:<op>:<sha256 of the agent>", as matters
-// scopes its keys by tenant and caller. Two agents may use the same key,
-// and so may one agent on two operations.
+// scoped puts a request's idempotency key in the scope of its operation
+// (publish, buy, deposit, …) and of the agent acting:
+// "market:<op>:<sha256 of the agent>", as matters scopes its keys by
+// tenant and caller. Two agents may use the same key, and so may one agent
+// on two operations: one agent's key never answers, nor conflicts with,
+// another agent's request.
 func scoped(i idem.Idem, op, agent string) idem.Request {
 	sum := sha256.Sum256([]byte(agent))
 	return i.In("market:" + op + ":" + hex.EncodeToString(sum[:]))

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/ledger"
 	"github.com/assayhq/assay/runtime/market"
 	"github.com/assayhq/assay/runtime/rail"
@@ -51,10 +52,10 @@ func TestService_Withdraw_payoutFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.Deposit(ctx, "alice", amount("10"), market.Idem{}); err != nil {
+	if _, err := svc.Deposit(ctx, "alice", amount("10"), idem.Idem{}); err != nil {
 		t.Fatal(err)
 	}
-	key := market.Idem{Key: "wd-1", Fingerprint: "withdraw 4"}
+	key := idem.Idem{Key: "wd-1", Fingerprint: "withdraw 4"}
 	fr.failPayouts.Store(1)
 	_, err = svc.Withdraw(ctx, "alice", amount("4"), key)
 	wantCode(t, err, "rail_failed")

@@ -171,7 +171,7 @@ func parseAmount(req AmountRequest) (USD, error) {
 //
 // invalid_agent, invalid_amount, missing_field (400); deposit_unavailable
 // (403) on a rail other than dev; rail_failed (503); idempotency_conflict.
-func (s *Service) Deposit(ctx context.Context, did string, req AmountRequest, key Idem) (Reply, error) {
+func (s *Service) Deposit(ctx context.Context, did string, req AmountRequest, key idem.Idem) (Reply, error) {
 	i := scoped(key, "deposit", did)
 	if err := validAgent("agent", did); err != nil {
 		return Reply{}, err
@@ -247,7 +247,7 @@ func railFailed(what string, cause error) error {
 //
 // invalid_agent, invalid_amount (400); insufficient_funds (409);
 // rail_failed (503); idempotency_conflict.
-func (s *Service) Withdraw(ctx context.Context, did string, req AmountRequest, key Idem) (Reply, error) {
+func (s *Service) Withdraw(ctx context.Context, did string, req AmountRequest, key idem.Idem) (Reply, error) {
 	i := scoped(key, "withdraw", did)
 	if err := validAgent("agent", did); err != nil {
 		return Reply{}, err
@@ -373,7 +373,7 @@ func loadPurchase(tx store.Tx, id string) (*Purchase, error) {
 // invalid_agent, invalid_purpose (400); listing_not_found (404);
 // listing_not_active, own_listing, already_purchased, insufficient_funds
 // (409); idempotency_conflict.
-func (s *Service) Buy(ctx context.Context, listingID string, req PurchaseRequest, key Idem) (Reply, error) {
+func (s *Service) Buy(ctx context.Context, listingID string, req PurchaseRequest, key idem.Idem) (Reply, error) {
 	i := scoped(key, "buy", req.Agent)
 	if err := validAgent("agent", req.Agent); err != nil {
 		return Reply{}, err
