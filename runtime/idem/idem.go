@@ -5,6 +5,11 @@
 // and other content is refused with idempotency_conflict. Keys live in
 // scopes (a service, a tenant, a solver), so that one client's key never
 // collides with another's.
+//
+// Mutate is the one mutation kernel of the services: lookup, the change
+// and the stored answer in one transaction, with CommitThenFail for a
+// change that must commit while the request fails. Fingerprint is the one
+// definition of "the same request", whatever the transport.
 package idem
 
 import (
