@@ -18,9 +18,6 @@ const idemScope = "escrow"
 // bytes on every replay.
 type Reply = idem.Reply
 
-// ValidIdemKey reports whether k is usable as an Idempotency-Key.
-func ValidIdemKey(k string) error { return idem.ValidKey(k) }
-
 // replay looks ik up on a snapshot, before any slow work.
 func (s *Service) replay(ctx context.Context, ik idem.Idem) (*Reply, error) {
 	return idem.Replay(ctx, s.st, ik.In(idemScope))
