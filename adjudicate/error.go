@@ -2,8 +2,9 @@ package adjudicate
 
 import "errors"
 
-// Error codes. They are part of the API: api/ maps each to a status, and
-// clients branch on them.
+// Error codes. They are part of the API: an *Error is read as a
+// fault.Error of kind invalid (Error.Fault), which api/ maps to 400, and
+// clients branch on the codes.
 const (
 	// EInvalidSchema: the criteria's schema is not in the bounded subset,
 	// uses a keyword the subset does not implement, or exceeds a bound.
@@ -35,6 +36,18 @@ func (e *Error) Error() string {
 
 // Unwrap returns the underlying error.
 func (e *Error) Unwrap() error { return e.Err }
+
+// Fault returns e's kind, code and message in the services' error contract:
+// it makes e a runtime/fault Coded error, which fault reads as a
+// fault.Error (adjudicate sits below runtime and may not import fault).
+// Every code is bad input, kind "invalid" (400), but EInternal, kind
+// "internal".
+func (e *Error) Fault() (kind, code, message string) {
+	if e.Code == EInternal {
+		return "internal", e.Code, e.Message
+	}
+	return "invalid", e.Code, e.Message
+}
 
 // ErrorCode returns the code of err: "" for nil, the Code of an *Error in
 // its chain, and EInternal for anything else.

@@ -10,7 +10,6 @@ package api
 import (
 	_ "embed"
 	"log/slog"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -18,7 +17,6 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/assayhq/assay/runtime/escrow"
-	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/market"
 	"github.com/assayhq/assay/runtime/matters"
 	"github.com/assayhq/assay/runtime/receipt"
@@ -32,8 +30,9 @@ const DefaultMaxBodyBytes = 1 << 20
 type Config struct {
 	Court *escrow.Service
 	Keys  *receipt.Keyring
-	// OperatorToken is the bearer token of POST /contracts/{id}/resolve;
-	// empty disables the route.
+	// OperatorToken is the bearer token of the operator's routes and
+	// tools (operator.go): the court's resolve, the market's resolve, tick
+	// and clock, MCP's resolve_challenge; empty disables them.
 	OperatorToken string
 	// JurorName and JurorModel describe the tier-1 juror at /health;
 	// empty when there is none.
@@ -189,16 +188,4 @@ func (s *server) agentFacts(c *fiber.Ctx) error {
 			"court_did":                cur.DID,
 		},
 	})
-}
-
-func queryLimit(c *fiber.Ctx, def int) (int, error) {
-	q := c.Query("limit")
-	if q == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(q)
-	if err != nil || n < 1 {
-		return 0, fault.New(fault.Invalid, "invalid_limit", "limit must be a positive integer")
-	}
-	return n, nil
 }

@@ -30,7 +30,7 @@ func (s *server) putChecker(c *fiber.Ctx) error {
 	case "text/x-python":
 		kind = checkers.KindPython
 	default:
-		return fault.New(fault.Invalid, "unsupported_checker_kind", "send the checker's bytes with Content-Type: application/wasm, or Python source with text/x-python, not %q", ct)
+		return fault.New(fault.Invalid, codeUnsupportedCheckerKind, "send the checker's bytes with Content-Type: application/wasm, or Python source with text/x-python, not %q", ct)
 	}
 	id, err := readIdem(c, b)
 	if err != nil {

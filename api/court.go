@@ -1,13 +1,9 @@
 package api
 
 import (
-	"crypto/subtle"
-	"strings"
-
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/assayhq/assay/runtime/escrow"
-	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/idem"
 )
 
@@ -16,13 +12,13 @@ import (
 func (s *server) courtRoutes(app *fiber.App) {
 	app.Get("/activity", s.activity)
 
-	app.Post("/contracts", s.create)
+	app.Post("/contracts", jsonMutation(s, createFields, s.create))
 	app.Get("/contracts/:id", s.contract)
-	app.Post("/contracts/:id/fund", s.fund)
-	app.Post("/contracts/:id/deliver", s.deliver)
-	app.Post("/contracts/:id/accept", s.accept)
-	app.Post("/contracts/:id/dispute", s.dispute)
-	app.Post("/contracts/:id/resolve", s.resolve)
+	app.Post("/contracts/:id/fund", jsonMutation(s, emptyFields, s.fund))
+	app.Post("/contracts/:id/deliver", jsonMutation(s, deliverFields, s.deliver))
+	app.Post("/contracts/:id/accept", jsonMutation(s, emptyFields, s.accept))
+	app.Post("/contracts/:id/dispute", jsonMutation(s, disputeFields, s.dispute))
+	app.Post("/contracts/:id/resolve", s.operator(courtOperator), jsonMutation(s, resolveFields, s.resolve))
 
 	app.Get("/agents/:did/receipts", s.agentReceipts)
 	app.Get("/agents/:did/reputation", s.reputation)
@@ -52,21 +48,8 @@ const (
 	emptyFields   = "no fields: send {}"
 )
 
-func (s *server) create(c *fiber.Ctx) error {
-	b, err := body(c, s.cfg.MaxBodyBytes)
-	if err != nil {
-		return err
-	}
-	var req escrow.CreateRequest
-	if err := decode(b, &req, createFields); err != nil {
-		return err
-	}
-	id, err := readIdem(c, b)
-	if err != nil {
-		return err
-	}
-	r, err := s.cfg.Court.Create(c.UserContext(), req, id)
-	return reply(c, r, err)
+func (s *server) create(c *fiber.Ctx, req escrow.CreateRequest, id idem.Idem) (idem.Reply, error) {
+	return s.cfg.Court.Create(c.UserContext(), req, id)
 }
 
 func (s *server) contract(c *fiber.Ctx) error {
@@ -77,94 +60,27 @@ func (s *server) contract(c *fiber.Ctx) error {
 	return c.JSON(ct)
 }
 
-// empty handles a POST whose body must be {} (fund, accept).
-func (s *server) empty(c *fiber.Ctx, do func(id string, ik idem.Idem) (idem.Reply, error)) error {
-	b, err := body(c, s.cfg.MaxBodyBytes)
-	if err != nil {
-		return err
-	}
-	var req struct{}
-	if err := decode(b, &req, emptyFields); err != nil {
-		return err
-	}
-	id, err := readIdem(c, b)
-	if err != nil {
-		return err
-	}
-	r, err := do(c.Params("id"), id)
-	return reply(c, r, err)
+// fund and accept take the body {}.
+func (s *server) fund(c *fiber.Ctx, _ struct{}, id idem.Idem) (idem.Reply, error) {
+	return s.cfg.Court.Fund(c.UserContext(), c.Params("id"), id)
 }
 
-func (s *server) fund(c *fiber.Ctx) error {
-	return s.empty(c, func(id string, ik idem.Idem) (idem.Reply, error) {
-		return s.cfg.Court.Fund(c.UserContext(), id, ik)
-	})
+func (s *server) accept(c *fiber.Ctx, _ struct{}, id idem.Idem) (idem.Reply, error) {
+	return s.cfg.Court.Accept(c.UserContext(), c.Params("id"), id)
 }
 
-func (s *server) accept(c *fiber.Ctx) error {
-	return s.empty(c, func(id string, ik idem.Idem) (idem.Reply, error) {
-		return s.cfg.Court.Accept(c.UserContext(), id, ik)
-	})
+func (s *server) deliver(c *fiber.Ctx, req escrow.DeliverRequest, id idem.Idem) (idem.Reply, error) {
+	return s.cfg.Court.Deliver(c.UserContext(), c.Params("id"), req, id)
 }
 
-func (s *server) deliver(c *fiber.Ctx) error {
-	b, err := body(c, s.cfg.MaxBodyBytes)
-	if err != nil {
-		return err
-	}
-	var req escrow.DeliverRequest
-	if err := decode(b, &req, deliverFields); err != nil {
-		return err
-	}
-	id, err := readIdem(c, b)
-	if err != nil {
-		return err
-	}
-	r, err := s.cfg.Court.Deliver(c.UserContext(), c.Params("id"), req, id)
-	return reply(c, r, err)
+func (s *server) dispute(c *fiber.Ctx, req escrow.DisputeRequest, id idem.Idem) (idem.Reply, error) {
+	return s.cfg.Court.Dispute(c.UserContext(), c.Params("id"), req, id)
 }
 
-func (s *server) dispute(c *fiber.Ctx) error {
-	b, err := body(c, s.cfg.MaxBodyBytes)
-	if err != nil {
-		return err
-	}
-	var req escrow.DisputeRequest
-	if err := decode(b, &req, disputeFields); err != nil {
-		return err
-	}
-	id, err := readIdem(c, b)
-	if err != nil {
-		return err
-	}
-	r, err := s.cfg.Court.Dispute(c.UserContext(), c.Params("id"), req, id)
-	return reply(c, r, err)
-}
-
-func (s *server) resolve(c *fiber.Ctx) error {
-	if s.cfg.OperatorToken == "" {
-		return fault.New(fault.Forbidden, "operator_disabled", "operator resolution is disabled on this server: start it with ASSAY_OPERATOR_TOKEN set")
-	}
-	auth := c.Get(fiber.HeaderAuthorization)
-	token, ok := strings.CutPrefix(auth, "Bearer ")
-	if !ok || subtle.ConstantTimeCompare([]byte(token), []byte(s.cfg.OperatorToken)) != 1 {
-		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="assay-operator"`)
-		return fault.New(fault.Unauthorized, "unauthorized", "resolving a dispute takes the operator's bearer token: Authorization: Bearer <token>")
-	}
-	b, err := body(c, s.cfg.MaxBodyBytes)
-	if err != nil {
-		return err
-	}
-	var req escrow.ResolveRequest
-	if err := decode(b, &req, resolveFields); err != nil {
-		return err
-	}
-	id, err := readIdem(c, b)
-	if err != nil {
-		return err
-	}
-	r, err := s.cfg.Court.Resolve(c.UserContext(), c.Params("id"), req, id)
-	return reply(c, r, err)
+// resolve is the operator's decision on an escalated dispute (behind
+// s.operator).
+func (s *server) resolve(c *fiber.Ctx, req escrow.ResolveRequest, id idem.Idem) (idem.Reply, error) {
+	return s.cfg.Court.Resolve(c.UserContext(), c.Params("id"), req, id)
 }
 
 func (s *server) agentReceipts(c *fiber.Ctx) error {

@@ -51,17 +51,17 @@ var rawBodyRoutes = map[string]bool{"/checkers": true}
 func edges(c *fiber.Ctx) error {
 	req := c.Request()
 	if n := len(req.Header.RequestURI()); n > MaxURLBytes {
-		return &statusError{status: fiber.StatusRequestURITooLong, code: "uri_too_long",
+		return &statusError{status: fiber.StatusRequestURITooLong, code: codeURITooLong,
 			message: fmt.Sprintf("the request target is %d bytes; at most %d", n, MaxURLBytes)}
 	}
 	n := 0
 	req.Header.VisitAll(func(k, v []byte) { n += len(k) + len(v) + 4 })
 	if n > MaxHeaderBytes {
-		return &statusError{status: fiber.StatusRequestHeaderFieldsTooLarge, code: "headers_too_large",
+		return &statusError{status: fiber.StatusRequestHeaderFieldsTooLarge, code: codeHeadersTooLarge,
 			message: fmt.Sprintf("the request's header fields are %d bytes; at most %d", n, MaxHeaderBytes)}
 	}
 	if !utf8.ValidString(c.Path()) {
-		return fault.New(fault.Invalid, "invalid_utf8", "the path is not valid UTF-8 once percent-decoded; ids are UTF-8 text")
+		return fault.New(fault.Invalid, codeInvalidUTF8, "the path is not valid UTF-8 once percent-decoded; ids are UTF-8 text")
 	}
 	var bad []byte
 	req.URI().QueryArgs().VisitAll(func(k, v []byte) {
@@ -70,15 +70,15 @@ func edges(c *fiber.Ctx) error {
 		}
 	})
 	if bad != nil {
-		return fault.New(fault.Invalid, "invalid_utf8", "the query parameter %q is not valid UTF-8 once percent-decoded", strings.ToValidUTF8(string(bad), "?"))
+		return fault.New(fault.Invalid, codeInvalidUTF8, "the query parameter %q is not valid UTF-8 once percent-decoded", strings.ToValidUTF8(string(bad), "?"))
 	}
 	for _, h := range idHeaders {
 		v := req.Header.Peek(h)
 		if !utf8.Valid(v) {
-			return fault.New(fault.Invalid, "invalid_utf8", "the %s header is not valid UTF-8", h)
+			return fault.New(fault.Invalid, codeInvalidUTF8, "the %s header is not valid UTF-8", h)
 		}
 		if bytes.ContainsFunc(v, func(r rune) bool { return r < 0x20 && r != '\t' || r == 0x7f }) {
-			return fault.New(fault.Invalid, "invalid_header", "the %s header holds a control character", h)
+			return fault.New(fault.Invalid, codeInvalidHeader, "the %s header holds a control character", h)
 		}
 	}
 	b := req.Body()
@@ -89,10 +89,10 @@ func edges(c *fiber.Ctx) error {
 		return err
 	}
 	if !utf8.Valid(b) {
-		return fault.New(fault.Invalid, "invalid_utf8", "the body is not valid UTF-8 (at byte %d): JSON text is UTF-8, and invalid bytes are refused, not replaced", invalidAt(b))
+		return fault.New(fault.Invalid, codeInvalidUTF8, "the body is not valid UTF-8 (at byte %d): JSON text is UTF-8, and invalid bytes are refused, not replaced", invalidAt(b))
 	}
 	if i := loneSurrogate(b); i >= 0 {
-		return fault.New(fault.Invalid, "invalid_utf8", "the body's escape at byte %d is half of a UTF-16 surrogate pair, which is no character: it is refused, not replaced", i)
+		return fault.New(fault.Invalid, codeInvalidUTF8, "the body's escape at byte %d is half of a UTF-16 surrogate pair, which is no character: it is refused, not replaced", i)
 	}
 	return c.Next()
 }
@@ -152,17 +152,17 @@ func hex4(b []byte) (rune, bool) {
 // +json type, with no charset but UTF-8.
 func jsonType(ct string) error {
 	if strings.TrimSpace(ct) == "" {
-		return &statusError{status: fiber.StatusUnsupportedMediaType, code: "unsupported_media_type",
+		return &statusError{status: fiber.StatusUnsupportedMediaType, code: codeUnsupportedMediaType,
 			message: "the body is JSON: send it with Content-Type: application/json (curl: -H 'Content-Type: application/json')"}
 	}
 	mt, params, err := mime.ParseMediaType(ct)
 	sub, isApp := strings.CutPrefix(mt, "application/")
 	switch {
 	case err != nil || !isApp || sub != "json" && !strings.HasSuffix(sub, "+json"):
-		return &statusError{status: fiber.StatusUnsupportedMediaType, code: "unsupported_media_type",
+		return &statusError{status: fiber.StatusUnsupportedMediaType, code: codeUnsupportedMediaType,
 			message: fmt.Sprintf("this route takes JSON (Content-Type: application/json), not %q", strings.ToValidUTF8(ct, "?"))}
 	case params["charset"] != "" && !strings.EqualFold(params["charset"], "utf-8"):
-		return &statusError{status: fiber.StatusUnsupportedMediaType, code: "unsupported_media_type",
+		return &statusError{status: fiber.StatusUnsupportedMediaType, code: codeUnsupportedMediaType,
 			message: fmt.Sprintf("JSON is UTF-8; charset %q is not taken", strings.ToValidUTF8(params["charset"], "?"))}
 	}
 	return nil
@@ -185,7 +185,7 @@ func invalidAt(b []byte) int {
 func body(c *fiber.Ctx, limit int) ([]byte, error) {
 	b := c.Request().Body()
 	if len(b) > limit {
-		return nil, fault.New(fault.TooLarge, "body_too_large", "request body is %d bytes; this route takes at most %d", len(b), limit)
+		return nil, fault.New(fault.TooLarge, codeBodyTooLarge, "request body is %d bytes; this route takes at most %d", len(b), limit)
 	}
 	return b, nil
 }
@@ -197,7 +197,7 @@ func decode(b []byte, v any, fields string) error {
 	if len(t) == 0 {
 		b = []byte("{}")
 	} else if t[0] != '{' {
-		return fault.New(fault.Invalid, "invalid_json", "the body must be a JSON object; this route takes %s", fields)
+		return fault.New(fault.Invalid, codeInvalidJSON, "the body must be a JSON object; this route takes %s", fields)
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -206,19 +206,19 @@ func decode(b []byte, v any, fields string) error {
 		var syntaxErr *json.SyntaxError
 		switch {
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
-			return fault.New(fault.Invalid, "unknown_field", "%s; this route takes %s", strings.TrimPrefix(err.Error(), "json: "), fields)
+			return fault.New(fault.Invalid, codeUnknownField, "%s; this route takes %s", strings.TrimPrefix(err.Error(), "json: "), fields)
 		case errors.As(err, &typeErr):
 			if typeErr.Field == "" {
-				return fault.New(fault.Invalid, "invalid_json", "the body must be a JSON object, not %s", typeErr.Value)
+				return fault.New(fault.Invalid, codeInvalidJSON, "the body must be a JSON object, not %s", typeErr.Value)
 			}
-			return fault.New(fault.Invalid, "invalid_type", "%s must not be a JSON %s", typeErr.Field, typeErr.Value)
+			return fault.New(fault.Invalid, codeInvalidType, "%s must not be a JSON %s", typeErr.Field, typeErr.Value)
 		case errors.As(err, &syntaxErr), errors.Is(err, io.ErrUnexpectedEOF):
-			return fault.New(fault.Invalid, "invalid_json", "the body is not valid JSON: %v", err)
+			return fault.New(fault.Invalid, codeInvalidJSON, "the body is not valid JSON: %v", err)
 		}
-		return fault.New(fault.Invalid, "invalid_json", "the body is not a JSON object: %v", err)
+		return fault.New(fault.Invalid, codeInvalidJSON, "the body is not a JSON object: %v", err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return fault.New(fault.Invalid, "invalid_json", "the body must hold one JSON object and nothing after it")
+		return fault.New(fault.Invalid, codeInvalidJSON, "the body must hold one JSON object and nothing after it")
 	}
 	return nil
 }

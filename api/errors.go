@@ -26,6 +26,43 @@ var statusOf = map[fault.Kind]int{
 	fault.Internal:      http.StatusInternalServerError,
 }
 
+// The error codes api/ gives itself: the request's edges and decoding, its
+// own routes, and the MCP transport. The services' codes are their own
+// (runtime's packages, adjudicate's E constants); the judgment routes'
+// signature codes are beside their check, in matters.go.
+const (
+	// fiber's and the edges' refusals, before a handler runs
+	codeRouteNotFound        = "route_not_found"
+	codeMethodNotAllowed     = "method_not_allowed"
+	codeHTTPError            = "http_error" // a status fiber raised that no code names
+	codeBodyTooLarge         = "body_too_large"
+	codeHeadersTooLarge      = "headers_too_large"
+	codeURITooLong           = "uri_too_long"
+	codeUnsupportedMediaType = "unsupported_media_type"
+	codeInvalidUTF8          = "invalid_utf8"
+	codeInvalidHeader        = "invalid_header"
+
+	// a body or query that does not decode
+	codeInvalidJSON  = "invalid_json"
+	codeUnknownField = "unknown_field"
+	codeInvalidType  = "invalid_type"
+	codeInvalidLimit = "invalid_limit"
+
+	// the routes' own
+	codeInvalidFormat          = "invalid_format"
+	codeInvalidDuration        = "invalid_duration"
+	codeUnsupportedCheckerKind = "unsupported_checker_kind"
+	codeOperatorDisabled       = "operator_disabled"
+	codeUnauthorized           = "unauthorized"
+	codeInternal               = "internal" // what a caller is told of any internal error
+
+	// the MCP transport's refusals
+	codeInvalidRequest   = "invalid_request"
+	codeNotAcceptable    = "not_acceptable"
+	codeSessionNotFound  = "session_not_found"
+	codeInvalidArguments = "invalid_arguments"
+)
+
 // errorBody is every error's shape: the seed's detail, and a code.
 type errorBody struct {
 	Detail string    `json:"detail"`
@@ -39,9 +76,9 @@ type errorCode struct {
 
 // fiberCodes names the errors fiber raises before a handler runs.
 var fiberCodes = map[int]fault.Error{
-	http.StatusNotFound:              {Kind: fault.NotFound, Code: "route_not_found", Message: "no such route; GET / lists them"},
-	http.StatusMethodNotAllowed:      {Kind: fault.Invalid, Code: "method_not_allowed", Message: "method not allowed on this route"},
-	http.StatusRequestEntityTooLarge: {Kind: fault.TooLarge, Code: "body_too_large", Message: "request body too large"},
+	http.StatusNotFound:              {Kind: fault.NotFound, Code: codeRouteNotFound, Message: "no such route; GET / lists them"},
+	http.StatusMethodNotAllowed:      {Kind: fault.Invalid, Code: codeMethodNotAllowed, Message: "method not allowed on this route"},
+	http.StatusRequestEntityTooLarge: {Kind: fault.TooLarge, Code: codeBodyTooLarge, Message: "request body too large"},
 }
 
 // statusError is an error of the request's edges whose status no fault
@@ -64,10 +101,10 @@ func errorHandler(log *slog.Logger) fiber.ErrorHandler {
 		// answer: answer, then read and drop what follows.
 		switch err {
 		case fiber.ErrRequestEntityTooLarge:
-			return answerAndDrain(c, http.StatusRequestEntityTooLarge, "body_too_large",
+			return answerAndDrain(c, http.StatusRequestEntityTooLarge, codeBodyTooLarge,
 				fmt.Sprintf("request body too large: this server takes at most %d bytes", c.App().Config().BodyLimit))
 		case fiber.ErrRequestHeaderFieldsTooLarge:
-			return answerAndDrain(c, http.StatusRequestHeaderFieldsTooLarge, "headers_too_large",
+			return answerAndDrain(c, http.StatusRequestHeaderFieldsTooLarge, codeHeadersTooLarge,
 				fmt.Sprintf("the request line and header fields are over %d bytes; the request target may be at most %d bytes and the header fields %d", readBufferBytes, MaxURLBytes, MaxHeaderBytes))
 		}
 		var se *statusError
@@ -79,7 +116,7 @@ func errorHandler(log *slog.Logger) fiber.ErrorHandler {
 			if known, ok := fiberCodes[fe.Code]; ok {
 				err = &known
 			} else {
-				return writeError(c, fe.Code, "http_error", fe.Message)
+				return writeError(c, fe.Code, codeHTTPError, fe.Message)
 			}
 		}
 		kind := fault.KindOf(err)

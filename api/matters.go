@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"crypto/ed25519"
 	"errors"
 	"strings"
@@ -55,13 +56,14 @@ func (s *server) mattersRoutes(app *fiber.App) {
 		app.Get(mattersBase+path, hint(h))
 	}
 	g := app.Group(mattersBase, s.mattersAuth)
-	g.Post("/open", s.matterOpen)
-	g.Post("/assign", s.matterAssign)
-	g.Post("/accept", s.matterAccept)
-	g.Post("/verdict", s.matterVerdict)
-	g.Post("/settle", s.matterSettle)
-	g.Post("/dispute", s.matterDispute)
-	g.Post("/tick", s.matterTick)
+	m := s.cfg.Matters
+	g.Post("/open", matterMutation(s, openFields, func(r *matters.OpenRequest) *string { return &r.IdempotencyKey }, m.Open))
+	g.Post("/assign", matterMutation(s, assignFields, func(r *matters.AssignRequest) *string { return &r.IdempotencyKey }, m.Assign))
+	g.Post("/accept", matterMutation(s, acceptFields, func(r *matters.AcceptRequest) *string { return &r.IdempotencyKey }, m.Accept))
+	g.Post("/verdict", matterMutation(s, verdictFields, func(r *matters.VerdictRequest) *string { return &r.IdempotencyKey }, m.Verdict))
+	g.Post("/settle", matterMutation(s, settleFields, func(r *matters.SettleRequest) *string { return &r.IdempotencyKey }, m.Settle))
+	g.Post("/dispute", matterMutation(s, mDispFields, func(r *matters.DisputeRequest) *string { return &r.IdempotencyKey }, m.Dispute))
+	g.Post("/tick", matterMutation(s, tickFields, func(r *matters.TickRequest) *string { return &r.IdempotencyKey }, m.Tick))
 	g.Get("/", s.matterList(false))
 	g.Get("/all", s.matterList(true))
 	g.Get("/:id", s.matterGet)
@@ -199,88 +201,21 @@ const (
 	tickFields    = "idempotency_key"
 )
 
-func (s *server) matterOpen(c *fiber.Ctx) error {
-	var req matters.OpenRequest
-	if err := s.matterBody(c, &req, openFields); err != nil {
-		return err
+// matterMutation is the handler of a judgment mutation: the body decoded
+// into a Req, the Idempotency-Key header merged into the body's key (key
+// says where Req holds it), and do's reply to the caller (actorOf).
+func matterMutation[Req any](s *server, fields string, key func(*Req) *string, do func(context.Context, matters.Actor, Req) (matters.Reply, error)) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		var req Req
+		if err := s.matterBody(c, &req, fields); err != nil {
+			return err
+		}
+		if err := idemKey(c, key(&req)); err != nil {
+			return err
+		}
+		r, err := do(c.UserContext(), actorOf(c), req)
+		return reply(c, r, err)
 	}
-	if err := idemKey(c, &req.IdempotencyKey); err != nil {
-		return err
-	}
-	r, err := s.cfg.Matters.Open(c.UserContext(), actorOf(c), req)
-	return reply(c, r, err)
-}
-
-func (s *server) matterAssign(c *fiber.Ctx) error {
-	var req matters.AssignRequest
-	if err := s.matterBody(c, &req, assignFields); err != nil {
-		return err
-	}
-	if err := idemKey(c, &req.IdempotencyKey); err != nil {
-		return err
-	}
-	r, err := s.cfg.Matters.Assign(c.UserContext(), actorOf(c), req)
-	return reply(c, r, err)
-}
-
-func (s *server) matterAccept(c *fiber.Ctx) error {
-	var req matters.AcceptRequest
-	if err := s.matterBody(c, &req, acceptFields); err != nil {
-		return err
-	}
-	if err := idemKey(c, &req.IdempotencyKey); err != nil {
-		return err
-	}
-	r, err := s.cfg.Matters.Accept(c.UserContext(), actorOf(c), req)
-	return reply(c, r, err)
-}
-
-func (s *server) matterVerdict(c *fiber.Ctx) error {
-	var req matters.VerdictRequest
-	if err := s.matterBody(c, &req, verdictFields); err != nil {
-		return err
-	}
-	if err := idemKey(c, &req.IdempotencyKey); err != nil {
-		return err
-	}
-	r, err := s.cfg.Matters.Verdict(c.UserContext(), actorOf(c), req)
-	return reply(c, r, err)
-}
-
-func (s *server) matterSettle(c *fiber.Ctx) error {
-	var req matters.SettleRequest
-	if err := s.matterBody(c, &req, settleFields); err != nil {
-		return err
-	}
-	if err := idemKey(c, &req.IdempotencyKey); err != nil {
-		return err
-	}
-	r, err := s.cfg.Matters.Settle(c.UserContext(), actorOf(c), req)
-	return reply(c, r, err)
-}
-
-func (s *server) matterDispute(c *fiber.Ctx) error {
-	var req matters.DisputeRequest
-	if err := s.matterBody(c, &req, mDispFields); err != nil {
-		return err
-	}
-	if err := idemKey(c, &req.IdempotencyKey); err != nil {
-		return err
-	}
-	r, err := s.cfg.Matters.Dispute(c.UserContext(), actorOf(c), req)
-	return reply(c, r, err)
-}
-
-func (s *server) matterTick(c *fiber.Ctx) error {
-	var req matters.TickRequest
-	if err := s.matterBody(c, &req, tickFields); err != nil {
-		return err
-	}
-	if err := idemKey(c, &req.IdempotencyKey); err != nil {
-		return err
-	}
-	r, err := s.cfg.Matters.Tick(c.UserContext(), actorOf(c), req)
-	return reply(c, r, err)
 }
 
 func (s *server) matterList(all bool) fiber.Handler {

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -121,13 +120,13 @@ func codedHTTPError(c *fiber.Ctx) error {
 		return nil
 	}
 	codes := map[int]string{
-		http.StatusBadRequest: "invalid_request", http.StatusMethodNotAllowed: "method_not_allowed",
-		http.StatusNotAcceptable: "not_acceptable", http.StatusUnsupportedMediaType: "unsupported_media_type",
-		http.StatusRequestEntityTooLarge: "body_too_large", http.StatusNotFound: "session_not_found",
+		http.StatusBadRequest: codeInvalidRequest, http.StatusMethodNotAllowed: codeMethodNotAllowed,
+		http.StatusNotAcceptable: codeNotAcceptable, http.StatusUnsupportedMediaType: codeUnsupportedMediaType,
+		http.StatusRequestEntityTooLarge: codeBodyTooLarge, http.StatusNotFound: codeSessionNotFound,
 	}
 	code, ok := codes[status]
 	if !ok {
-		code = "http_error"
+		code = codeHTTPError
 	}
 	msg := strings.TrimSpace(string(res.Body()))
 	if msg == "" {
@@ -152,7 +151,7 @@ func codedToolErrors(next mcp.MethodHandler) mcp.MethodHandler {
 		if !ok || json.Unmarshal([]byte(t.Text), &body) == nil && body.Error.Code != "" {
 			return res, err
 		}
-		b, _ := receipt.Marshal(errorBody{Detail: t.Text, Error: errorCode{Code: "invalid_arguments", Message: t.Text}})
+		b, _ := receipt.Marshal(errorBody{Detail: t.Text, Error: errorCode{Code: codeInvalidArguments, Message: t.Text}})
 		t.Text = string(b)
 		return res, err
 	}
@@ -204,7 +203,7 @@ func newMCPServer(s *server) *mcp.Server {
 		})
 	tool(s, srv, "resolve_challenge", "Operator only (Authorization: Bearer <operator token> on the HTTP request): uphold or reject an open challenge.",
 		schemaOf[challengedOut](), func(ctx context.Context, req *mcp.CallToolRequest, in resolveIn) (any, error) {
-			if err := s.mcpOperator(req); err != nil {
+			if err := s.checkOperator(authorization(req), mcpOperator); err != nil {
 				return nil, err
 			}
 			i, err := mcpIdem("resolve_challenge", in.IdempotencyKey, in)
@@ -267,25 +266,17 @@ func (s *server) toolError(name string, err error) error {
 	if fault.KindOf(err) == fault.Internal {
 		// As the REST error handler does: logged, not shown.
 		s.cfg.Logger.Error("internal error", "tool", name, "err", err)
-		code, msg = "internal", "internal error"
+		code, msg = codeInternal, "internal error"
 	}
 	b, _ := receipt.Marshal(errorBody{Detail: msg, Error: errorCode{Code: code, Message: msg}})
 	return errors.New(string(b))
 }
 
-// mcpOperator checks the operator's bearer token on the HTTP request that
+// authorization is the Authorization header of the HTTP request that
 // carried the tool call.
-func (s *server) mcpOperator(req *mcp.CallToolRequest) error {
-	if s.cfg.OperatorToken == "" {
-		return fault.New(fault.Forbidden, "operator_disabled", "operator tools are disabled on this server: start it with ASSAY_OPERATOR_TOKEN set")
+func authorization(req *mcp.CallToolRequest) string {
+	if req == nil || req.Extra == nil || req.Extra.Header == nil {
+		return ""
 	}
-	var h string
-	if req != nil && req.Extra != nil && req.Extra.Header != nil {
-		h = req.Extra.Header.Get("Authorization")
-	}
-	token, ok := strings.CutPrefix(h, "Bearer ")
-	if !ok || subtle.ConstantTimeCompare([]byte(token), []byte(s.cfg.OperatorToken)) != 1 {
-		return fault.New(fault.Unauthorized, "unauthorized", "resolve_challenge takes the operator's bearer token: Authorization: Bearer <token> on the MCP HTTP request")
-	}
-	return nil
+	return req.Extra.Header.Get("Authorization")
 }

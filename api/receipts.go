@@ -45,7 +45,7 @@ func (s *server) receipt(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 		return c.Send(b)
 	}
-	return fault.New(fault.Invalid, "invalid_format", `format must be absent (the receipt) or "di" (its W3C Data Integrity form)`)
+	return fault.New(fault.Invalid, codeInvalidFormat, `format must be absent (the receipt) or "di" (its W3C Data Integrity form)`)
 }
 
 func (s *server) verify(c *fiber.Ctx) error {
@@ -54,7 +54,7 @@ func (s *server) verify(c *fiber.Ctx) error {
 		return err
 	}
 	if t := bytes.TrimSpace(b); !json.Valid(b) || len(t) == 0 || t[0] != '{' {
-		return fault.New(fault.Invalid, "invalid_json", `the body must be a receipt as a JSON object, bare or as {"receipt": …}`)
+		return fault.New(fault.Invalid, codeInvalidJSON, `the body must be a receipt as a JSON object, bare or as {"receipt": …}`)
 	}
 	return c.JSON(s.cfg.Keys.Verifier().Verify(b))
 }

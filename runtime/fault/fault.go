@@ -44,6 +44,37 @@ func (e *Error) Error() string {
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Err }
 
+// Fault returns e's kind, code and message: an *Error is Coded too.
+func (e *Error) Fault() (kind, code, message string) {
+	return string(e.Kind), e.Code, e.Message
+}
+
+// Coded is the method set by which an error of a package that may not
+// import fault is read as an *Error. The packages below runtime
+// (adjudicate) implement it, so that their errors reach a transport with
+// their codes and no service translates them by hand.
+type Coded interface {
+	error
+	// Fault returns the error's kind (one of the Kind values), its code
+	// and its message for callers.
+	Fault() (kind, code, message string)
+}
+
+// As returns the first error in err's chain that is Coded, as an *Error
+// (itself, when it is one; otherwise an *Error of its kind, code and
+// message whose cause it is), and false when there is none.
+func As(err error) (*Error, bool) {
+	var c Coded
+	if !errors.As(err, &c) {
+		return nil, false
+	}
+	if e, ok := c.(*Error); ok {
+		return e, true
+	}
+	kind, code, message := c.Fault()
+	return &Error{Kind: Kind(kind), Code: code, Message: message, Err: c}, true
+}
+
 // New returns an Error of kind with code and a formatted message.
 func New(kind Kind, code, format string, args ...any) *Error {
 	return &Error{Kind: kind, Code: code, Message: fmt.Sprintf(format, args...)}
@@ -54,27 +85,37 @@ func Wrap(kind Kind, code string, err error) *Error {
 	return &Error{Kind: kind, Code: code, Message: err.Error(), Err: err}
 }
 
-// KindOf returns the kind of err: its Error's, or Internal for any other
-// error, and "" for nil.
+// Within returns err with where before its message ("acceptance: …"),
+// of the same kind and code, with err as its cause: how a service says
+// which part of its request a lower layer's error is about. An error that
+// is not Coded is returned as it is.
+func Within(where string, err error) error {
+	e, ok := As(err)
+	if !ok {
+		return err
+	}
+	return &Error{Kind: e.Kind, Code: e.Code, Message: where + ": " + e.Message, Err: err}
+}
+
+// KindOf returns the kind of err: its Error's (or Coded error's), or
+// Internal for any other error, and "" for nil.
 func KindOf(err error) Kind {
-	var e *Error
-	switch {
-	case err == nil:
+	if err == nil {
 		return ""
-	case errors.As(err, &e):
+	}
+	if e, ok := As(err); ok {
 		return e.Kind
 	}
 	return Internal
 }
 
-// CodeOf returns the code of err: its Error's, or "internal" for any other
-// error, and "" for nil.
+// CodeOf returns the code of err: its Error's (or Coded error's), or
+// "internal" for any other error, and "" for nil.
 func CodeOf(err error) string {
-	var e *Error
-	switch {
-	case err == nil:
+	if err == nil {
 		return ""
-	case errors.As(err, &e):
+	}
+	if e, ok := As(err); ok {
 		return e.Code
 	}
 	return "internal"
@@ -83,8 +124,7 @@ func CodeOf(err error) string {
 // MessageOf returns what a caller may be told about err. An error that is
 // not an Error is a bug or a broken host, whose details stay in the log.
 func MessageOf(err error) string {
-	var e *Error
-	if errors.As(err, &e) {
+	if e, ok := As(err); ok {
 		return e.Message
 	}
 	return "internal error"
