@@ -295,7 +295,7 @@ func (s *Service) terms(req CreateRequest) (*Contract, *adjudicate.Plan, error) 
 	}
 	plan, err := s.plans.Plan(acceptance)
 	if err != nil {
-		return nil, nil, fault.New(fault.Invalid, adjudicate.ErrorCode(err), "acceptance: %s", messageOf(err))
+		return nil, nil, fault.Within("acceptance", err)
 	}
 	c.Acceptance = plan.Canonical()
 	return c, plan, nil
