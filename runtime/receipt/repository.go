@@ -122,6 +122,27 @@ func Repair(b []byte) (json.RawMessage, error) {
 	return Marshal(r)
 }
 
+// AsSigned reports whether b, a receipt as stored or served, carries its
+// credentialSubject in the very bytes that were signed: their SHA-256, taken
+// as they stand in b, must be proof.subjectHash. A Verifier canonicalises the
+// subject before it hashes, so it accepts an escaped copy too; AsSigned is
+// the byte policy's own check, and nil says nothing about the signature.
+func AsSigned(b []byte) error {
+	var r struct {
+		Subject json.RawMessage `json:"credentialSubject"`
+		Proof   struct {
+			SubjectHash string `json:"subjectHash"`
+		} `json:"proof"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return fmt.Errorf("receipt: not a receipt: %w", err)
+	}
+	if sum := sha256.Sum256(r.Subject); hex.EncodeToString(sum[:]) != r.Proof.SubjectHash {
+		return fmt.Errorf("receipt: credentialSubject as it stands hashes to %x, not to proof.subjectHash %s", sum, r.Proof.SubjectHash)
+	}
+	return nil
+}
+
 // AgentReceipts is one page of an agent's receipts, newest first.
 type AgentReceipts struct {
 	Agent    string            `json:"agent"`
