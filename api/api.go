@@ -8,9 +8,7 @@
 package api
 
 import (
-	"bytes"
 	_ "embed"
-	"encoding/json"
 	"log/slog"
 	"strings"
 	"sync/atomic"
@@ -85,7 +83,7 @@ func New(cfg Config) *fiber.App {
 		ErrorHandler:          errorHandler(cfg.Logger),
 		DisableStartupMessage: true,
 		Immutable:             true,
-		JSONEncoder:           marshal,
+		JSONEncoder:           receipt.Marshal,
 		UnescapePath:          true,
 		ReadTimeout:           60 * time.Second,
 		WriteTimeout:          60 * time.Second,
@@ -120,18 +118,6 @@ func New(cfg Config) *fiber.App {
 		app.Get(path, hint(h))
 	}
 	return app
-}
-
-// marshal is json.Marshal without HTML escaping, so that a stored receipt
-// is served in the very bytes that were signed.
-func marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 func (s *server) skill(c *fiber.Ctx) error {

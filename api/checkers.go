@@ -32,7 +32,7 @@ func (s *server) putChecker(c *fiber.Ctx) error {
 	default:
 		return fault.New(fault.Invalid, codeUnsupportedCheckerKind, "send the checker's bytes with Content-Type: application/wasm, or Python source with text/x-python, not %q", ct)
 	}
-	id, err := idem(c, b)
+	id, err := readIdem(c, b)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/assayhq/assay/runtime/escrow"
+	"github.com/assayhq/assay/runtime/idem"
 )
 
 // courtRoutes registers the escrow court's routes: contracts and their
@@ -47,7 +48,7 @@ const (
 	emptyFields   = "no fields: send {}"
 )
 
-func (s *server) create(c *fiber.Ctx, req escrow.CreateRequest, id escrow.Idem) (escrow.Reply, error) {
+func (s *server) create(c *fiber.Ctx, req escrow.CreateRequest, id idem.Idem) (idem.Reply, error) {
 	return s.cfg.Court.Create(c.UserContext(), req, id)
 }
 
@@ -60,25 +61,25 @@ func (s *server) contract(c *fiber.Ctx) error {
 }
 
 // fund and accept take the body {}.
-func (s *server) fund(c *fiber.Ctx, _ struct{}, id escrow.Idem) (escrow.Reply, error) {
+func (s *server) fund(c *fiber.Ctx, _ struct{}, id idem.Idem) (idem.Reply, error) {
 	return s.cfg.Court.Fund(c.UserContext(), c.Params("id"), id)
 }
 
-func (s *server) accept(c *fiber.Ctx, _ struct{}, id escrow.Idem) (escrow.Reply, error) {
+func (s *server) accept(c *fiber.Ctx, _ struct{}, id idem.Idem) (idem.Reply, error) {
 	return s.cfg.Court.Accept(c.UserContext(), c.Params("id"), id)
 }
 
-func (s *server) deliver(c *fiber.Ctx, req escrow.DeliverRequest, id escrow.Idem) (escrow.Reply, error) {
+func (s *server) deliver(c *fiber.Ctx, req escrow.DeliverRequest, id idem.Idem) (idem.Reply, error) {
 	return s.cfg.Court.Deliver(c.UserContext(), c.Params("id"), req, id)
 }
 
-func (s *server) dispute(c *fiber.Ctx, req escrow.DisputeRequest, id escrow.Idem) (escrow.Reply, error) {
+func (s *server) dispute(c *fiber.Ctx, req escrow.DisputeRequest, id idem.Idem) (idem.Reply, error) {
 	return s.cfg.Court.Dispute(c.UserContext(), c.Params("id"), req, id)
 }
 
 // resolve is the operator's decision on an escalated dispute (behind
 // s.operator).
-func (s *server) resolve(c *fiber.Ctx, req escrow.ResolveRequest, id escrow.Idem) (escrow.Reply, error) {
+func (s *server) resolve(c *fiber.Ctx, req escrow.ResolveRequest, id idem.Idem) (idem.Reply, error) {
 	return s.cfg.Court.Resolve(c.UserContext(), c.Params("id"), req, id)
 }
 

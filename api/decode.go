@@ -2,8 +2,6 @@ package api
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,8 +12,8 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/assayhq/assay/runtime/escrow"
 	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/idem"
 )
 
 // The request's edges: what every request must be before a handler reads
@@ -225,23 +223,14 @@ func decode(b []byte, v any, fields string) error {
 	return nil
 }
 
-// idem reads the Idempotency-Key header and fingerprints the request.
-func idem(c *fiber.Ctx, b []byte) (escrow.Idem, error) {
-	key := c.Get("Idempotency-Key")
-	if key == "" {
-		return escrow.Idem{}, nil
-	}
-	if err := escrow.ValidIdemKey(key); err != nil {
-		return escrow.Idem{}, err
-	}
-	h := sha256.New()
-	fmt.Fprintf(h, "%s %s\n", c.Method(), c.Path())
-	h.Write(b)
-	return escrow.Idem{Key: key, Fingerprint: hex.EncodeToString(h.Sum(nil))}, nil
+// readIdem reads the Idempotency-Key header and fingerprints the request
+// by its method, path and body.
+func readIdem(c *fiber.Ctx, b []byte) (idem.Idem, error) {
+	return idem.Read(c.Get("Idempotency-Key"), c.Method()+" "+c.Path(), b)
 }
 
 // reply writes a mutation's stored or fresh answer.
-func reply(c *fiber.Ctx, r escrow.Reply, err error) error {
+func reply(c *fiber.Ctx, r idem.Reply, err error) error {
 	if err != nil {
 		return err
 	}

@@ -3,27 +3,26 @@ package api
 import (
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/assayhq/assay/runtime/escrow"
-	"github.com/assayhq/assay/runtime/market"
+	"github.com/assayhq/assay/runtime/idem"
 )
 
 // decodeBody reads a bounded, strict JSON body into v (fields are what the
 // route takes, for refusals) and the request's Idempotency-Key.
-func decodeBody(c *fiber.Ctx, s *server, v any, fields string) (escrow.Idem, error) {
+func decodeBody(c *fiber.Ctx, s *server, v any, fields string) (idem.Idem, error) {
 	b, err := body(c, s.cfg.MaxBodyBytes)
 	if err != nil {
-		return escrow.Idem{}, err
+		return idem.Idem{}, err
 	}
 	if err := decode(b, v, fields); err != nil {
-		return escrow.Idem{}, err
+		return idem.Idem{}, err
 	}
-	return idem(c, b)
+	return readIdem(c, b)
 }
 
 // jsonMutation is the handler of a court or market mutation: the body
 // decoded into a Req, the request's Idempotency-Key, and do's stored or
 // fresh reply.
-func jsonMutation[Req any](s *server, fields string, do func(*fiber.Ctx, Req, escrow.Idem) (escrow.Reply, error)) fiber.Handler {
+func jsonMutation[Req any](s *server, fields string, do func(*fiber.Ctx, Req, idem.Idem) (idem.Reply, error)) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		var req Req
 		id, err := decodeBody(c, s, &req, fields)
@@ -33,14 +32,6 @@ func jsonMutation[Req any](s *server, fields string, do func(*fiber.Ctx, Req, es
 		r, err := do(c, req, id)
 		return reply(c, r, err)
 	}
-}
-
-// marketMutation is jsonMutation in the market's terms (its own Idem
-// type, until the services share one).
-func marketMutation[Req any](s *server, fields string, do func(*fiber.Ctx, Req, market.Idem) (market.Reply, error)) fiber.Handler {
-	return jsonMutation(s, fields, func(c *fiber.Ctx, req Req, id escrow.Idem) (market.Reply, error) {
-		return do(c, req, market.Idem(id))
-	})
 }
 
 // view is the handler of a read: get's answer, as JSON.

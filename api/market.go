@@ -6,6 +6,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/market"
 )
 
@@ -49,16 +50,16 @@ func registerMarket(app *fiber.App, s *server) {
 	g.Get("/listings/:id", view(func(c *fiber.Ctx) (market.View, error) { // get_listing
 		return m.Get(c.UserContext(), c.Params("id"))
 	}))
-	g.Post("/listings", marketMutation(s, publishFields, func(c *fiber.Ctx, req market.PublishRequest, id market.Idem) (market.Reply, error) { // publish_listing
+	g.Post("/listings", jsonMutation(s, publishFields, func(c *fiber.Ctx, req market.PublishRequest, id idem.Idem) (market.Reply, error) { // publish_listing
 		return m.Publish(c.UserContext(), req, id)
 	}))
-	g.Post("/listings/:id/purchase", marketMutation(s, purchaseFields, func(c *fiber.Ctx, req market.PurchaseRequest, id market.Idem) (market.Reply, error) { // purchase
+	g.Post("/listings/:id/purchase", jsonMutation(s, purchaseFields, func(c *fiber.Ctx, req market.PurchaseRequest, id idem.Idem) (market.Reply, error) { // purchase
 		return m.Buy(c.UserContext(), c.Params("id"), req, id)
 	}))
-	g.Post("/listings/:id/deactivate", marketMutation(s, agentFields, func(c *fiber.Ctx, req market.DeactivateRequest, id market.Idem) (market.Reply, error) { // deactivate_listing
+	g.Post("/listings/:id/deactivate", jsonMutation(s, agentFields, func(c *fiber.Ctx, req market.DeactivateRequest, id idem.Idem) (market.Reply, error) { // deactivate_listing
 		return m.Deactivate(c.UserContext(), c.Params("id"), req, id)
 	}))
-	g.Post("/listings/:id/challenge", marketMutation(s, challengeFields, func(c *fiber.Ctx, req market.ChallengeRequest, id market.Idem) (market.Reply, error) { // challenge_listing
+	g.Post("/listings/:id/challenge", jsonMutation(s, challengeFields, func(c *fiber.Ctx, req market.ChallengeRequest, id idem.Idem) (market.Reply, error) { // challenge_listing
 		return m.Challenge(c.UserContext(), c.Params("id"), req, id)
 	}))
 	g.Post("/listings/:id/replay", bodyView(s, agentFields, func(c *fiber.Ctx, req market.ReplayRequest) (market.Replayed, error) {
@@ -70,7 +71,7 @@ func registerMarket(app *fiber.App, s *server) {
 	g.Get("/challenges/:id", view(func(c *fiber.Ctx) (*market.Challenge, error) {
 		return m.ChallengeOf(c.UserContext(), c.Params("id"))
 	}))
-	g.Post("/challenges/:id/resolve", op, marketMutation(s, resolveFields, func(c *fiber.Ctx, req market.ResolveRequest, id market.Idem) (market.Reply, error) { // resolve_challenge
+	g.Post("/challenges/:id/resolve", op, jsonMutation(s, resolveFields, func(c *fiber.Ctx, req market.ResolveRequest, id idem.Idem) (market.Reply, error) { // resolve_challenge
 		return m.Resolve(c.UserContext(), c.Params("id"), req, id)
 	}))
 	g.Post("/tick", op, bodyView(s, tickSamplesFields, func(c *fiber.Ctx, req market.TickRequest) (market.Ticked, error) {
@@ -85,10 +86,10 @@ func registerMarket(app *fiber.App, s *server) {
 	g.Get("/wallets/:agent", view(func(c *fiber.Ctx) (market.Wallet, error) {
 		return m.WalletOf(c.UserContext(), c.Params("agent"))
 	}))
-	g.Post("/wallets/:agent/deposit", marketMutation(s, amountFields, func(c *fiber.Ctx, req market.AmountRequest, id market.Idem) (market.Reply, error) {
+	g.Post("/wallets/:agent/deposit", jsonMutation(s, amountFields, func(c *fiber.Ctx, req market.AmountRequest, id idem.Idem) (market.Reply, error) {
 		return m.Deposit(c.UserContext(), c.Params("agent"), req, id)
 	}))
-	g.Post("/wallets/:agent/withdraw", marketMutation(s, amountFields, func(c *fiber.Ctx, req market.AmountRequest, id market.Idem) (market.Reply, error) {
+	g.Post("/wallets/:agent/withdraw", jsonMutation(s, amountFields, func(c *fiber.Ctx, req market.AmountRequest, id idem.Idem) (market.Reply, error) {
 		return m.Withdraw(c.UserContext(), c.Params("agent"), req, id)
 	}))
 	g.Get("/fingerprint", func(c *fiber.Ctx) error {

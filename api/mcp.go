@@ -2,8 +2,6 @@ package api
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,9 +15,10 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/assayhq/assay/runtime/escrow"
 	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/market"
+	"github.com/assayhq/assay/runtime/receipt"
 )
 
 // MCPPath is where the market's MCP tools are served (streamable HTTP).
@@ -156,7 +155,7 @@ func codedToolErrors(next mcp.MethodHandler) mcp.MethodHandler {
 		if !ok || json.Unmarshal([]byte(t.Text), &body) == nil && body.Error.Code != "" {
 			return res, err
 		}
-		b, _ := marshal(errorBody{Detail: t.Text, Error: errorCode{Code: codeInvalidArguments, Message: t.Text}})
+		b, _ := receipt.Marshal(errorBody{Detail: t.Text, Error: errorCode{Code: codeInvalidArguments, Message: t.Text}})
 		t.Text = string(b)
 		return res, err
 	}
@@ -240,7 +239,7 @@ func tool[In any](s *server, srv *mcp.Server, name, desc string, out *jsonschema
 		if b, ok := v.(json.RawMessage); ok {
 			return nil, b, nil
 		}
-		b, err := marshal(v)
+		b, err := receipt.Marshal(v)
 		return nil, b, err
 	})
 }
@@ -255,19 +254,12 @@ func mutation(r market.Reply, err error) (any, error) {
 
 // mcpIdem is a tool call's idempotency: the key, and a fingerprint of the
 // tool and its arguments.
-func mcpIdem(tool, key string, args any) (market.Idem, error) {
-	if key == "" {
-		return market.Idem{}, nil
-	}
-	if err := escrow.ValidIdemKey(key); err != nil {
-		return market.Idem{}, err
-	}
+func mcpIdem(tool, key string, args any) (idem.Idem, error) {
 	b, err := json.Marshal(args)
 	if err != nil {
-		return market.Idem{}, err
+		return idem.Idem{}, err
 	}
-	sum := sha256.Sum256(append([]byte("mcp "+tool+"\n"), b...))
-	return market.Idem{Key: key, Fingerprint: hex.EncodeToString(sum[:])}, nil
+	return idem.Read(key, "mcp "+tool, b)
 }
 
 // toolError is an error as a tool answers it: the REST error body, so
@@ -280,7 +272,7 @@ func (s *server) toolError(name string, err error) error {
 		s.cfg.Logger.Error("internal error", "tool", name, "err", err)
 		code, msg = codeInternal, "internal error"
 	}
-	b, _ := marshal(errorBody{Detail: msg, Error: errorCode{Code: code, Message: msg}})
+	b, _ := receipt.Marshal(errorBody{Detail: msg, Error: errorCode{Code: code, Message: msg}})
 	return errors.New(string(b))
 }
 

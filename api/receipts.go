@@ -7,6 +7,8 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/receipt"
+	"github.com/assayhq/assay/runtime/store"
 )
 
 // receiptRoutes registers the routes that serve and verify receipts.
@@ -15,15 +17,27 @@ func (s *server) receiptRoutes(app *fiber.App) {
 	app.Post("/verify", s.verify)
 }
 
+// receipt serves a receipt of any service from the receipt repository, in
+// the bytes that were signed.
 func (s *server) receipt(c *fiber.Ctx) error {
-	r, err := s.cfg.Court.Receipt(c.UserContext(), c.Params("id"))
+	var b json.RawMessage
+	err := s.cfg.Court.Store().View(c.UserContext(), func(tx store.Tx) error {
+		var err error
+		b, err = receipt.Get(tx, c.Params("id"))
+		return err
+	})
 	if err != nil {
 		return err
 	}
 	switch c.Query("format") {
 	case "":
-		return c.JSON(r)
+		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+		return c.Send(b)
 	case "di":
+		var r receipt.Receipt
+		if err := json.Unmarshal(b, &r); err != nil {
+			return err
+		}
 		b, err := s.cfg.Keys.Credential(r)
 		if err != nil {
 			return err

@@ -24,8 +24,8 @@
 //	escrow/adjudication/<id>             the result and record a dispute was decided from
 //	escrow/activity/<seq:020d>-<node>    the court's activity log (seq assigned in memory, resumed on open; node random per process)
 //	escrow/reputation/<did>/<role>/<shard:02d>  dispute counts for seller|buyer, split into 16 shards by contract
-//	receipt/<id>                         a signed receipt
-//	receipt-by-agent/<did>/<unixnano:020d>-<id>  index: the receipts an agent was party to
+//	receipt/<id>                         a signed receipt of any service (runtime/receipt's repository): the court's, the market's and the Matters'; its bytes as signed, not HTML-escaped; id = hex of the first 8 bytes of sha256("<contract>/<purpose>"), sha256("market/<subject>/<purpose>") or sha256("matters/<matter>/<seq>")
+//	receipt-by-agent/<did>/<unixnano:020d>-<id>  index: the receipts an agent was party to (the court's buyer and seller, the market's agents)
 //	ledger/entry/<account>/<transfer>/<leg>  one leg of a transfer (append-only)
 //	ledger/shard/<account>/<currency>/<n>    what the account's legs in the currency add up to, for transfers whose id hashes to n (0-511): the balance bound
 //	idem/<scope>/<key>                   a stored response for an idempotency key (escrow: idem/escrow/<key>)
@@ -33,7 +33,7 @@
 //	matters/matter/<id>                  a judgment Matter (private projection)
 //	matters/tenant/<sha256(tenant)>/<id> index: every Matter of a tenant
 //	matters/open/<sha256(tenant)>/<id>   index: a tenant's open Matters
-//	matters/receipt/<id>/<seq:04d>       a Matter's receipt chain, oldest first
+//	matters/receipt/<id>/<seq:04d>       legacy: a Matter's receipts written before they moved to receipt/<id> (HTML-escaped); read, repaired, when receipt/<id> has none, never written
 //	matters/principal/<key id>           a registered signing principal
 //	matters/nonce/<key id>/<nonce>       a signature nonce already used
 //	matters/nonce-at/<unix:020d>/<key id>/<nonce>  index: nonces by created, pruned past twice the clock skew
@@ -56,6 +56,9 @@
 //	queue/wait/<queue>/<order:020d>/<id>  index: the queue's jobs not done, in enqueue order
 //
 // DIDs and idempotency keys are path-escaped (url.PathEscape) in keys.
+// The market's receipts written before the repository kept its byte policy
+// hold <, > and & escaped in credentialSubject under receipt/<id>;
+// receipt.Get serves them repaired (receipt.Repair), so no migration runs.
 //
 // Keys are never reused; ids are unique. A value's JSON shape belongs to
 // the package that owns the prefix.

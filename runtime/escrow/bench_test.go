@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/assayhq/assay/runtime/escrow"
+	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/storage"
 )
 
@@ -33,23 +34,23 @@ func BenchmarkService_Case(b *testing.B) {
 		for pb.Next() {
 			i := n.Add(1)
 			seller := fmt.Sprintf("did:bench:seller%d", i%64)
-			r, err := c.Create(ctx, createReq("did:bench:buyer", seller, "10", rows100), escrow.Idem{})
+			r, err := c.Create(ctx, createReq("did:bench:buyer", seller, "10", rows100), idem.Idem{})
 			if err != nil {
 				b.Fatal(err)
 			}
 			var created escrow.Created
 			_ = json.Unmarshal(r.Body, &created)
 			id := created.ContractID
-			if _, err := c.Fund(ctx, id, escrow.Idem{}); err != nil {
+			if _, err := c.Fund(ctx, id, idem.Idem{}); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := c.Deliver(ctx, id, escrow.DeliverRequest{Deliverable: json.RawMessage(`{"rows":150}`)}, escrow.Idem{}); err != nil {
+			if _, err := c.Deliver(ctx, id, escrow.DeliverRequest{Deliverable: json.RawMessage(`{"rows":150}`)}, idem.Idem{}); err != nil {
 				b.Fatal(err)
 			}
 			if i%2 == 0 {
-				_, err = c.Accept(ctx, id, escrow.Idem{})
+				_, err = c.Accept(ctx, id, idem.Idem{})
 			} else {
-				_, err = c.Dispute(ctx, id, escrow.DisputeRequest{Reason: "check"}, escrow.Idem{})
+				_, err = c.Dispute(ctx, id, escrow.DisputeRequest{Reason: "check"}, idem.Idem{})
 			}
 			if err != nil {
 				b.Fatal(err)

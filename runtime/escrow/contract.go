@@ -14,6 +14,7 @@ import (
 
 	"github.com/assayhq/assay/adjudicate"
 	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/ident"
 	"github.com/assayhq/assay/runtime/ledger"
 	"github.com/assayhq/assay/runtime/rail"
@@ -129,23 +130,23 @@ var (
 
 func validDID(field, did string) error {
 	if did == "" {
-		return fault.New(fault.Invalid, "missing_field", "%s is required: the agent's DID, e.g. did:nanda:buyer", field)
+		return fault.New(fault.Invalid, ECodeMissingField, "%s is required: the agent's DID, e.g. did:nanda:buyer", field)
 	}
-	return ident.ID(field, "invalid_did", did)
+	return ident.ID(field, ECodeInvalidDID, did)
 }
 
 // parsePrice accepts a positive JSON integer literal up to MaxPrice.
 func parsePrice(raw json.RawMessage) (int64, error) {
 	s := string(bytes.TrimSpace(raw))
 	if s == "" || s == "null" {
-		return 0, fault.New(fault.Invalid, "missing_field", "price is required: a positive integer amount in minor units")
+		return 0, fault.New(fault.Invalid, ECodeMissingField, "price is required: a positive integer amount in minor units")
 	}
 	if !priceRE.MatchString(s) {
-		return 0, fault.New(fault.Invalid, "invalid_price", "price must be a positive integer amount in minor units, not %s", truncate(s, 40))
+		return 0, fault.New(fault.Invalid, ECodeInvalidPrice, "price must be a positive integer amount in minor units, not %s", truncate(s, 40))
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || n <= 0 || n > MaxPrice {
-		return 0, fault.New(fault.Invalid, "invalid_price", "price must be an integer from 1 to %d, not %s", int64(MaxPrice), truncate(s, 40))
+		return 0, fault.New(fault.Invalid, ECodeInvalidPrice, "price must be an integer from 1 to %d, not %s", int64(MaxPrice), truncate(s, 40))
 	}
 	return n, nil
 }
@@ -166,21 +167,21 @@ func parseReviewWindow(raw json.RawMessage) (time.Duration, error) {
 	if priceRE.MatchString(s) {
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || n > 1<<31 {
-			return 0, fault.New(fault.Invalid, "invalid_review_window", "review_window in seconds is too large")
+			return 0, fault.New(fault.Invalid, ECodeInvalidReviewWindow, "review_window in seconds is too large")
 		}
 		d = time.Duration(n) * time.Second
 	} else {
 		var str string
 		if err := json.Unmarshal(raw, &str); err != nil {
-			return 0, fault.New(fault.Invalid, "invalid_review_window", `review_window must be a duration like "72h" or whole seconds`)
+			return 0, fault.New(fault.Invalid, ECodeInvalidReviewWindow, `review_window must be a duration like "72h" or whole seconds`)
 		}
 		var err error
 		if d, err = time.ParseDuration(str); err != nil {
-			return 0, fault.New(fault.Invalid, "invalid_review_window", `review_window must be a duration like "72h" or whole seconds: %v`, err)
+			return 0, fault.New(fault.Invalid, ECodeInvalidReviewWindow, `review_window must be a duration like "72h" or whole seconds: %v`, err)
 		}
 	}
 	if d <= 0 {
-		return 0, fault.New(fault.Invalid, "invalid_review_window", "review_window must be positive")
+		return 0, fault.New(fault.Invalid, ECodeInvalidReviewWindow, "review_window must be positive")
 	}
 	return d, nil
 }
@@ -192,8 +193,8 @@ func parseReviewWindow(raw json.RawMessage) (time.Duration, error) {
 // 400-kind errors for bad terms (missing_field, invalid_did, invalid_price,
 // invalid_currency, the adjudicate codes for bad acceptance criteria,
 // unknown_checker, seller_banned, same_party); idempotency_conflict.
-func (s *Service) Create(ctx context.Context, req CreateRequest, idem Idem) (Reply, error) {
-	if r, err := s.replay(ctx, idem); err != nil || r != nil {
+func (s *Service) Create(ctx context.Context, req CreateRequest, ik idem.Idem) (Reply, error) {
+	if r, err := s.replay(ctx, ik); err != nil || r != nil {
 		return deref(r), err
 	}
 	c, plan, err := s.terms(req)
@@ -206,7 +207,7 @@ func (s *Service) Create(ctx context.Context, req CreateRequest, idem Idem) (Rep
 	err = s.st.View(ctx, func(tx store.Tx) error {
 		for i, ref := range plan.Checkers() {
 			if _, err := tx.Get(checkerKey(ref.SHA256)); errors.Is(err, store.ErrNotFound) {
-				return fault.New(fault.Invalid, "unknown_checker", "acceptance.checkers[%d]: no checker with sha256 %s; upload it with POST /checkers first", i, ref.SHA256)
+				return fault.New(fault.Invalid, ECodeUnknownChecker, "acceptance.checkers[%d]: no checker with sha256 %s; upload it with POST /checkers first", i, ref.SHA256)
 			} else if err != nil {
 				return err
 			}
@@ -216,7 +217,7 @@ func (s *Service) Create(ctx context.Context, req CreateRequest, idem Idem) (Rep
 			return err
 		}
 		if rep.Standing == StandingBanned {
-			return fault.New(fault.Invalid, "seller_banned", "seller %s is BANNED (%d disputes lost as seller, %d as buyer) and is refused new contracts",
+			return fault.New(fault.Invalid, ECodeSellerBanned, "seller %s is BANNED (%d disputes lost as seller, %d as buyer) and is refused new contracts",
 				c.Seller, rep.AsSeller.Negative, rep.AsBuyer.Negative)
 		}
 		return nil
@@ -235,7 +236,7 @@ func (s *Service) Create(ctx context.Context, req CreateRequest, idem Idem) (Rep
 	if err != nil {
 		return Reply{}, err
 	}
-	return s.mutate(ctx, idem, func(tx store.Tx) (Reply, error) {
+	return s.mutate(ctx, ik, func(tx store.Tx) (Reply, error) {
 		// Ids are 64 random bits: no read for a collision, so that a
 		// creation conflicts with nothing.
 		if err := store.SetJSON(tx, contractKey(c.ID), c); err != nil {
@@ -255,7 +256,7 @@ func (s *Service) terms(req CreateRequest) (*Contract, *adjudicate.Plan, error) 
 		return nil, nil, err
 	}
 	if req.Buyer == req.Seller {
-		return nil, nil, fault.New(fault.Invalid, "same_party", "buyer and seller must be different agents")
+		return nil, nil, fault.New(fault.Invalid, ECodeSameParty, "buyer and seller must be different agents")
 	}
 	price, err := parsePrice(req.Price)
 	if err != nil {
@@ -265,19 +266,19 @@ func (s *Service) terms(req CreateRequest) (*Contract, *adjudicate.Plan, error) 
 	if c.Currency == "" {
 		c.Currency = DefaultCurrency
 	} else if !currencyRE.MatchString(c.Currency) {
-		return nil, nil, fault.New(fault.Invalid, "invalid_currency", "currency must be 1 to 16 of A-Z a-z 0-9 _ -")
+		return nil, nil, fault.New(fault.Invalid, ECodeInvalidCurrency, "currency must be 1 to 16 of A-Z a-z 0-9 _ -")
 	}
 	if dt := bytes.TrimSpace(req.DeadlineTick); len(dt) > 0 && string(dt) != "null" {
 		n, err := strconv.ParseInt(string(dt), 10, 64)
 		if err != nil || n < 0 || n > MaxPrice {
-			return nil, nil, fault.New(fault.Invalid, "invalid_deadline_tick", "deadline_tick must be a non-negative integer")
+			return nil, nil, fault.New(fault.Invalid, ECodeInvalidDeadlineTick, "deadline_tick must be a non-negative integer")
 		}
 		c.DeadlineTick = n
 	}
 	if req.DeliverBy != "" {
 		t, err := time.Parse(time.RFC3339, req.DeliverBy)
 		if err != nil {
-			return nil, nil, fault.New(fault.Invalid, "invalid_deliver_by", "deliver_by must be an RFC 3339 time, e.g. 2026-05-01T12:00:00Z")
+			return nil, nil, fault.New(fault.Invalid, ECodeInvalidDeliverBy, "deliver_by must be an RFC 3339 time, e.g. 2026-05-01T12:00:00Z")
 		}
 		c.DeliverBy = t.UTC()
 	}
@@ -294,7 +295,7 @@ func (s *Service) terms(req CreateRequest) (*Contract, *adjudicate.Plan, error) 
 	}
 	plan, err := s.plans.Plan(acceptance)
 	if err != nil {
-		return nil, nil, fault.New(fault.Invalid, adjudicate.ErrorCode(err), "acceptance: %s", messageOf(err))
+		return nil, nil, fault.Within("acceptance", err)
 	}
 	c.Acceptance = plan.Canonical()
 	return c, plan, nil
@@ -334,11 +335,11 @@ func contractHash(c *Contract) (string, error) {
 }
 
 func notFound(id string) error {
-	return fault.New(fault.NotFound, "contract_not_found", "no contract %s", id)
+	return fault.New(fault.NotFound, ECodeContractNotFound, "no contract %s", id)
 }
 
 func wrongState(c *Contract, action string, want Status) error {
-	return fault.New(fault.Conflict, "invalid_state", "cannot %s contract %s: it is %s, and %s needs it %s", action, c.ID, c.Status, action, want)
+	return fault.New(fault.Conflict, ECodeInvalidState, "cannot %s contract %s: it is %s, and %s needs it %s", action, c.ID, c.Status, action, want)
 }
 
 func loadContract(tx store.Tx, id string) (*Contract, error) {
@@ -379,8 +380,8 @@ func (s *Service) Get(ctx context.Context, id string) (*Contract, error) {
 // not commit (another request funded the contract first, a deadline
 // passed), the collection is refunded on the rail, so no money is taken
 // without being held.
-func (s *Service) Fund(ctx context.Context, id string, idem Idem) (Reply, error) {
-	if r, err := s.replay(ctx, idem); err != nil || r != nil {
+func (s *Service) Fund(ctx context.Context, id string, ik idem.Idem) (Reply, error) {
+	if r, err := s.replay(ctx, ik); err != nil || r != nil {
 		return deref(r), err
 	}
 	ck := s.tick()
@@ -391,7 +392,7 @@ func (s *Service) Fund(ctx context.Context, id string, idem Idem) (Reply, error)
 	if c.Status != StatusCreated {
 		// A request with the same key may have funded it since the replay
 		// check above: its answer, not a wrong state, is this one's.
-		if r, err := s.replay(ctx, idem); err != nil || r != nil {
+		if r, err := s.replay(ctx, ik); err != nil || r != nil {
 			return deref(r), err
 		}
 		return Reply{}, wrongState(c, "fund", StatusCreated)
@@ -401,29 +402,29 @@ func (s *Service) Fund(ctx context.Context, id string, idem Idem) (Reply, error)
 	pay := rail.Payment{ID: c.ID + ".fund." + s.newID(), Agent: c.Buyer, Amount: c.Price, Currency: c.Currency}
 	ref, err := s.rail.Collect(ctx, pay)
 	if err != nil {
-		return Reply{}, &fault.Error{Kind: fault.Unavailable, Code: "rail_failed",
+		return Reply{}, &fault.Error{Kind: fault.Unavailable, Code: ECodeRailFailed,
 			Message: "the price could not be collected on the payment rail; try again later",
 			Err:     fmt.Errorf("collect %d %s from %s on the %s rail: %w", c.Price, c.Currency, c.Buyer, s.rail.Name(), err)}
 	}
-	r, err := s.fund(ctx, id, idem, ck, ref)
+	r, err := s.fund(ctx, id, ik, ck, ref)
 	if errors.Is(err, store.ErrCommitUnknown) {
 		// The hold may be recorded: returning the money could pay it twice.
-		return Reply{}, fault.Wrap(fault.Internal, "commit_unknown",
+		return Reply{}, fault.Wrap(fault.Internal, ECodeCommitUnknown,
 			fmt.Errorf("payment %s was collected and its recording is unknown; not refunded, reconcile it: %w", ref, err))
 	}
 	if err != nil || r.Replayed {
 		if _, rerr := s.rail.Refund(context.WithoutCancel(ctx), ref, c.Price); rerr != nil {
 			// Money taken and neither held nor returned: an internal
 			// error, so that it is logged, whatever the request's own.
-			return Reply{}, fault.Wrap(fault.Internal, "rail_failed",
+			return Reply{}, fault.Wrap(fault.Internal, ECodeRailFailed,
 				fmt.Errorf("payment %s was collected, not recorded, and not refunded: %w", ref, errors.Join(err, rerr)))
 		}
 	}
 	return r, err
 }
 
-func (s *Service) fund(ctx context.Context, id string, idem Idem, ck clock, ref string) (Reply, error) {
-	return s.mutate(ctx, idem, func(tx store.Tx) (Reply, error) {
+func (s *Service) fund(ctx context.Context, id string, ik idem.Idem, ck clock, ref string) (Reply, error) {
+	return s.mutate(ctx, ik, func(tx store.Tx) (Reply, error) {
 		c, err := loadContract(tx, id)
 		if err != nil {
 			return Reply{}, err
@@ -432,7 +433,7 @@ func (s *Service) fund(ctx context.Context, id string, idem Idem, ck clock, ref 
 			return Reply{}, wrongState(c, "fund", StatusCreated)
 		}
 		if !c.DeliverBy.IsZero() && !ck.now.Before(c.DeliverBy) {
-			return Reply{}, fault.New(fault.Conflict, "deadline_passed", "cannot fund contract %s: its deliver_by %s has passed", id, c.DeliverBy.Format(time.RFC3339))
+			return Reply{}, fault.New(fault.Conflict, ECodeDeadlinePassed, "cannot fund contract %s: its deliver_by %s has passed", id, c.DeliverBy.Format(time.RFC3339))
 		}
 		if err := ledger.Post(tx, ledger.Transfer{ID: c.ID + ".fund", From: s.rail.Account(), To: holdAccount(c.ID),
 			Amount: c.Price, Currency: c.Currency, Memo: "fund " + c.ID + " (" + s.rail.Name() + " " + ref + ")", At: ck.now}); err != nil {
@@ -448,16 +449,16 @@ func (s *Service) fund(ctx context.Context, id string, idem Idem, ck clock, ref 
 }
 
 // Deliver records the seller's deliverable and evidence and their hash.
-func (s *Service) Deliver(ctx context.Context, id string, req DeliverRequest, idem Idem) (Reply, error) {
-	if r, err := s.replay(ctx, idem); err != nil || r != nil {
+func (s *Service) Deliver(ctx context.Context, id string, req DeliverRequest, ik idem.Idem) (Reply, error) {
+	if r, err := s.replay(ctx, ik); err != nil || r != nil {
 		return deref(r), err
 	}
 	d := bytes.TrimSpace(req.Deliverable)
 	if len(d) == 0 || string(d) == "null" {
-		return Reply{}, fault.New(fault.Invalid, "missing_field", "deliverable is required: the work product the acceptance criteria are checked against")
+		return Reply{}, fault.New(fault.Invalid, ECodeMissingField, "deliverable is required: the work product the acceptance criteria are checked against")
 	}
 	if _, err := adjudicate.ParseDeliverable(d); err != nil {
-		return Reply{}, fault.New(fault.Invalid, "invalid_deliverable", "deliverable: %s", messageOf(err))
+		return Reply{}, fault.New(fault.Invalid, ECodeInvalidDeliverable, "deliverable: %s", messageOf(err))
 	}
 	ev := bytes.TrimSpace(req.Evidence)
 	if len(ev) == 0 {
@@ -465,18 +466,18 @@ func (s *Service) Deliver(ctx context.Context, id string, req DeliverRequest, id
 	}
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, d); err != nil {
-		return Reply{}, fault.New(fault.Invalid, "invalid_deliverable", "deliverable: %v", err)
+		return Reply{}, fault.New(fault.Invalid, ECodeInvalidDeliverable, "deliverable: %v", err)
 	}
 	dl := delivery{Deliverable: bytes.Clone(compact.Bytes()), Evidence: bytes.Clone(ev)}
 	canon, err := receipt.CanonicalJSON(fmt.Appendf(nil, `{"deliverable":%s,"evidence":%s}`, d, ev))
 	if err != nil {
-		return Reply{}, fault.New(fault.Invalid, "invalid_deliverable", "deliverable and evidence must be canonicalisable JSON: %v", err)
+		return Reply{}, fault.New(fault.Invalid, ECodeInvalidDeliverable, "deliverable and evidence must be canonicalisable JSON: %v", err)
 	}
 	sum := sha256.Sum256(canon)
 	evidenceHash := hex.EncodeToString(sum[:])
 	body, _ := json.Marshal(map[string]string{"status": string(StatusDelivered), "evidence_hash": evidenceHash})
 	ck := s.tick()
-	return s.mutate(ctx, idem, func(tx store.Tx) (Reply, error) {
+	return s.mutate(ctx, ik, func(tx store.Tx) (Reply, error) {
 		c, err := loadContract(tx, id)
 		if err != nil {
 			return Reply{}, err
@@ -484,8 +485,8 @@ func (s *Service) Deliver(ctx context.Context, id string, req DeliverRequest, id
 		if due, err := s.settleDue(tx, c, ck); err != nil {
 			return Reply{}, err
 		} else if due {
-			return Reply{}, &settled{fault.New(fault.Conflict, "deadline_passed",
-				"cannot deliver contract %s: its deliver_by %s passed, and the escrow went back to the buyer", id, c.DeliverBy.Format(time.RFC3339))}
+			return Reply{}, idem.CommitThenFail(fault.New(fault.Conflict, ECodeDeadlinePassed,
+				"cannot deliver contract %s: its deliver_by %s passed, and the escrow went back to the buyer", id, c.DeliverBy.Format(time.RFC3339)))
 		}
 		if c.Status != StatusFunded {
 			return Reply{}, wrongState(c, "deliver", StatusFunded)
@@ -502,12 +503,12 @@ func (s *Service) Deliver(ctx context.Context, id string, req DeliverRequest, id
 }
 
 // Accept releases the escrow to the seller: the buyer's own decision.
-func (s *Service) Accept(ctx context.Context, id string, idem Idem) (Reply, error) {
-	if r, err := s.replay(ctx, idem); err != nil || r != nil {
+func (s *Service) Accept(ctx context.Context, id string, ik idem.Idem) (Reply, error) {
+	if r, err := s.replay(ctx, ik); err != nil || r != nil {
 		return deref(r), err
 	}
 	ck := s.tick()
-	return s.mutate(ctx, idem, func(tx store.Tx) (Reply, error) {
+	return s.mutate(ctx, ik, func(tx store.Tx) (Reply, error) {
 		c, err := s.decidable(tx, id, "accept", ck)
 		if err != nil {
 			return Reply{}, err
@@ -527,8 +528,8 @@ func (s *Service) decidable(tx store.Tx, id, action string, ck clock) (*Contract
 	if due, err := s.settleDue(tx, c, ck); err != nil {
 		return nil, err
 	} else if due {
-		return nil, &settled{fault.New(fault.Conflict, "review_window_closed",
-			"cannot %s contract %s: its review window closed and the escrow was released to the seller", action, id)}
+		return nil, idem.CommitThenFail(fault.New(fault.Conflict, ECodeReviewWindowClosed,
+			"cannot %s contract %s: its review window closed and the escrow was released to the seller", action, id))
 	}
 	if c.Status != StatusDelivered {
 		return nil, wrongState(c, action, StatusDelivered)
@@ -538,8 +539,8 @@ func (s *Service) decidable(tx store.Tx, id, action string, ck clock) (*Contract
 
 // Dispute adjudicates the delivered contract: the court replays the
 // criteria against the deliverable and signs the verdict.
-func (s *Service) Dispute(ctx context.Context, id string, req DisputeRequest, idem Idem) (Reply, error) {
-	if r, err := s.replay(ctx, idem); err != nil || r != nil {
+func (s *Service) Dispute(ctx context.Context, id string, req DisputeRequest, ik idem.Idem) (Reply, error) {
+	if r, err := s.replay(ctx, ik); err != nil || r != nil {
 		return deref(r), err
 	}
 	if err := ident.Text("reason", req.Reason, MaxReasonBytes); err != nil {
@@ -570,14 +571,14 @@ func (s *Service) Dispute(ctx context.Context, id string, req DisputeRequest, id
 		}
 	}
 	ck := s.tick()
-	return s.mutate(ctx, idem, func(tx store.Tx) (Reply, error) {
+	return s.mutate(ctx, ik, func(tx store.Tx) (Reply, error) {
 		c, err := s.decidable(tx, id, "dispute", ck)
 		if err != nil {
 			return Reply{}, err
 		}
 		if adj == nil {
 			// The snapshot saw the contract before its delivery landed.
-			return Reply{}, fault.New(fault.Conflict, "invalid_state", "contract %s was delivered while this dispute was read; send the dispute again", id)
+			return Reply{}, fault.New(fault.Conflict, ECodeInvalidState, "contract %s was delivered while this dispute was read; send the dispute again", id)
 		}
 		if err := store.SetJSON(tx, adjudicationKey(id), adj); err != nil {
 			return Reply{}, err
@@ -609,18 +610,18 @@ func (s *Service) adjudicate(ctx context.Context, c *Contract, dl delivery) (*ad
 }
 
 // Resolve is an operator's decision on an escalated dispute.
-func (s *Service) Resolve(ctx context.Context, id string, req ResolveRequest, idem Idem) (Reply, error) {
-	if r, err := s.replay(ctx, idem); err != nil || r != nil {
+func (s *Service) Resolve(ctx context.Context, id string, req ResolveRequest, ik idem.Idem) (Reply, error) {
+	if r, err := s.replay(ctx, ik); err != nil || r != nil {
 		return deref(r), err
 	}
 	if req.Verdict != adjudicate.VerdictRelease && req.Verdict != adjudicate.VerdictRefund {
-		return Reply{}, fault.New(fault.Invalid, "invalid_verdict", `verdict must be "release" or "refund"`)
+		return Reply{}, fault.New(fault.Invalid, ECodeInvalidVerdict, `verdict must be "release" or "refund"`)
 	}
 	if err := ident.Text("reason", req.Reason, MaxReasonBytes); err != nil {
 		return Reply{}, err
 	}
 	ck := s.tick()
-	return s.mutate(ctx, idem, func(tx store.Tx) (Reply, error) {
+	return s.mutate(ctx, ik, func(tx store.Tx) (Reply, error) {
 		c, err := loadContract(tx, id)
 		if err != nil {
 			return Reply{}, err
@@ -696,7 +697,7 @@ func (s *Service) finalize(tx store.Tx, c *Contract, ck clock, d decision) ([]by
 		return nil, fmt.Errorf("escrow: unknown verdict %q", d.verdict)
 	}
 	for to, amount := range payout {
-		if err := ledger.Post(tx, ledger.Transfer{ID: c.ID + ".payout", From: holdAccount(c.ID), To: AgentAccount(to),
+		if err := ledger.Post(tx, ledger.Transfer{ID: c.ID + ".payout", From: holdAccount(c.ID), To: ledger.AgentAccount(to),
 			Amount: amount, Currency: c.Currency, Memo: d.verdict + " " + c.ID, At: ck.now}); err != nil {
 			return nil, err
 		}
@@ -705,7 +706,7 @@ func (s *Service) finalize(tx store.Tx, c *Contract, ck clock, d decision) ([]by
 	if checks == nil {
 		checks = []adjudicate.Check{}
 	}
-	rid := receiptID(c.ID, purpose)
+	rid := receipt.ID(c.ID, purpose)
 	r, err := s.signer.Sign(receipt.KindVerdict, rid, VerdictSubject{
 		ContractID: c.ID, ContractHash: c.ContractHash, EvidenceHash: c.EvidenceHash,
 		Buyer: c.Buyer, Seller: c.Seller, Price: c.Price, Currency: c.Currency,
@@ -715,17 +716,9 @@ func (s *Service) finalize(tx store.Tx, c *Contract, ck clock, d decision) ([]by
 	if err != nil {
 		return nil, fmt.Errorf("escrow: sign receipt: %w", err)
 	}
-	body, err := marshal(r)
+	body, err := receipt.Put(tx, r, ck.now, c.Buyer, c.Seller)
 	if err != nil {
 		return nil, err
-	}
-	if err := tx.Set(receiptKey(rid), body); err != nil {
-		return nil, err
-	}
-	for _, did := range []string{c.Buyer, c.Seller} {
-		if err := tx.Set(agentReceiptKey(did, ck.now, rid), []byte(rid)); err != nil {
-			return nil, err
-		}
 	}
 	if d.counts && status == StatusResolved {
 		sellerWon := d.verdict == adjudicate.VerdictRelease
@@ -746,16 +739,4 @@ func (s *Service) finalize(tx store.Tx, c *Contract, ck clock, d decision) ([]by
 	}
 	return body, putEvent(tx, ck, Event{Event: d.event, ContractID: c.ID, Status: status,
 		Verdict: d.verdict, Tier: d.tier, Payout: payout, ReceiptID: rid})
-}
-
-// marshal is json.Marshal without HTML escaping, so that a receipt's
-// subject keeps the very bytes that were signed.
-func marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/runtime/escrow"
 	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/idem"
+	"github.com/assayhq/assay/runtime/ledger"
 	"github.com/assayhq/assay/storage"
 )
 
@@ -19,7 +21,7 @@ func TestService_Create(t *testing.T) {
 	ctx := context.Background()
 	c := mustCourt(t)
 	t.Run("OK", func(t *testing.T) {
-		r, err := c.Create(ctx, createReq("did:a", "did:b", "50", rows100), escrow.Idem{})
+		r, err := c.Create(ctx, createReq("did:a", "did:b", "50", rows100), idem.Idem{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,7 +71,7 @@ func TestService_Create(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before, _ := c.Activity(ctx, 1000)
-			_, err := c.Create(ctx, createReq(tc.buyer, tc.seller, tc.price, tc.acceptance), escrow.Idem{})
+			_, err := c.Create(ctx, createReq(tc.buyer, tc.seller, tc.price, tc.acceptance), idem.Idem{})
 			wantCode(t, err, tc.code)
 			if fault.KindOf(err) != fault.Invalid {
 				t.Fatalf("kind %s, want invalid", fault.KindOf(err))
@@ -86,7 +88,7 @@ func TestService_Accept(t *testing.T) {
 	ctx := context.Background()
 	c := mustCourt(t)
 	id := c.delivered(t, createReq("did:nanda:buyer", "did:nanda:seller", "50", `{"assertions":[{"path":"rows","op":"gte","value":3}]}`), `{"rows":5}`)
-	r, err := c.Accept(ctx, id, escrow.Idem{})
+	r, err := c.Accept(ctx, id, idem.Idem{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +99,7 @@ func TestService_Accept(t *testing.T) {
 	if res := c.keys.Verifier().Verify(r.Body); !res.Valid {
 		t.Fatalf("receipt does not verify: %s", res.Reason)
 	}
-	acct, err := c.Account(ctx, escrow.AgentAccount("did:nanda:seller"))
+	acct, err := c.Account(ctx, ledger.AgentAccount("did:nanda:seller"))
 	if err != nil || acct.Balances["credits"] != 50 {
 		t.Fatalf("seller account %+v, %v", acct, err)
 	}
@@ -107,7 +109,7 @@ func TestService_Accept(t *testing.T) {
 	if rep.AsSeller.SampleCount != 0 || rep.Standing != escrow.StandingNew {
 		t.Fatalf("reputation %+v", rep)
 	}
-	_, err = c.Accept(ctx, id, escrow.Idem{})
+	_, err = c.Accept(ctx, id, idem.Idem{})
 	wantCode(t, err, "invalid_state")
 }
 
@@ -116,7 +118,7 @@ func TestService_Dispute(t *testing.T) {
 	c := mustCourt(t)
 	t.Run("Refund", func(t *testing.T) {
 		id := c.delivered(t, createReq("did:nanda:buyer", "did:nanda:seller", "50", rows100), `{"rows":3}`)
-		r, err := c.Dispute(ctx, id, escrow.DisputeRequest{Reason: "far fewer rows than agreed"}, escrow.Idem{})
+		r, err := c.Dispute(ctx, id, escrow.DisputeRequest{Reason: "far fewer rows than agreed"}, idem.Idem{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,7 +133,7 @@ func TestService_Dispute(t *testing.T) {
 	})
 	t.Run("Release", func(t *testing.T) {
 		id := c.delivered(t, createReq("did:nanda:buyer", "did:nanda:seller", "70", rows100), `{"rows":300}`)
-		r, err := c.Dispute(ctx, id, escrow.DisputeRequest{}, escrow.Idem{})
+		r, err := c.Dispute(ctx, id, escrow.DisputeRequest{}, idem.Idem{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,24 +152,24 @@ func TestService_Dispute(t *testing.T) {
 		}
 	})
 	t.Run("ErrNotDelivered", func(t *testing.T) {
-		r, _ := c.Create(ctx, createReq("did:a", "did:b", "5", rows100), escrow.Idem{})
+		r, _ := c.Create(ctx, createReq("did:a", "did:b", "5", rows100), idem.Idem{})
 		var created escrow.Created
 		_ = json.Unmarshal(r.Body, &created)
-		_, err := c.Dispute(ctx, created.ContractID, escrow.DisputeRequest{}, escrow.Idem{})
+		_, err := c.Dispute(ctx, created.ContractID, escrow.DisputeRequest{}, idem.Idem{})
 		wantCode(t, err, "invalid_state")
-		_, err = c.Deliver(ctx, created.ContractID, escrow.DeliverRequest{Deliverable: json.RawMessage(`{}`)}, escrow.Idem{})
+		_, err = c.Deliver(ctx, created.ContractID, escrow.DeliverRequest{Deliverable: json.RawMessage(`{}`)}, idem.Idem{})
 		wantCode(t, err, "invalid_state")
 	})
 	t.Run("ErrNotFound", func(t *testing.T) {
-		_, err := c.Dispute(ctx, "esc-nope", escrow.DisputeRequest{}, escrow.Idem{})
+		_, err := c.Dispute(ctx, "esc-nope", escrow.DisputeRequest{}, idem.Idem{})
 		wantCode(t, err, "contract_not_found")
 	})
 	t.Run("ErrReason", func(t *testing.T) {
 		id := c.delivered(t, createReq("did:nanda:buyer", "did:nanda:seller", "50", rows100), `{"rows":3}`)
 		for _, reason := range []string{"nul\x00byte", "bad \xff utf-8", "\u202eesrever", "\x1b[2J", strings.Repeat("x", escrow.MaxReasonBytes+1)} {
-			_, err := c.Dispute(ctx, id, escrow.DisputeRequest{Reason: reason}, escrow.Idem{})
+			_, err := c.Dispute(ctx, id, escrow.DisputeRequest{Reason: reason}, idem.Idem{})
 			wantCode(t, err, "invalid_reason")
-			_, err = c.Resolve(ctx, id, escrow.ResolveRequest{Verdict: "release", Reason: reason}, escrow.Idem{})
+			_, err = c.Resolve(ctx, id, escrow.ResolveRequest{Verdict: "release", Reason: reason}, idem.Idem{})
 			wantCode(t, err, "invalid_reason")
 		}
 		if ct, _ := c.Get(ctx, id); ct.Status != escrow.StatusDelivered {
@@ -202,9 +204,9 @@ func TestService_OneWinner(t *testing.T) {
 			var r escrow.Reply
 			var err error
 			if i%2 == 0 {
-				r, err = c.Accept(ctx, id, escrow.Idem{})
+				r, err = c.Accept(ctx, id, idem.Idem{})
 			} else {
-				r, err = c.Dispute(ctx, id, escrow.DisputeRequest{Reason: "race"}, escrow.Idem{})
+				r, err = c.Dispute(ctx, id, escrow.DisputeRequest{Reason: "race"}, idem.Idem{})
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -243,7 +245,7 @@ func TestService_Idempotency(t *testing.T) {
 	ctx := context.Background()
 	c := mustCourt(t)
 	req := createReq("did:a", "did:b", "5", rows100)
-	k := escrow.Idem{Key: "k1", Fingerprint: "fp1"}
+	k := idem.Idem{Key: "k1", Fingerprint: "fp1"}
 	r1, err := c.Create(ctx, req, k)
 	if err != nil {
 		t.Fatal(err)
@@ -259,7 +261,7 @@ func TestService_Idempotency(t *testing.T) {
 		}
 	})
 	t.Run("ErrConflict", func(t *testing.T) {
-		_, err := c.Create(ctx, req, escrow.Idem{Key: "k1", Fingerprint: "fp2"})
+		_, err := c.Create(ctx, req, idem.Idem{Key: "k1", Fingerprint: "fp2"})
 		wantCode(t, err, "idempotency_conflict")
 	})
 	t.Run("Concurrent", func(t *testing.T) {
@@ -271,7 +273,7 @@ func TestService_Idempotency(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				r, err := c.Fund(ctx, created.ContractID, escrow.Idem{Key: "f", Fingerprint: "fund"})
+				r, err := c.Fund(ctx, created.ContractID, idem.Idem{Key: "f", Fingerprint: "fund"})
 				if err != nil {
 					t.Error(err)
 				}
@@ -297,23 +299,23 @@ func TestService_Deadlines(t *testing.T) {
 		c := mustCourt(t)
 		req := createReq("did:a", "did:b", "9", rows100)
 		req.DeliverBy = c.clock.Now().Add(time.Hour).Format(time.RFC3339)
-		r, err := c.Create(ctx, req, escrow.Idem{})
+		r, err := c.Create(ctx, req, idem.Idem{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		var created escrow.Created
 		_ = json.Unmarshal(r.Body, &created)
-		if _, err := c.Fund(ctx, created.ContractID, escrow.Idem{}); err != nil {
+		if _, err := c.Fund(ctx, created.ContractID, idem.Idem{}); err != nil {
 			t.Fatal(err)
 		}
 		c.clock.Advance(2 * time.Hour)
-		_, err = c.Deliver(ctx, created.ContractID, escrow.DeliverRequest{Deliverable: json.RawMessage(`{"rows":1000}`)}, escrow.Idem{})
+		_, err = c.Deliver(ctx, created.ContractID, escrow.DeliverRequest{Deliverable: json.RawMessage(`{"rows":1000}`)}, idem.Idem{})
 		wantCode(t, err, "deadline_passed")
 		ct, _ := c.Get(ctx, created.ContractID)
 		if ct.Status != escrow.StatusResolved || ct.Verdict != "refund" || ct.Tier != escrow.TierDeliverBy || len(ct.Receipts) != 1 {
 			t.Fatalf("contract %+v", ct)
 		}
-		acct, _ := c.Account(ctx, escrow.AgentAccount("did:a"))
+		acct, _ := c.Account(ctx, ledger.AgentAccount("did:a"))
 		if acct.Balances["credits"] != 9 {
 			t.Fatalf("buyer %+v", acct)
 		}
@@ -333,7 +335,7 @@ func TestService_Deadlines(t *testing.T) {
 		if err != nil || ct.Status != escrow.StatusResolved || ct.Verdict != "release" || ct.Tier != escrow.TierReview {
 			t.Fatalf("contract %+v %v", ct, err)
 		}
-		_, err = c.Dispute(ctx, id, escrow.DisputeRequest{}, escrow.Idem{})
+		_, err = c.Dispute(ctx, id, escrow.DisputeRequest{}, idem.Idem{})
 		wantCode(t, err, "invalid_state")
 		r, err := c.Receipt(ctx, ct.Receipts[0])
 		if err != nil {
@@ -351,7 +353,7 @@ func TestService_Deadlines(t *testing.T) {
 		req.ReviewWindow = json.RawMessage(`60`)
 		id := c.delivered(t, req, `{"rows":1}`)
 		c.clock.Advance(time.Minute)
-		_, err := c.Dispute(ctx, id, escrow.DisputeRequest{}, escrow.Idem{})
+		_, err := c.Dispute(ctx, id, escrow.DisputeRequest{}, idem.Idem{})
 		wantCode(t, err, "review_window_closed")
 		if ct, _ := c.Get(ctx, id); ct.Verdict != "release" {
 			t.Fatalf("contract %+v", ct)
@@ -365,7 +367,7 @@ func TestService_Escalation(t *testing.T) {
 	t.Run("Operator", func(t *testing.T) {
 		c := mustCourt(t)
 		id := c.delivered(t, createReq("did:a", "did:b", "9", semantic), `{"summary":"made up"}`)
-		r, err := c.Dispute(ctx, id, escrow.DisputeRequest{Reason: "unfaithful"}, escrow.Idem{})
+		r, err := c.Dispute(ctx, id, escrow.DisputeRequest{Reason: "unfaithful"}, idem.Idem{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -376,11 +378,11 @@ func TestService_Escalation(t *testing.T) {
 		if ct.Status != escrow.StatusEscalated {
 			t.Fatalf("contract %+v", ct)
 		}
-		_, err = c.Accept(ctx, id, escrow.Idem{})
+		_, err = c.Accept(ctx, id, idem.Idem{})
 		wantCode(t, err, "invalid_state")
-		_, err = c.Resolve(ctx, id, escrow.ResolveRequest{Verdict: "split"}, escrow.Idem{})
+		_, err = c.Resolve(ctx, id, escrow.ResolveRequest{Verdict: "split"}, idem.Idem{})
 		wantCode(t, err, "invalid_verdict")
-		r, err = c.Resolve(ctx, id, escrow.ResolveRequest{Verdict: "refund", Reason: "the summary invents facts"}, escrow.Idem{})
+		r, err = c.Resolve(ctx, id, escrow.ResolveRequest{Verdict: "refund", Reason: "the summary invents facts"}, idem.Idem{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -391,14 +393,14 @@ func TestService_Escalation(t *testing.T) {
 		if ct.Status != escrow.StatusResolved || len(ct.Receipts) != 2 {
 			t.Fatalf("contract %+v", ct)
 		}
-		_, err = c.Resolve(ctx, id, escrow.ResolveRequest{Verdict: "release"}, escrow.Idem{})
+		_, err = c.Resolve(ctx, id, escrow.ResolveRequest{Verdict: "release"}, idem.Idem{})
 		wantCode(t, err, "invalid_state")
 		c.sums(t)
 	})
 	t.Run("Jury", func(t *testing.T) {
 		c := mustCourt(t, withJuror(juror{pass: true}))
 		id := c.delivered(t, createReq("did:a", "did:b", "9", semantic), `{"summary":"faithful"}`)
-		r, err := c.Dispute(ctx, id, escrow.DisputeRequest{}, escrow.Idem{})
+		r, err := c.Dispute(ctx, id, escrow.DisputeRequest{}, idem.Idem{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -413,7 +415,7 @@ func TestService_Ban(t *testing.T) {
 	c := mustCourt(t)
 	for range 3 {
 		id := c.delivered(t, createReq("did:buyer", "did:cheat", "5", rows100), `{"rows":1}`)
-		if _, err := c.Dispute(ctx, id, escrow.DisputeRequest{}, escrow.Idem{}); err != nil {
+		if _, err := c.Dispute(ctx, id, escrow.DisputeRequest{}, idem.Idem{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -421,10 +423,10 @@ func TestService_Ban(t *testing.T) {
 	if rep.Standing != escrow.StandingBanned || rep.AsSeller.Standing != escrow.StandingBanned || rep.AsSeller.Score != 0.2 {
 		t.Fatalf("reputation %+v", rep)
 	}
-	_, err := c.Create(ctx, createReq("did:buyer", "did:cheat", "5", rows100), escrow.Idem{})
+	_, err := c.Create(ctx, createReq("did:buyer", "did:cheat", "5", rows100), idem.Idem{})
 	wantCode(t, err, "seller_banned")
 	// A banned seller may still buy.
-	if _, err := c.Create(ctx, createReq("did:cheat", "did:other", "5", rows100), escrow.Idem{}); err != nil {
+	if _, err := c.Create(ctx, createReq("did:cheat", "did:other", "5", rows100), idem.Idem{}); err != nil {
 		t.Fatal(err)
 	}
 	if rep, _ := c.Reputation(ctx, "did:buyer"); rep.AsBuyer.Positive != 3 || rep.AsBuyer.Standing != escrow.StandingGood {
@@ -436,7 +438,7 @@ func TestService_Checkers(t *testing.T) {
 	ctx := context.Background()
 	c := mustCourt(t, withSandbox(t))
 	pass := fixture(t, "pass.wasm")
-	r, err := c.PutChecker(ctx, "wasm", pass, escrow.Idem{})
+	r, err := c.PutChecker(ctx, "wasm", pass, idem.Idem{})
 	if err != nil || !r.Created {
 		t.Fatalf("put %+v %v", r, err)
 	}
@@ -444,20 +446,20 @@ func TestService_Checkers(t *testing.T) {
 	if info, err := c.Checker(ctx, sum); err != nil || info.Size != len(pass) || info.Kind != "wasm" {
 		t.Fatalf("info %+v %v", info, err)
 	}
-	if r, err := c.PutChecker(ctx, "wasm", pass, escrow.Idem{}); err != nil || r.Created {
+	if r, err := c.PutChecker(ctx, "wasm", pass, idem.Idem{}); err != nil || r.Created {
 		t.Fatalf("second put %+v %v", r, err)
 	}
 	t.Run("ErrInvalid", func(t *testing.T) {
-		_, err := c.PutChecker(ctx, "wasm", fixture(t, "nostart.wasm"), escrow.Idem{})
+		_, err := c.PutChecker(ctx, "wasm", fixture(t, "nostart.wasm"), idem.Idem{})
 		wantCode(t, err, "invalid_checker")
 		_, err = c.Checker(ctx, checkers.SHA256(fixture(t, "nostart.wasm")))
 		wantCode(t, err, "checker_not_found")
-		_, err = c.PutChecker(ctx, "lua", []byte("x"), escrow.Idem{})
+		_, err = c.PutChecker(ctx, "lua", []byte("x"), idem.Idem{})
 		wantCode(t, err, "unsupported_checker_kind")
 	})
 	t.Run("Dispute", func(t *testing.T) {
 		id := c.delivered(t, createReq("did:a", "did:b", "5", `{"checkers":[{"sha256":"`+sum+`"}]}`), `{"rows":1}`)
-		r, err := c.Dispute(ctx, id, escrow.DisputeRequest{}, escrow.Idem{})
+		r, err := c.Dispute(ctx, id, escrow.DisputeRequest{}, idem.Idem{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -467,11 +469,11 @@ func TestService_Checkers(t *testing.T) {
 	})
 	t.Run("FailingChecker", func(t *testing.T) {
 		fail := fixture(t, "fail.wasm")
-		if _, err := c.PutChecker(ctx, "wasm", fail, escrow.Idem{}); err != nil {
+		if _, err := c.PutChecker(ctx, "wasm", fail, idem.Idem{}); err != nil {
 			t.Fatal(err)
 		}
 		id := c.delivered(t, createReq("did:a", "did:b", "5", `{"checkers":[{"sha256":"`+checkers.SHA256(fail)+`"}]}`), `{"rows":1}`)
-		r, err := c.Dispute(ctx, id, escrow.DisputeRequest{}, escrow.Idem{})
+		r, err := c.Dispute(ctx, id, escrow.DisputeRequest{}, idem.Idem{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -499,7 +501,7 @@ func TestService_ActivityResumes(t *testing.T) {
 	}
 	defer db.Close()
 	c = mustCourtOn(t, db, keys)
-	if _, err := c.Create(ctx, createReq("did:a", "did:b", "5", rows100), escrow.Idem{}); err != nil {
+	if _, err := c.Create(ctx, createReq("did:a", "did:b", "5", rows100), idem.Idem{}); err != nil {
 		t.Fatal(err)
 	}
 	a, err := c.Activity(ctx, 2)
@@ -525,7 +527,7 @@ func TestService_ActivityTwoNodes(t *testing.T) {
 	a, b := mustCourtOn(t, db, keys), mustCourtOn(t, db, keys)
 	for range 3 {
 		for _, c := range []*court{a, b} {
-			if _, err := c.Create(ctx, createReq("did:a", "did:b", "5", rows100), escrow.Idem{}); err != nil {
+			if _, err := c.Create(ctx, createReq("did:a", "did:b", "5", rows100), idem.Idem{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -542,10 +544,10 @@ func TestService_ActivityTwoNodes(t *testing.T) {
 func TestService_Deliver(t *testing.T) {
 	ctx := context.Background()
 	c := mustCourt(t)
-	r, _ := c.Create(ctx, createReq("did:a", "did:b", "5", rows100), escrow.Idem{})
+	r, _ := c.Create(ctx, createReq("did:a", "did:b", "5", rows100), idem.Idem{})
 	var created escrow.Created
 	_ = json.Unmarshal(r.Body, &created)
-	if _, err := c.Fund(ctx, created.ContractID, escrow.Idem{}); err != nil {
+	if _, err := c.Fund(ctx, created.ContractID, idem.Idem{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ name, deliverable, code string }{
@@ -554,12 +556,12 @@ func TestService_Deliver(t *testing.T) {
 		{"ErrUnsafeInteger", `{"n":9007199254740993}`, "invalid_deliverable"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := c.Deliver(ctx, created.ContractID, escrow.DeliverRequest{Deliverable: json.RawMessage(tc.deliverable)}, escrow.Idem{})
+			_, err := c.Deliver(ctx, created.ContractID, escrow.DeliverRequest{Deliverable: json.RawMessage(tc.deliverable)}, idem.Idem{})
 			wantCode(t, err, tc.code)
 		})
 	}
 	t.Run("OK", func(t *testing.T) {
-		r, err := c.Deliver(ctx, created.ContractID, escrow.DeliverRequest{Deliverable: json.RawMessage(`{"rows": 40}`), Evidence: json.RawMessage(`{}`)}, escrow.Idem{})
+		r, err := c.Deliver(ctx, created.ContractID, escrow.DeliverRequest{Deliverable: json.RawMessage(`{"rows": 40}`), Evidence: json.RawMessage(`{}`)}, idem.Idem{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -569,7 +571,7 @@ func TestService_Deliver(t *testing.T) {
 			t.Fatalf("body %s", r.Body)
 		}
 	})
-	_, err := c.Fund(ctx, created.ContractID, escrow.Idem{})
+	_, err := c.Fund(ctx, created.ContractID, idem.Idem{})
 	if !errors.Is(err, err) || fault.KindOf(err) != fault.Conflict {
 		t.Fatalf("fund twice: %v", err)
 	}

@@ -15,6 +15,8 @@ import (
 	"github.com/assayhq/assay/adjudicate"
 	"github.com/assayhq/assay/runtime/escrow"
 	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/idem"
+	"github.com/assayhq/assay/runtime/ledger"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/store"
 	"github.com/assayhq/assay/storage"
@@ -102,7 +104,7 @@ const rows100 = `{"assertions":[{"path":"rows","op":"gte","value":100}]}`
 func (c *court) delivered(tb testing.TB, req escrow.CreateRequest, deliverable string) string {
 	tb.Helper()
 	ctx := context.Background()
-	r, err := c.Create(ctx, req, escrow.Idem{})
+	r, err := c.Create(ctx, req, idem.Idem{})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -110,10 +112,10 @@ func (c *court) delivered(tb testing.TB, req escrow.CreateRequest, deliverable s
 	if err := json.Unmarshal(r.Body, &created); err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := c.Fund(ctx, created.ContractID, escrow.Idem{}); err != nil {
+	if _, err := c.Fund(ctx, created.ContractID, idem.Idem{}); err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := c.Deliver(ctx, created.ContractID, escrow.DeliverRequest{Deliverable: json.RawMessage(deliverable)}, escrow.Idem{}); err != nil {
+	if _, err := c.Deliver(ctx, created.ContractID, escrow.DeliverRequest{Deliverable: json.RawMessage(deliverable)}, idem.Idem{}); err != nil {
 		tb.Fatal(err)
 	}
 	return created.ContractID
@@ -141,7 +143,7 @@ func wantCode(tb testing.TB, err error, code string) {
 
 func (c *court) sums(tb testing.TB) map[string]int64 {
 	tb.Helper()
-	s, err := c.LedgerSums(context.Background())
+	s, err := ledger.SumsOf(context.Background(), c.Store())
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -1,12 +1,9 @@
 package escrow
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"hash/fnv"
 	"net/url"
-	"time"
 )
 
 // Key prefixes; storage/doc.go lists them.
@@ -16,8 +13,6 @@ const (
 	keyAdjudication = "escrow/adjudication/" // <id> -> adjudication
 	keyActivity     = "escrow/activity/"     // <seq:020d>-<node> -> Event
 	keyReputation   = "escrow/reputation/"   // <did>/<role>/<shard:02d> -> counts
-	keyReceipt      = "receipt/"             // <id> -> receipt.Receipt
-	keyAgentReceipt = "receipt-by-agent/"    // <did>/<unixnano:020d>-<id> -> receipt id
 	keyChecker      = "checker/"             // <sha256> -> CheckerInfo
 	keyCheckerBytes = "checker-bytes/"       // <sha256> -> module bytes
 )
@@ -32,16 +27,9 @@ func adjudicationKey(id string) string { return keyAdjudication + id }
 func activityKey(seq uint64, node string) string {
 	return fmt.Sprintf("%s%020d-%s", keyActivity, seq, node)
 }
-func receiptKey(id string) string  { return keyReceipt + id }
 func checkerKey(sum string) string { return keyChecker + sum }
 func checkerBytesKey(sum string) string {
 	return keyCheckerBytes + sum
-}
-
-func agentReceiptPrefix(did string) string { return keyAgentReceipt + url.PathEscape(did) + "/" }
-
-func agentReceiptKey(did string, at time.Time, rid string) string {
-	return fmt.Sprintf("%s%020d-%s", agentReceiptPrefix(did), at.UnixNano(), rid)
 }
 
 func reputationPrefix(did string) string { return keyReputation + url.PathEscape(did) + "/" }
@@ -52,16 +40,5 @@ func reputationKey(did string, r role, contract string) string {
 	return fmt.Sprintf("%s%s/%02d", reputationPrefix(did), r, h.Sum32()%repShards)
 }
 
-// receiptID derives the id of a contract's receipt for a purpose
-// ("escalation", "final"): unique, since contract ids are, and the same
-// on every retry of the transaction that signs it.
-func receiptID(contract, purpose string) string {
-	sum := sha256.Sum256([]byte(contract + "/" + purpose))
-	return hex.EncodeToString(sum[:8])
-}
-
 // holdAccount is the ledger account that holds a contract's escrow.
 func holdAccount(contract string) string { return "hold:escrow:" + contract }
-
-// AgentAccount is the ledger account of what the court owes an agent.
-func AgentAccount(did string) string { return "agent:" + did }

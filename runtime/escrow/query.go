@@ -3,10 +3,8 @@ package escrow
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 
-	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/ident"
 	"github.com/assayhq/assay/runtime/ledger"
 	"github.com/assayhq/assay/runtime/receipt"
@@ -16,25 +14,22 @@ import (
 // Receipt returns a stored receipt by its id, with or without
 // receipt.IDPrefix.
 func (s *Service) Receipt(ctx context.Context, id string) (receipt.Receipt, error) {
-	id = strings.TrimPrefix(id, receipt.IDPrefix)
 	var r receipt.Receipt
-	err := s.st.View(ctx, func(tx store.Tx) error { return store.GetJSON(tx, receiptKey(id), &r) })
-	if errors.Is(err, store.ErrNotFound) {
-		return r, fault.New(fault.NotFound, "receipt_not_found", "no receipt %s", id)
-	}
+	err := s.st.View(ctx, func(tx store.Tx) error {
+		b, err := receipt.Get(tx, id)
+		if err != nil {
+			return err
+		}
+		return json.Unmarshal(b, &r)
+	})
 	return r, err
 }
 
 // AgentReceipts is an agent's receipts, newest first.
-type AgentReceipts struct {
-	Agent    string            `json:"agent"`
-	Count    int               `json:"count"`
-	Total    int               `json:"total"`
-	Receipts []json.RawMessage `json:"receipts"`
-}
+type AgentReceipts = receipt.AgentReceipts
 
 // MaxAgentReceipts bounds one page of an agent's receipts.
-const MaxAgentReceipts = 1000
+const MaxAgentReceipts = receipt.MaxAgentReceipts
 
 // AgentReceipts returns the newest limit receipts an agent was party to
 // (at most MaxAgentReceipts), and how many there are.
@@ -42,30 +37,19 @@ func (s *Service) AgentReceipts(ctx context.Context, did string, limit int) (Age
 	if err := validDID("agent", did); err != nil {
 		return AgentReceipts{}, err
 	}
-	limit = max(1, min(limit, MaxAgentReceipts))
-	out := AgentReceipts{Agent: did, Receipts: []json.RawMessage{}}
+	var out AgentReceipts
 	err := s.st.View(ctx, func(tx store.Tx) error {
-		return tx.Scan(agentReceiptPrefix(did), true, func(_ string, v []byte) error {
-			out.Total++
-			if len(out.Receipts) == limit {
-				return nil
-			}
-			b, err := tx.Get(receiptKey(string(v)))
-			if err != nil {
-				return err
-			}
-			out.Receipts = append(out.Receipts, b)
-			return nil
-		})
+		var err error
+		out, err = receipt.ByAgent(tx, did, limit)
+		return err
 	})
-	out.Count = len(out.Receipts)
 	return out, err
 }
 
 // Account returns a ledger account: "rail:dev", "hold:escrow:<contract>",
 // "agent:<did>".
 func (s *Service) Account(ctx context.Context, id string) (ledger.Account, error) {
-	if err := ident.ID("account", "invalid_account", strings.TrimPrefix(id, "agent:")); err != nil {
+	if err := ident.ID("account", ECodeInvalidAccount, strings.TrimPrefix(id, ledger.AgentPrefix)); err != nil {
 		return ledger.Account{}, err
 	}
 	var a ledger.Account
@@ -87,16 +71,4 @@ func (s *Service) Audit(ctx context.Context) (ledger.Audit, error) {
 		return err
 	})
 	return a, err
-}
-
-// LedgerSums returns, per currency, the sum over every account: zero unless
-// the ledger is broken.
-func (s *Service) LedgerSums(ctx context.Context) (map[string]int64, error) {
-	var sums map[string]int64
-	err := s.st.View(ctx, func(tx store.Tx) error {
-		var err error
-		sums, err = ledger.Sums(tx)
-		return err
-	})
-	return sums, err
 }

@@ -5,15 +5,25 @@
 // and other content is refused with idempotency_conflict. Keys live in
 // scopes (a service, a tenant, a solver), so that one client's key never
 // collides with another's.
+//
+// Mutate is the one mutation kernel of the services: lookup, the change
+// and the stored answer in one transaction, with CommitThenFail for a
+// change that must commit while the request fails. Fingerprint is the one
+// definition of "the same request", whatever the transport.
 package idem
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/url"
 	"unicode"
 
 	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/store"
 )
 
@@ -105,4 +115,123 @@ func Forget(tx store.Tx, r Request) error {
 		return nil
 	}
 	return tx.Delete(key(r))
+}
+
+// Idem is a request's idempotency key and the fingerprint of what it
+// asked, as the transport reads them; a service puts it in its scope with
+// In. A zero Idem means the request has none.
+type Idem struct {
+	Key         string
+	Fingerprint string
+}
+
+// In puts i in scope.
+func (i Idem) In(scope string) Request {
+	return Request{Scope: scope, Key: i.Key, Fingerprint: i.Fingerprint}
+}
+
+// Fingerprint is what "the same request" means for every transport: the
+// hex SHA-256 of the operation, a newline and the request's content. REST
+// names the operation by method and path ("POST /contracts") and gives the
+// body; MCP names it "mcp <tool>" and gives the arguments; a service that
+// decodes its own requests gives their RFC 8785 form (FingerprintJSON).
+func Fingerprint(op string, content []byte) string {
+	h := sha256.New()
+	h.Write([]byte(op + "\n"))
+	h.Write(content)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// FingerprintJSON is Fingerprint over v marshalled in RFC 8785 form, so
+// that member order and spacing do not make two requests differ.
+func FingerprintJSON(op string, v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b = []byte(fmt.Sprint(v))
+	}
+	if c, err := receipt.CanonicalJSON(b); err == nil {
+		b = c
+	}
+	return Fingerprint(op, b)
+}
+
+// Read is a request's Idem: key validated with ValidKey, and the request
+// fingerprinted. An empty key gives a zero Idem.
+func Read(key, op string, content []byte) (Idem, error) {
+	if key == "" {
+		return Idem{}, nil
+	}
+	if err := ValidKey(key); err != nil {
+		return Idem{}, err
+	}
+	return Idem{Key: key, Fingerprint: Fingerprint(op, content)}, nil
+}
+
+// committed is what CommitThenFail returns.
+type committed struct{ err error }
+
+func (e *committed) Error() string { return e.err.Error() }
+func (e *committed) Unwrap() error { return e.err }
+
+// CommitThenFail is what a Mutate function returns when what it did must
+// commit (a deadline that had passed, settled or expired on the way) while
+// the request itself fails with err: the transaction commits, Mutate
+// returns err, and no reply is stored under the key, so that a retry runs
+// again and meets the new state.
+func CommitThenFail(err error) error { return &committed{err} }
+
+// Replay looks r up on a snapshot of st: the stored reply, nil when there
+// is none, or an idempotency_conflict. Services call it before slow work
+// (a checker run), and Mutate looks again inside its transaction.
+func Replay(ctx context.Context, st store.Store, r Request) (*Reply, error) {
+	if r.Key == "" {
+		return nil, nil
+	}
+	var rep *Reply
+	err := st.View(ctx, func(tx store.Tx) error {
+		var err error
+		rep, err = Lookup(tx, r)
+		return err
+	})
+	return rep, err
+}
+
+// Mutate runs fn in one transaction of st that first looks r up (a stored
+// reply is answered and fn does not run) and, when fn succeeds, stores its
+// reply under r in the same transaction. When fn returns CommitThenFail(err)
+// the transaction commits without a reply and Mutate returns err.
+func Mutate(ctx context.Context, st store.Store, r Request, fn func(tx store.Tx) (Reply, error)) (Reply, error) {
+	var (
+		out   Reply
+		after error
+	)
+	err := st.Update(ctx, func(tx store.Tx) error {
+		out, after = Reply{}, nil
+		if rep, err := Lookup(tx, r); err != nil {
+			return err
+		} else if rep != nil {
+			out = *rep
+			return nil
+		}
+		rep, err := fn(tx)
+		var c *committed
+		if errors.As(err, &c) {
+			after = c.err
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if err := Save(tx, r, rep); err != nil {
+			return err
+		}
+		out = rep
+		return nil
+	})
+	if err != nil {
+		return Reply{}, err
+	}
+	if after != nil {
+		return Reply{}, after
+	}
+	return out, nil
 }

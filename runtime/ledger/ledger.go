@@ -33,6 +33,7 @@
 package ledger
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -46,6 +47,14 @@ import (
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/store"
 )
+
+// AgentPrefix starts the name of an agent's account.
+const AgentPrefix = "agent:"
+
+// AgentAccount is the account of what Assay owes the agent did, in every
+// service: the court pays verdicts into it and the market keeps its wallet
+// there, so that an agent has one balance.
+func AgentAccount(did string) string { return AgentPrefix + did }
 
 const (
 	prefix      = "ledger/entry/"
@@ -238,6 +247,17 @@ func Sums(tx store.Tx) (map[string]int64, error) {
 		return nil, err
 	}
 	return a.Sums, nil
+}
+
+// SumsOf is Sums on a snapshot of st.
+func SumsOf(ctx context.Context, st store.Store) (map[string]int64, error) {
+	var sums map[string]int64
+	err := st.View(ctx, func(tx store.Tx) error {
+		var err error
+		sums, err = Sums(tx)
+		return err
+	})
+	return sums, err
 }
 
 // Audit is what Check found.

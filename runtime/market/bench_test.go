@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"testing"
 
+	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/market"
 )
 
@@ -31,13 +32,13 @@ func BenchmarkService_Publish(b *testing.B) {
 			// One untimed publish compiles the checker (and, for Python,
 			// takes the interpreter's snapshot): the figure is a warm one.
 			if _, err := e.svc.Publish(ctx, market.PublishRequest{Agent: "seller", Title: "squares", ProblemStatement: "warm-up " + bc.name,
-				Artifact: raw(table), ArtifactType: "dataset", PriceUSD: raw("2.50"), Checker: bc.checker}, market.Idem{}); err != nil {
+				Artifact: raw(table), ArtifactType: "dataset", PriceUSD: raw("2.50"), Checker: bc.checker}, idem.Idem{}); err != nil {
 				b.Fatal(err)
 			}
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
 				_, err := e.svc.Publish(ctx, market.PublishRequest{Agent: "seller", Title: "squares", ProblemStatement: fmt.Sprintf("squares %s %d", bc.name, i),
-					Artifact: raw(table), ArtifactType: "dataset", PriceUSD: raw("2.50"), Checker: bc.checker}, market.Idem{})
+					Artifact: raw(table), ArtifactType: "dataset", PriceUSD: raw("2.50"), Checker: bc.checker}, idem.Idem{})
 				if err != nil {
 					b.Fatal(err)
 				}

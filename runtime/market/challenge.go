@@ -10,7 +10,9 @@ import (
 
 	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/ledger"
+	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/store"
 	"github.com/assayhq/assay/wasm"
 )
@@ -57,7 +59,7 @@ func loadChallenge(tx store.Tx, id string) (*Challenge, error) {
 	var c Challenge
 	err := store.GetJSON(tx, challengeKey(id), &c)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, fault.New(fault.NotFound, "challenge_not_found", "no challenge %s", id)
+		return nil, fault.New(fault.NotFound, ECodeChallengeNotFound, "no challenge %s", id)
 	}
 	return &c, err
 }
@@ -87,17 +89,17 @@ func (s *Service) ChallengeOf(ctx context.Context, id string) (*Challenge, error
 // (413); listing_not_found, purchase_not_found (404);
 // challenge_window_closed, already_challenged, purchase_closed (409);
 // idempotency_conflict.
-func (s *Service) Challenge(ctx context.Context, listingID string, req ChallengeRequest, key Idem) (Reply, error) {
-	i := key.request("challenge", req.Agent)
+func (s *Service) Challenge(ctx context.Context, listingID string, req ChallengeRequest, key idem.Idem) (Reply, error) {
+	i := scoped(key, "challenge", req.Agent)
 	if err := validAgent("agent", req.Agent); err != nil {
 		return Reply{}, err
 	}
 	ev := bytes.TrimSpace(req.Evidence)
 	switch {
 	case len(ev) == 0 || string(ev) == "null" || string(ev) == `""`:
-		return Reply{}, fault.New(fault.Invalid, "missing_field", "evidence is required: a failing input, a counterexample or checker output")
+		return Reply{}, fault.New(fault.Invalid, ECodeMissingField, "evidence is required: a failing input, a counterexample or checker output")
 	case len(ev) > MaxEvidenceBytes:
-		return Reply{}, fault.New(fault.TooLarge, "evidence_too_large", "evidence is at most %d bytes", MaxEvidenceBytes)
+		return Reply{}, fault.New(fault.TooLarge, ECodeEvidenceTooLarge, "evidence is at most %d bytes", MaxEvidenceBytes)
 	}
 	if err := validEvidence(ev); err != nil {
 		return Reply{}, err
@@ -105,7 +107,7 @@ func (s *Service) Challenge(ctx context.Context, listingID string, req Challenge
 	if err := validText("reason", req.Reason, MaxTextBytes); err != nil {
 		return Reply{}, err
 	}
-	if r, err := s.replay(ctx, i); err != nil || r != nil {
+	if r, err := idem.Replay(ctx, s.st, i); err != nil || r != nil {
 		return deref(r), err
 	}
 	now := s.now().UTC()
@@ -122,7 +124,7 @@ func (s *Service) Challenge(ctx context.Context, listingID string, req Challenge
 		}
 		pid, err := tx.Get(boughtKey(listingID, req.Agent))
 		if errors.Is(err, store.ErrNotFound) {
-			return fault.New(fault.NotFound, "purchase_not_found", "%s has not bought %s", req.Agent, listingID)
+			return fault.New(fault.NotFound, ECodePurchaseNotFound, "%s has not bought %s", req.Agent, listingID)
 		} else if err != nil {
 			return err
 		}
@@ -138,7 +140,7 @@ func (s *Service) Challenge(ctx context.Context, listingID string, req Challenge
 	if err != nil {
 		// A request with the same key may have opened the challenge since
 		// the replay check above: its answer, not a refusal, is this one's.
-		if r, rerr := s.replay(ctx, i); rerr != nil || r != nil {
+		if r, rerr := idem.Replay(ctx, s.st, i); rerr != nil || r != nil {
 			return deref(r), rerr
 		}
 		return Reply{}, err
@@ -153,7 +155,7 @@ func (s *Service) Challenge(ctx context.Context, listingID string, req Challenge
 		out = &o
 	}
 	cid := "chl_" + s.newID()
-	return s.mutate(ctx, i, func(tx store.Tx) (Reply, error) {
+	return idem.Mutate(ctx, s.st, i, func(tx store.Tx) (Reply, error) {
 		p, err := loadPurchase(tx, p.ID)
 		if err != nil {
 			return Reply{}, err
@@ -191,11 +193,11 @@ func (s *Service) Challenge(ctx context.Context, listingID string, req Challenge
 		if err := store.SetJSON(tx, challengeKey(cid), c); err != nil {
 			return Reply{}, err
 		}
-		rc, err := tx.Get(keyReceipt + c.Receipts[len(c.Receipts)-1])
+		rc, err := receipt.Get(tx, c.Receipts[len(c.Receipts)-1])
 		if err != nil {
 			return Reply{}, err
 		}
-		body, err := json.Marshal(map[string]any{"challenge": c, "purchase": p, "receipt": json.RawMessage(rc)})
+		body, err := receipt.Marshal(map[string]any{"challenge": c, "purchase": p, "receipt": rc})
 		return Reply{Body: body, Created: true}, err
 	})
 }
@@ -203,11 +205,11 @@ func (s *Service) Challenge(ctx context.Context, listingID string, req Challenge
 func challengeable(p *Purchase, now time.Time) error {
 	switch {
 	case p.Status == PurchaseChallenged || p.ChallengeID != "":
-		return fault.New(fault.Conflict, "already_challenged", "purchase %s was already challenged (%s)", p.ID, p.ChallengeID)
+		return fault.New(fault.Conflict, ECodeAlreadyChallenged, "purchase %s was already challenged (%s)", p.ID, p.ChallengeID)
 	case p.Status != PurchaseHeld:
-		return fault.New(fault.Conflict, "purchase_closed", "purchase %s is %s", p.ID, p.Status)
+		return fault.New(fault.Conflict, ECodePurchaseClosed, "purchase %s is %s", p.ID, p.Status)
 	case !now.Before(p.WindowClosesAt):
-		return fault.New(fault.Conflict, "challenge_window_closed", "the challenge window of purchase %s closed at %s", p.ID, p.WindowClosesAt.Format(time.RFC3339))
+		return fault.New(fault.Conflict, ECodeChallengeWindowClosed, "the challenge window of purchase %s closed at %s", p.ID, p.WindowClosesAt.Format(time.RFC3339))
 	}
 	return nil
 }
@@ -226,7 +228,7 @@ func (s *Service) uphold(tx store.Tx, c *Challenge, p *Purchase, l *Listing, why
 	// retired listing cannot hand the bond back to the seller.
 	forfeit := USD(0)
 	if l.BondHeld {
-		if err := ledger.Post(tx, ledger.Transfer{ID: l.ID + ".bond-forfeit", From: bondAccount(l.ID), To: WalletAccount(c.Challenger),
+		if err := ledger.Post(tx, ledger.Transfer{ID: l.ID + ".bond-forfeit", From: bondAccount(l.ID), To: ledger.AgentAccount(c.Challenger),
 			Amount: int64(l.Bond), Currency: Currency, Memo: "bond forfeited to the challenger of " + c.ID, At: now}); err != nil {
 			return err
 		}
@@ -246,7 +248,7 @@ func (s *Service) uphold(tx store.Tx, c *Challenge, p *Purchase, l *Listing, why
 	if err := updateAgent(tx, l.Seller, now, func(a *agentRecord) error {
 		a.ChallengesLost++
 		if a.StakeForfeited > math.MaxInt64-forfeit {
-			return fault.New(fault.Internal, "stats_overflow", "the stake forfeited by %s passed the range of int64 micro-USD", l.Seller)
+			return fault.New(fault.Internal, ECodeStatsOverflow, "the stake forfeited by %s passed the range of int64 micro-USD", l.Seller)
 		}
 		a.StakeForfeited += forfeit
 		return nil
@@ -275,25 +277,25 @@ func (s *Service) signChallenge(tx store.Tx, c *Challenge, now time.Time) error 
 //
 // invalid_verdict, invalid_reason (400); challenge_not_found (404);
 // challenge_not_open (409); idempotency_conflict.
-func (s *Service) Resolve(ctx context.Context, id string, req ResolveRequest, key Idem) (Reply, error) {
-	i := key.request("resolve", "operator")
+func (s *Service) Resolve(ctx context.Context, id string, req ResolveRequest, key idem.Idem) (Reply, error) {
+	i := scoped(key, "resolve", "operator")
 	if req.Verdict != "uphold" && req.Verdict != "reject" {
-		return Reply{}, fault.New(fault.Invalid, "invalid_verdict", `verdict must be "uphold" or "reject"`)
+		return Reply{}, fault.New(fault.Invalid, ECodeInvalidVerdict, `verdict must be "uphold" or "reject"`)
 	}
 	if err := validText("reason", req.Reason, MaxTextBytes); err != nil {
 		return Reply{}, err
 	}
-	if r, err := s.replay(ctx, i); err != nil || r != nil {
+	if r, err := idem.Replay(ctx, s.st, i); err != nil || r != nil {
 		return deref(r), err
 	}
 	now := s.now().UTC()
-	return s.mutate(ctx, i, func(tx store.Tx) (Reply, error) {
+	return idem.Mutate(ctx, s.st, i, func(tx store.Tx) (Reply, error) {
 		c, err := loadChallenge(tx, id)
 		if err != nil {
 			return Reply{}, err
 		}
 		if c.Status != ChallengeOpen {
-			return Reply{}, fault.New(fault.Conflict, "challenge_not_open", "challenge %s is %s", id, c.Status)
+			return Reply{}, fault.New(fault.Conflict, ECodeChallengeNotOpen, "challenge %s is %s", id, c.Status)
 		}
 		p, err := loadPurchase(tx, c.PurchaseID)
 		if err != nil {

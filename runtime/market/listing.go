@@ -13,7 +13,9 @@ import (
 
 	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/ledger"
+	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/store"
 	"github.com/assayhq/assay/wasm"
 )
@@ -140,35 +142,35 @@ func (s *Service) publishTerms(req PublishRequest) (*Listing, []byte, error) {
 		{"license_terms", req.LicenseTerms, validText, MaxTextBytes, false},
 	} {
 		if f.required && strings.TrimSpace(f.v) == "" {
-			return nil, nil, fault.New(fault.Invalid, "missing_field", "%s is required", f.field)
+			return nil, nil, fault.New(fault.Invalid, ECodeMissingField, "%s is required", f.field)
 		}
 		if err := f.check(f.field, f.v, f.max); err != nil {
 			return nil, nil, err
 		}
 	}
 	if len(Tokens(req.ProblemStatement)) == 0 {
-		return nil, nil, fault.New(fault.Invalid, "invalid_problem_statement", "problem_statement has no tokens to fingerprint once stopwords and one-character tokens are dropped")
+		return nil, nil, fault.New(fault.Invalid, ECodeInvalidProblemStatement, "problem_statement has no tokens to fingerprint once stopwords and one-character tokens are dropped")
 	}
 	art := bytes.TrimSpace(req.Artifact)
 	switch {
 	case len(art) == 0 || string(art) == "null":
-		return nil, nil, fault.New(fault.Invalid, "missing_field", "artifact is required: a string or any JSON value; it is withheld until purchase")
+		return nil, nil, fault.New(fault.Invalid, ECodeMissingField, "artifact is required: a string or any JSON value; it is withheld until purchase")
 	case len(art) > MaxArtifactBytes:
-		return nil, nil, fault.New(fault.TooLarge, "artifact_too_large", "an artifact is at most %d bytes", MaxArtifactBytes)
+		return nil, nil, fault.New(fault.TooLarge, ECodeArtifactTooLarge, "an artifact is at most %d bytes", MaxArtifactBytes)
 	}
 	input, err := decodeArtifact(art, req.Encoding)
 	if err != nil {
 		return nil, nil, err
 	}
 	if !slices.Contains(ArtifactTypes, req.ArtifactType) {
-		return nil, nil, fault.New(fault.Invalid, "invalid_artifact_type", "artifact_type must be one of %s", strings.Join(ArtifactTypes, ", "))
+		return nil, nil, fault.New(fault.Invalid, ECodeInvalidArtifactType, "artifact_type must be one of %s", strings.Join(ArtifactTypes, ", "))
 	}
 	price, err := ParseAmount(req.PriceUSD, "price_usd")
 	if err != nil {
 		return nil, nil, err
 	}
 	if price <= 0 {
-		return nil, nil, fault.New(fault.Invalid, "invalid_amount", "price_usd must be more than 0")
+		return nil, nil, fault.New(fault.Invalid, ECodeInvalidAmount, "price_usd must be more than 0")
 	}
 	var est USD
 	if t := bytes.TrimSpace(req.EstRecomputeUSD); len(t) > 0 && string(t) != "null" {
@@ -192,15 +194,15 @@ func (s *Service) publishTerms(req PublishRequest) (*Listing, []byte, error) {
 	var source []byte
 	switch lv := req.VerificationLevel; {
 	case lv == 4:
-		return nil, nil, fault.New(fault.Invalid, "level_reserved", "verification level 4 (cryptographic proof) is reserved and not implemented")
+		return nil, nil, fault.New(fault.Invalid, ECodeLevelReserved, "verification level 4 (cryptographic proof) is reserved and not implemented")
 	case lv == 3:
-		return nil, nil, fault.New(fault.Invalid, "invalid_level", "level 3 is earned: a level-1 listing whose checker passes %d replays with no failure", SamplesForLevel3)
+		return nil, nil, fault.New(fault.Invalid, ECodeInvalidLevel, "level 3 is earned: a level-1 listing whose checker passes %d replays with no failure", SamplesForLevel3)
 	case lv < 0 || lv > 4:
-		return nil, nil, fault.New(fault.Invalid, "invalid_level", "verification_level is 1 (with a checker) or 2 (with a bond), or left out")
+		return nil, nil, fault.New(fault.Invalid, ECodeInvalidLevel, "verification_level is 1 (with a checker) or 2 (with a bond), or left out")
 	case lv == 1 && req.Checker == nil:
-		return nil, nil, fault.New(fault.Invalid, "checker_required", "level 1 needs a checker")
+		return nil, nil, fault.New(fault.Invalid, ECodeCheckerRequired, "level 1 needs a checker")
 	case lv == 2 && req.Checker != nil:
-		return nil, nil, fault.New(fault.Invalid, "invalid_level", "a listing with a checker is level 1; leave out the checker for level 2")
+		return nil, nil, fault.New(fault.Invalid, ECodeInvalidLevel, "a listing with a checker is level 1; leave out the checker for level 2")
 	}
 	if c := req.Checker; c != nil {
 		ref := checkers.Ref{Kind: c.Kind, SHA256: c.SHA256, Fuel: c.Fuel, MemoryMiB: c.MemoryMiB}
@@ -213,13 +215,13 @@ func (s *Service) publishTerms(req PublishRequest) (*Listing, []byte, error) {
 		switch ref.Kind {
 		case checkers.KindPython:
 			if c.Source == "" || c.SHA256 != "" {
-				return nil, nil, fault.New(fault.Invalid, "invalid_checker", "a python checker is given as source, without sha256")
+				return nil, nil, fault.New(fault.Invalid, ECodeInvalidChecker, "a python checker is given as source, without sha256")
 			}
 			if len(c.Source) > MaxArtifactBytes {
-				return nil, nil, fault.New(fault.TooLarge, "checker_too_large", "a python checker is at most %d bytes", MaxArtifactBytes)
+				return nil, nil, fault.New(fault.TooLarge, ECodeCheckerTooLarge, "a python checker is at most %d bytes", MaxArtifactBytes)
 			}
 			if !utf8.ValidString(c.Source) || strings.ContainsRune(c.Source, 0) {
-				return nil, nil, fault.New(fault.Invalid, "invalid_checker", "a python checker's source is valid UTF-8 with no NUL")
+				return nil, nil, fault.New(fault.Invalid, ECodeInvalidChecker, "a python checker's source is valid UTF-8 with no NUL")
 			}
 			source = []byte(c.Source)
 			ref.SHA256 = checkers.SHA256(source)
@@ -228,13 +230,13 @@ func (s *Service) publishTerms(req PublishRequest) (*Listing, []byte, error) {
 			ref.ArtifactType = req.ArtifactType
 		case checkers.KindWasm:
 			if c.Source != "" {
-				return nil, nil, fault.New(fault.Invalid, "invalid_checker", "a wasm checker is named by sha256; upload it with POST /checkers first")
+				return nil, nil, fault.New(fault.Invalid, ECodeInvalidChecker, "a wasm checker is named by sha256; upload it with POST /checkers first")
 			}
 		default:
-			return nil, nil, fault.New(fault.Invalid, "unsupported_checker_kind", "checker kind %q is not supported: python or wasm", ref.Kind)
+			return nil, nil, fault.New(fault.Invalid, ECodeUnsupportedCheckerKind, "checker kind %q is not supported: python or wasm", ref.Kind)
 		}
 		if err := ref.Validate(); err != nil {
-			return nil, nil, fault.New(fault.Invalid, "invalid_checker", "%v", err)
+			return nil, nil, fault.New(fault.Invalid, ECodeInvalidChecker, "%v", err)
 		}
 		l.Checker = &ref
 		l.Level = 1
@@ -249,7 +251,7 @@ func (s *Service) publishTerms(req PublishRequest) (*Listing, []byte, error) {
 // when a challenger gave some.
 func (s *Service) runChecker(ctx context.Context, ref checkers.Ref, artifact, evidence []byte) (wasm.Outcome, error) {
 	if s.runner == nil {
-		return wasm.Outcome{}, fault.New(fault.Unavailable, "checkers_unavailable", "this server runs no sandbox, so it cannot replay checkers")
+		return wasm.Outcome{}, fault.New(fault.Unavailable, ECodeCheckersUnavailable, "this server runs no sandbox, so it cannot replay checkers")
 	}
 	out, err := s.runner.Run(ctx, ref, wasm.Input{Artifact: artifact, Evidence: evidence})
 	return out, runnerError(ctx, ref, err)
@@ -261,11 +263,11 @@ func runnerError(ctx context.Context, ref checkers.Ref, err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, checkers.ErrNotFound):
-		return fault.New(fault.Invalid, "unknown_checker", "no checker with sha256 %s; upload it with POST /checkers first", ref.SHA256)
+		return fault.New(fault.Invalid, ECodeUnknownChecker, "no checker with sha256 %s; upload it with POST /checkers first", ref.SHA256)
 	case ctx.Err() != nil:
 		return ctx.Err()
 	}
-	return fault.New(fault.Invalid, "invalid_checker", "%v", err)
+	return fault.New(fault.Invalid, ECodeInvalidChecker, "%v", err)
 }
 
 // runCheckers replays jobs, in parallel when the runner is a BatchRunner,
@@ -277,7 +279,7 @@ func runnerError(ctx context.Context, ref checkers.Ref, err error) error {
 // The first job's error, as runChecker gives it.
 func (s *Service) runCheckers(ctx context.Context, jobs []checkers.Job) ([]wasm.Outcome, []bool, error) {
 	if s.runner == nil {
-		return nil, nil, fault.New(fault.Unavailable, "checkers_unavailable", "this server runs no sandbox, so it cannot replay checkers")
+		return nil, nil, fault.New(fault.Unavailable, ECodeCheckersUnavailable, "this server runs no sandbox, so it cannot replay checkers")
 	}
 	outs, memo := make([]wasm.Outcome, len(jobs)), make([]bool, len(jobs))
 	br, ok := s.runner.(BatchRunner)
@@ -317,9 +319,9 @@ func (s *Service) runCheckers(ctx context.Context, jobs []checkers.Job) ([]wasm.
 // unknown_checker (400); artifact_too_large (413); checker_failed (422,
 // with the outcome); insufficient_funds (409, the bond);
 // checkers_unavailable (503); idempotency_conflict.
-func (s *Service) Publish(ctx context.Context, req PublishRequest, key Idem) (Reply, error) {
-	i := key.request("publish", req.Agent)
-	if r, err := s.replay(ctx, i); err != nil || r != nil {
+func (s *Service) Publish(ctx context.Context, req PublishRequest, key idem.Idem) (Reply, error) {
+	i := scoped(key, "publish", req.Agent)
+	if r, err := idem.Replay(ctx, s.st, i); err != nil || r != nil {
 		return deref(r), err
 	}
 	l, source, err := s.publishTerms(req)
@@ -342,10 +344,10 @@ func (s *Service) Publish(ctx context.Context, req PublishRequest, key Idem) (Re
 			return Reply{}, err
 		}
 		if o.Kind == wasm.KindInvalidChecker {
-			return Reply{}, fault.New(fault.Invalid, "invalid_checker", "the checker was rejected: %s", o.Detail)
+			return Reply{}, fault.New(fault.Invalid, ECodeInvalidChecker, "the checker was rejected: %s", o.Detail)
 		}
 		if !o.Pass {
-			return Reply{}, fault.New(fault.Unprocessable, "checker_failed", "the checker did not pass the artifact, so it is not listed: %s (exit %d): %s%s",
+			return Reply{}, fault.New(fault.Unprocessable, ECodeCheckerFailed, "the checker did not pass the artifact, so it is not listed: %s (exit %d): %s%s",
 				o.Kind, o.ExitCode, truncate(o.Stderr, 400), truncate(o.Detail, 200))
 		}
 		o = signedOutcome(o)
@@ -358,7 +360,7 @@ func (s *Service) Publish(ctx context.Context, req PublishRequest, key Idem) (Re
 	l.ID = "lst_" + s.newID()
 	l.CreatedAt = now
 	search := searchDoc{Fingerprint: l.Fingerprint, Tokens: Tokens(l.Problem), Constraints: Constraints(l.Problem)}
-	return s.mutate(ctx, i, func(tx store.Tx) (Reply, error) {
+	return idem.Mutate(ctx, s.st, i, func(tx store.Tx) (Reply, error) {
 		l := *l
 		if err := touchAgent(tx, l.Seller, now); err != nil {
 			return Reply{}, err
@@ -367,7 +369,7 @@ func (s *Service) Publish(ctx context.Context, req PublishRequest, key Idem) (Re
 			if err := debit(tx, l.Seller, l.Bond, "the bond of "+l.ID); err != nil {
 				return Reply{}, err
 			}
-			if err := ledger.Post(tx, ledger.Transfer{ID: l.ID + ".bond", From: WalletAccount(l.Seller), To: bondAccount(l.ID),
+			if err := ledger.Post(tx, ledger.Transfer{ID: l.ID + ".bond", From: ledger.AgentAccount(l.Seller), To: bondAccount(l.ID),
 				Amount: int64(l.Bond), Currency: Currency, Memo: "bond " + l.ID, At: now}); err != nil {
 				return Reply{}, err
 			}
@@ -404,7 +406,7 @@ func (s *Service) Publish(ctx context.Context, req PublishRequest, key Idem) (Re
 		if err != nil {
 			return Reply{}, err
 		}
-		body, err := json.Marshal(Published{Listing: v, Replay: out, Receipt: rc})
+		body, err := receipt.Marshal(Published{Listing: v, Replay: out, Receipt: rc})
 		return Reply{Body: body, Created: true}, err
 	})
 }
@@ -429,7 +431,7 @@ func loadListing(tx store.Tx, id string) (*Listing, error) {
 	var l Listing
 	err := store.GetJSON(tx, listingKey(id), &l)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, fault.New(fault.NotFound, "listing_not_found", "no listing %s", id)
+		return nil, fault.New(fault.NotFound, ECodeListingNotFound, "no listing %s", id)
 	}
 	l.relevel()
 	return &l, err
@@ -492,16 +494,16 @@ type DeactivateRequest struct {
 // # Errors
 //
 // listing_not_found (404), not_seller (403), listing_not_active (409).
-func (s *Service) Deactivate(ctx context.Context, id string, req DeactivateRequest, key Idem) (Reply, error) {
-	i := key.request("deactivate", req.Agent)
+func (s *Service) Deactivate(ctx context.Context, id string, req DeactivateRequest, key idem.Idem) (Reply, error) {
+	i := scoped(key, "deactivate", req.Agent)
 	if err := validAgent("agent", req.Agent); err != nil {
 		return Reply{}, err
 	}
-	if r, err := s.replay(ctx, i); err != nil || r != nil {
+	if r, err := idem.Replay(ctx, s.st, i); err != nil || r != nil {
 		return deref(r), err
 	}
 	now := s.now().UTC()
-	return s.mutate(ctx, i, func(tx store.Tx) (Reply, error) {
+	return idem.Mutate(ctx, s.st, i, func(tx store.Tx) (Reply, error) {
 		if err := s.settleListing(tx, id, now); err != nil {
 			return Reply{}, err
 		}
@@ -510,10 +512,10 @@ func (s *Service) Deactivate(ctx context.Context, id string, req DeactivateReque
 			return Reply{}, err
 		}
 		if l.Seller != req.Agent {
-			return Reply{}, fault.New(fault.Forbidden, "not_seller", "only the seller of %s may deactivate it", id)
+			return Reply{}, fault.New(fault.Forbidden, ECodeNotSeller, "only the seller of %s may deactivate it", id)
 		}
 		if l.Status != ListingActive {
-			return Reply{}, fault.New(fault.Conflict, "listing_not_active", "listing %s is %s", id, l.Status)
+			return Reply{}, fault.New(fault.Conflict, ECodeListingNotActive, "listing %s is %s", id, l.Status)
 		}
 		l.Status = ListingRetired
 		if err := unindexListing(tx, id); err != nil {
@@ -549,7 +551,7 @@ func (s *Service) returnBondIfClear(tx store.Tx, l *Listing, now time.Time) (USD
 	if open {
 		return 0, nil
 	}
-	if err := ledger.Post(tx, ledger.Transfer{ID: l.ID + ".bond-return", From: bondAccount(l.ID), To: WalletAccount(l.Seller),
+	if err := ledger.Post(tx, ledger.Transfer{ID: l.ID + ".bond-return", From: bondAccount(l.ID), To: ledger.AgentAccount(l.Seller),
 		Amount: int64(l.Bond), Currency: Currency, Memo: "bond returned on clean retirement of " + l.ID, At: now}); err != nil {
 		return 0, err
 	}

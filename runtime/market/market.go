@@ -233,8 +233,6 @@ const (
 	keyConfirm   = "market/confirm/"   // <listing>/<identity> -> confirmRecord: a buyer's confirmation toward level 3
 	keyAgent     = "market/agent/"     // <did> -> agentRecord
 	keyWallet    = "market/wallet/"    // <did> -> debit counter, so concurrent debits conflict
-	keyReceipt   = "receipt/"          // <id> -> receipt.Receipt (the court's layout)
-	keyAgentRcpt = "receipt-by-agent/" // <did>/<unixnano:020d>-<id> -> receipt id
 )
 
 func esc(s string) string           { return url.PathEscape(s) }
@@ -251,67 +249,22 @@ func dueKey(at time.Time, purchase string) string {
 
 // Ledger accounts.
 
-// WalletAccount is an agent's market wallet: what Assay owes the agent.
-func WalletAccount(did string) string { return "agent:" + did }
-
 func holdAccount(purchase string) string { return "hold:market:" + purchase }
 func bondAccount(listing string) string  { return "hold:bond:" + listing }
 
-// Idem is a request's idempotency key and the fingerprint of what it
-// asked, as api/ computes it. A key lives in the scope of its operation
-// and its acting agent (see request), so one agent's key never answers,
-// nor conflicts with, another agent's request.
-type Idem struct {
-	Key         string
-	Fingerprint string
-}
-
-// request scopes i by operation (publish, buy, deposit, …) and by the
-// agent acting: "market:<op>:<sha256 of the agent>", as matters scopes
-// its keys by tenant and caller. Two agents may use the same key, and so
-// may one agent on two operations.
-func (i Idem) request(op, agent string) idem.Request {
+// scoped puts a request's idempotency key in the scope of its operation
+// (publish, buy, deposit, …) and of the agent acting:
+// "market:<op>:<sha256 of the agent>", as matters scopes its keys by
+// tenant and caller. Two agents may use the same key, and so may one agent
+// on two operations: one agent's key never answers, nor conflicts with,
+// another agent's request.
+func scoped(i idem.Idem, op, agent string) idem.Request {
 	sum := sha256.Sum256([]byte(agent))
-	return idem.Request{Scope: "market:" + op + ":" + hex.EncodeToString(sum[:]), Key: i.Key, Fingerprint: i.Fingerprint}
+	return i.In("market:" + op + ":" + hex.EncodeToString(sum[:]))
 }
 
 // Reply is a mutation's answer: the JSON body the client gets.
 type Reply = idem.Reply
-
-func (s *Service) replay(ctx context.Context, i idem.Request) (*Reply, error) {
-	if i.Key == "" {
-		return nil, nil
-	}
-	var r *Reply
-	err := s.st.View(ctx, func(tx store.Tx) error {
-		var err error
-		r, err = idem.Lookup(tx, i)
-		return err
-	})
-	return r, err
-}
-
-// mutate runs fn in one transaction that checks idem first and stores
-// fn's reply under it.
-func (s *Service) mutate(ctx context.Context, i idem.Request, fn func(tx store.Tx) (Reply, error)) (Reply, error) {
-	var out Reply
-	err := s.st.Update(ctx, func(tx store.Tx) error {
-		out = Reply{}
-		if r, err := idem.Lookup(tx, i); err != nil {
-			return err
-		} else if r != nil {
-			out = *r
-			return nil
-		}
-		r, err := fn(tx)
-		if err != nil {
-			return err
-		}
-		out = r
-		return idem.Save(tx, i, r)
-	})
-	return out, err
-}
 
 // lockWallet makes concurrent debits of one wallet conflict: each reads
 // and rewrites the wallet's counter, so the store serialises them and a
@@ -326,35 +279,16 @@ func lockWallet(tx store.Tx, did string) error {
 
 // receiptID derives a receipt id from what it is about and its purpose:
 // the same on every retry of the transaction that signs it.
-func receiptID(subject, purpose string) string {
-	sum := sha256.Sum256([]byte("market/" + subject + "/" + purpose))
-	return hex.EncodeToString(sum[:8])
-}
+func receiptID(subject, purpose string) string { return receipt.ID("market", subject, purpose) }
 
-// sign signs and stores a receipt and indexes it under its parties.
+// sign signs a receipt and stores it, indexed under its parties, in the
+// receipt repository.
 func (s *Service) sign(tx store.Tx, kind, rid string, at time.Time, subject any, parties ...string) (json.RawMessage, error) {
 	r, err := s.signer.Sign(kind, rid, subject)
 	if err != nil {
 		return nil, err
 	}
-	body, err := json.Marshal(r)
-	if err != nil {
-		return nil, err
-	}
-	if err := tx.Set(keyReceipt+rid, body); err != nil {
-		return nil, err
-	}
-	seen := map[string]bool{}
-	for _, p := range parties {
-		if p == "" || seen[p] {
-			continue
-		}
-		seen[p] = true
-		if err := tx.Set(fmt.Sprintf("%s%s/%020d-%s", keyAgentRcpt, esc(p), at.UnixNano(), rid), []byte(rid)); err != nil {
-			return nil, err
-		}
-	}
-	return body, nil
+	return receipt.Put(tx, r, at, parties...)
 }
 
 // source finds python checker sources kept by the market, then anything

@@ -14,6 +14,8 @@ import (
 
 	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/idem"
+	"github.com/assayhq/assay/runtime/ledger"
 	"github.com/assayhq/assay/runtime/market"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/storage"
@@ -87,7 +89,7 @@ func (e *env) balance(tb testing.TB, did string) market.USD {
 
 func (e *env) zero(tb testing.TB) {
 	tb.Helper()
-	sums, err := e.svc.LedgerSums(context.Background())
+	sums, err := ledger.SumsOf(context.Background(), e.svc.Store())
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -121,7 +123,7 @@ func (e *env) publishSquares(tb testing.TB, seller, problem string) string {
 	tb.Helper()
 	r := must(e.svc.Publish(context.Background(), market.PublishRequest{Agent: seller, Title: "squares", ProblemStatement: problem,
 		Artifact: raw(table), ArtifactType: "dataset", PriceUSD: raw("2.50"),
-		Checker: &market.CheckerSpec{SHA256: e.squares}}, market.Idem{}))(tb)
+		Checker: &market.CheckerSpec{SHA256: e.squares}}, idem.Idem{}))(tb)
 	var p market.Published
 	if err := json.Unmarshal(r.Body, &p); err != nil {
 		tb.Fatal(err)
@@ -132,13 +134,13 @@ func (e *env) publishSquares(tb testing.TB, seller, problem string) string {
 func TestService_Lifecycle(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
-	must(e.svc.Deposit(ctx, "buyer", amount("10"), market.Idem{}))(t)
+	must(e.svc.Deposit(ctx, "buyer", amount("10"), idem.Idem{}))(t)
 	id := e.publishSquares(t, "seller", "table of squares of 3 integers")
 	v := must(e.svc.Get(ctx, id))(t)
 	if v.Level != 1 || !v.HasChecker || v.Bond != 0 {
 		t.Fatalf("listing %+v", v)
 	}
-	r := must(e.svc.Buy(ctx, id, market.PurchaseRequest{Agent: "buyer", Purpose: "homework"}, market.Idem{}))(t)
+	r := must(e.svc.Buy(ctx, id, market.PurchaseRequest{Agent: "buyer", Purpose: "homework"}, idem.Idem{}))(t)
 	var b market.Bought
 	json.Unmarshal(r.Body, &b)
 	if string(b.Artifact) != table || b.TotalUSD != 2_575_000 || b.Recourse.ChallengeWindowHours != 1 {
@@ -147,9 +149,9 @@ func TestService_Lifecycle(t *testing.T) {
 	if got := e.balance(t, "buyer"); got != 10_000_000-2_575_000 {
 		t.Fatalf("buyer %s", got)
 	}
-	_, err := e.svc.Buy(ctx, id, market.PurchaseRequest{Agent: "buyer"}, market.Idem{})
+	_, err := e.svc.Buy(ctx, id, market.PurchaseRequest{Agent: "buyer"}, idem.Idem{})
 	wantCode(t, err, "already_purchased")
-	_, err = e.svc.Buy(ctx, id, market.PurchaseRequest{Agent: "poor"}, market.Idem{})
+	_, err = e.svc.Buy(ctx, id, market.PurchaseRequest{Agent: "poor"}, idem.Idem{})
 	wantCode(t, err, "insufficient_funds")
 	if got := e.balance(t, "seller"); got != 0 {
 		t.Fatalf("seller paid %s before the window closed", got)
@@ -161,7 +163,7 @@ func TestService_Lifecycle(t *testing.T) {
 	if got := e.balance(t, "platform-is-not-an-agent"); got != 0 {
 		t.Fatal(got)
 	}
-	_, err = e.svc.Challenge(ctx, id, market.ChallengeRequest{Agent: "buyer", Evidence: raw(`"4"`)}, market.Idem{})
+	_, err = e.svc.Challenge(ctx, id, market.ChallengeRequest{Agent: "buyer", Evidence: raw(`"4"`)}, idem.Idem{})
 	wantCode(t, err, "purchase_closed")
 	p := must(e.svc.AgentProfile(ctx, "seller"))(t)
 	if p.TradesSold != 1 || p.ChallengesLost != 0 {
@@ -175,12 +177,12 @@ func TestService_Publish(t *testing.T) {
 	e := newEnv(t)
 	t.Run("ErrCheckerFailed", func(t *testing.T) {
 		_, err := e.svc.Publish(ctx, market.PublishRequest{Agent: "s", Title: "t", ProblemStatement: "squares table",
-			Artifact: raw(`"2 5\n"`), ArtifactType: "dataset", PriceUSD: raw("1"), Checker: &market.CheckerSpec{SHA256: e.squares}}, market.Idem{})
+			Artifact: raw(`"2 5\n"`), ArtifactType: "dataset", PriceUSD: raw("1"), Checker: &market.CheckerSpec{SHA256: e.squares}}, idem.Idem{})
 		wantCode(t, err, "checker_failed")
 	})
 	t.Run("ErrBondFunds", func(t *testing.T) {
 		_, err := e.svc.Publish(ctx, market.PublishRequest{Agent: "s", Title: "t", ProblemStatement: "squares table",
-			Artifact: raw(`"x"`), ArtifactType: "dataset", PriceUSD: raw("10")}, market.Idem{})
+			Artifact: raw(`"x"`), ArtifactType: "dataset", PriceUSD: raw("10")}, idem.Idem{})
 		wantCode(t, err, "insufficient_funds")
 	})
 	t.Run("ErrInput", func(t *testing.T) {
@@ -191,21 +193,21 @@ func TestService_Publish(t *testing.T) {
 			"missing_field":         {Agent: "s", Title: "t", ProblemStatement: "pq rs", ArtifactType: "dataset", PriceUSD: raw("1")},
 			"unknown_checker":       {Agent: "s", Title: "t", ProblemStatement: "pq rs", Artifact: raw(`1`), ArtifactType: "dataset", PriceUSD: raw("1"), Checker: &market.CheckerSpec{SHA256: fmt.Sprintf("%064d", 0)}},
 		} {
-			_, err := e.svc.Publish(ctx, req, market.Idem{})
+			_, err := e.svc.Publish(ctx, req, idem.Idem{})
 			wantCode(t, err, code)
 		}
 	})
 	t.Run("Level2Bond", func(t *testing.T) {
-		must(e.svc.Deposit(ctx, "s2", amount("1"), market.Idem{}))(t)
+		must(e.svc.Deposit(ctx, "s2", amount("1"), idem.Idem{}))(t)
 		r := must(e.svc.Publish(ctx, market.PublishRequest{Agent: "s2", Title: "t", ProblemStatement: "squares table",
-			Artifact: raw(`"x"`), ArtifactType: "dataset", PriceUSD: raw("2")}, market.Idem{}))(t)
+			Artifact: raw(`"x"`), ArtifactType: "dataset", PriceUSD: raw("2")}, idem.Idem{}))(t)
 		var p market.Published
 		json.Unmarshal(r.Body, &p)
 		if p.Listing.Level != 2 || p.Listing.Bond != 500_000 || e.balance(t, "s2") != 500_000 {
 			t.Fatalf("level 2 %s", r.Body)
 		}
 		// Clean retirement with no window open returns the bond.
-		must(e.svc.Deactivate(ctx, p.Listing.ListingID, market.DeactivateRequest{Agent: "s2"}, market.Idem{}))(t)
+		must(e.svc.Deactivate(ctx, p.Listing.ListingID, market.DeactivateRequest{Agent: "s2"}, idem.Idem{}))(t)
 		if e.balance(t, "s2") != 1_000_000 {
 			t.Fatal("bond not returned")
 		}
@@ -217,10 +219,10 @@ func TestService_Challenge(t *testing.T) {
 	ctx := context.Background()
 	t.Run("UpheldByReplay", func(t *testing.T) {
 		e := newEnv(t)
-		must(e.svc.Deposit(ctx, "buyer", amount("10"), market.Idem{}))(t)
+		must(e.svc.Deposit(ctx, "buyer", amount("10"), idem.Idem{}))(t)
 		id := e.publishSquares(t, "seller", "table of squares")
-		must(e.svc.Buy(ctx, id, market.PurchaseRequest{Agent: "buyer"}, market.Idem{}))(t)
-		r := must(e.svc.Challenge(ctx, id, market.ChallengeRequest{Agent: "buyer", Evidence: raw(`"4"`)}, market.Idem{}))(t)
+		must(e.svc.Buy(ctx, id, market.PurchaseRequest{Agent: "buyer"}, idem.Idem{}))(t)
+		r := must(e.svc.Challenge(ctx, id, market.ChallengeRequest{Agent: "buyer", Evidence: raw(`"4"`)}, idem.Idem{}))(t)
 		var out struct{ Challenge market.Challenge }
 		json.Unmarshal(r.Body, &out)
 		if out.Challenge.Status != market.ChallengeUpheld || out.Challenge.Replay == nil || out.Challenge.Replay.Pass {
@@ -240,10 +242,10 @@ func TestService_Challenge(t *testing.T) {
 	})
 	t.Run("PassingReplayGoesToOperator", func(t *testing.T) {
 		e := newEnv(t)
-		must(e.svc.Deposit(ctx, "buyer", amount("10"), market.Idem{}))(t)
+		must(e.svc.Deposit(ctx, "buyer", amount("10"), idem.Idem{}))(t)
 		id := e.publishSquares(t, "seller", "table of squares")
-		must(e.svc.Buy(ctx, id, market.PurchaseRequest{Agent: "buyer"}, market.Idem{}))(t)
-		r := must(e.svc.Challenge(ctx, id, market.ChallengeRequest{Agent: "buyer", Evidence: raw(`"3"`)}, market.Idem{}))(t)
+		must(e.svc.Buy(ctx, id, market.PurchaseRequest{Agent: "buyer"}, idem.Idem{}))(t)
+		r := must(e.svc.Challenge(ctx, id, market.ChallengeRequest{Agent: "buyer", Evidence: raw(`"3"`)}, idem.Idem{}))(t)
 		var out struct{ Challenge market.Challenge }
 		json.Unmarshal(r.Body, &out)
 		if out.Challenge.Status != market.ChallengeOpen {
@@ -253,9 +255,9 @@ func TestService_Challenge(t *testing.T) {
 		if e.balance(t, "seller") != 0 {
 			t.Fatal("settled while a challenge was open")
 		}
-		_, err := e.svc.Challenge(ctx, id, market.ChallengeRequest{Agent: "buyer", Evidence: raw(`"3"`)}, market.Idem{})
+		_, err := e.svc.Challenge(ctx, id, market.ChallengeRequest{Agent: "buyer", Evidence: raw(`"3"`)}, idem.Idem{})
 		wantCode(t, err, "already_challenged")
-		must(e.svc.Resolve(ctx, out.Challenge.ID, market.ResolveRequest{Verdict: "reject", Reason: "table is right"}, market.Idem{}))(t)
+		must(e.svc.Resolve(ctx, out.Challenge.ID, market.ResolveRequest{Verdict: "reject", Reason: "table is right"}, idem.Idem{}))(t)
 		if e.balance(t, "seller") != 2_500_000 {
 			t.Fatal("not settled after the operator rejected")
 		}
@@ -263,36 +265,36 @@ func TestService_Challenge(t *testing.T) {
 	})
 	t.Run("ErrWindowClosed", func(t *testing.T) {
 		e := newEnv(t)
-		must(e.svc.Deposit(ctx, "buyer", amount("10"), market.Idem{}))(t)
-		must(e.svc.Deposit(ctx, "seller", amount("1"), market.Idem{}))(t)
+		must(e.svc.Deposit(ctx, "buyer", amount("10"), idem.Idem{}))(t)
+		must(e.svc.Deposit(ctx, "seller", amount("1"), idem.Idem{}))(t)
 		r := must(e.svc.Publish(ctx, market.PublishRequest{Agent: "seller", Title: "t", ProblemStatement: "squares table",
-			Artifact: raw(`"x"`), ArtifactType: "dataset", PriceUSD: raw("5")}, market.Idem{}))(t)
+			Artifact: raw(`"x"`), ArtifactType: "dataset", PriceUSD: raw("5")}, idem.Idem{}))(t)
 		var p market.Published
 		json.Unmarshal(r.Body, &p)
-		must(e.svc.Buy(ctx, p.Listing.ListingID, market.PurchaseRequest{Agent: "buyer"}, market.Idem{}))(t)
+		must(e.svc.Buy(ctx, p.Listing.ListingID, market.PurchaseRequest{Agent: "buyer"}, idem.Idem{}))(t)
 		e.ck.Add(72 * time.Hour)
-		_, err := e.svc.Challenge(ctx, p.Listing.ListingID, market.ChallengeRequest{Agent: "buyer", Evidence: raw(`"bad"`)}, market.Idem{})
+		_, err := e.svc.Challenge(ctx, p.Listing.ListingID, market.ChallengeRequest{Agent: "buyer", Evidence: raw(`"bad"`)}, idem.Idem{})
 		wantCode(t, err, "challenge_window_closed")
 		e.zero(t)
 	})
 	t.Run("Level2UpheldForfeitsBond", func(t *testing.T) {
 		e := newEnv(t)
-		must(e.svc.Deposit(ctx, "buyer", amount("10"), market.Idem{}))(t)
-		must(e.svc.Deposit(ctx, "seller", amount("1"), market.Idem{}))(t)
+		must(e.svc.Deposit(ctx, "buyer", amount("10"), idem.Idem{}))(t)
+		must(e.svc.Deposit(ctx, "seller", amount("1"), idem.Idem{}))(t)
 		r := must(e.svc.Publish(ctx, market.PublishRequest{Agent: "seller", Title: "t", ProblemStatement: "squares table",
-			Artifact: raw(`"x"`), ArtifactType: "dataset", PriceUSD: raw("1")}, market.Idem{}))(t)
+			Artifact: raw(`"x"`), ArtifactType: "dataset", PriceUSD: raw("1")}, idem.Idem{}))(t)
 		var p market.Published
 		json.Unmarshal(r.Body, &p)
 		lid := p.Listing.ListingID
-		must(e.svc.Buy(ctx, lid, market.PurchaseRequest{Agent: "buyer"}, market.Idem{}))(t)
-		must(e.svc.Deactivate(ctx, lid, market.DeactivateRequest{Agent: "seller"}, market.Idem{}))(t)
+		must(e.svc.Buy(ctx, lid, market.PurchaseRequest{Agent: "buyer"}, idem.Idem{}))(t)
+		must(e.svc.Deactivate(ctx, lid, market.DeactivateRequest{Agent: "seller"}, idem.Idem{}))(t)
 		if e.balance(t, "seller") != 500_000 {
 			t.Fatal("bond returned with a window open")
 		}
-		r = must(e.svc.Challenge(ctx, lid, market.ChallengeRequest{Agent: "buyer", Evidence: raw(`"wrong"`)}, market.Idem{}))(t)
+		r = must(e.svc.Challenge(ctx, lid, market.ChallengeRequest{Agent: "buyer", Evidence: raw(`"wrong"`)}, idem.Idem{}))(t)
 		var out struct{ Challenge market.Challenge }
 		json.Unmarshal(r.Body, &out)
-		must(e.svc.Resolve(ctx, out.Challenge.ID, market.ResolveRequest{Verdict: "uphold"}, market.Idem{}))(t)
+		must(e.svc.Resolve(ctx, out.Challenge.ID, market.ResolveRequest{Verdict: "uphold"}, idem.Idem{}))(t)
 		if got := e.balance(t, "buyer"); got != 10_000_000+500_000 {
 			t.Fatalf("buyer %s: want refund plus bond", got)
 		}
@@ -312,8 +314,8 @@ func TestService_Level3(t *testing.T) {
 	buy := func(t *testing.T, e *env, id string, agents ...string) {
 		t.Helper()
 		for _, a := range agents {
-			must(e.svc.Deposit(ctx, a, amount("10"), market.Idem{}))(t)
-			must(e.svc.Buy(ctx, id, market.PurchaseRequest{Agent: a}, market.Idem{}))(t)
+			must(e.svc.Deposit(ctx, a, amount("10"), idem.Idem{}))(t)
+			must(e.svc.Buy(ctx, id, market.PurchaseRequest{Agent: a}, idem.Idem{}))(t)
 		}
 	}
 	replay := func(t *testing.T, e *env, id, agent string) market.Replayed {
@@ -451,13 +453,13 @@ func runnerOf(tb testing.TB) *checkers.Runner {
 func TestService_Idempotency(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
-	k := market.Idem{Key: "k1", Fingerprint: "f1"}
+	k := idem.Idem{Key: "k1", Fingerprint: "f1"}
 	a := must(e.svc.Deposit(ctx, "buyer", amount("5"), k))(t)
 	b := must(e.svc.Deposit(ctx, "buyer", amount("5"), k))(t)
 	if string(a.Body) != string(b.Body) || !b.Replayed || e.balance(t, "buyer") != 5_000_000 {
 		t.Fatalf("replay %s %s", a.Body, b.Body)
 	}
-	_, err := e.svc.Deposit(ctx, "buyer", amount("6"), market.Idem{Key: "k1", Fingerprint: "f2"})
+	_, err := e.svc.Deposit(ctx, "buyer", amount("6"), idem.Idem{Key: "k1", Fingerprint: "f2"})
 	wantCode(t, err, "idempotency_conflict")
 	e.zero(t)
 }
@@ -469,7 +471,7 @@ func TestService_Idempotency(t *testing.T) {
 func TestService_IdempotencyScoped(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
-	k := func(fp string) market.Idem { return market.Idem{Key: "shared-key", Fingerprint: fp} }
+	k := func(fp string) idem.Idem { return idem.Idem{Key: "shared-key", Fingerprint: fp} }
 	// The squatter uses the key first, on the owner's kind of request.
 	must(e.svc.Deposit(ctx, "squatter", amount("1"), k("squatter-deposit")))(t)
 	r := must(e.svc.Deposit(ctx, "owner", amount("20"), k("owner-deposit")))(t)
@@ -482,7 +484,7 @@ func TestService_IdempotencyScoped(t *testing.T) {
 	}
 	// The same key on another operation of the same agent is another key.
 	id := e.publishSquares(t, "seller", "table of squares")
-	must(e.svc.Deposit(ctx, "squatter", amount("5"), market.Idem{}))(t)
+	must(e.svc.Deposit(ctx, "squatter", amount("5"), idem.Idem{}))(t)
 	must(e.svc.Buy(ctx, id, market.PurchaseRequest{Agent: "squatter"}, k("squatter-buy")))(t)
 	b := must(e.svc.Buy(ctx, id, market.PurchaseRequest{Agent: "owner"}, k("owner-buy")))(t)
 	if b.Replayed || !b.Created {
@@ -503,12 +505,12 @@ func TestService_Concurrent(t *testing.T) {
 	id := e.publishSquares(t, "seller", "table of squares")
 	const n = 20
 	// One buyer, twenty concurrent purchases: one wins.
-	must(e.svc.Deposit(ctx, "buyer", amount("100"), market.Idem{}))(t)
+	must(e.svc.Deposit(ctx, "buyer", amount("100"), idem.Idem{}))(t)
 	var wins atomic.Int32
 	var wg sync.WaitGroup
 	for range n {
 		wg.Go(func() {
-			if _, err := e.svc.Buy(ctx, id, market.PurchaseRequest{Agent: "buyer"}, market.Idem{}); err == nil {
+			if _, err := e.svc.Buy(ctx, id, market.PurchaseRequest{Agent: "buyer"}, idem.Idem{}); err == nil {
 				wins.Add(1)
 			} else if fault.CodeOf(err) != "already_purchased" {
 				t.Error(err)
@@ -520,7 +522,7 @@ func TestService_Concurrent(t *testing.T) {
 		t.Fatalf("%d purchases won", wins.Load())
 	}
 	// A wallet with money for one purchase, many listings: no overdraft.
-	must(e.svc.Deposit(ctx, "thin", amount("2.575"), market.Idem{}))(t)
+	must(e.svc.Deposit(ctx, "thin", amount("2.575"), idem.Idem{}))(t)
 	ids := make([]string, n)
 	for i := range ids {
 		ids[i] = e.publishSquares(t, fmt.Sprintf("s%d", i), "table of squares")
@@ -528,7 +530,7 @@ func TestService_Concurrent(t *testing.T) {
 	wins.Store(0)
 	for _, lid := range ids {
 		wg.Go(func() {
-			if _, err := e.svc.Buy(ctx, lid, market.PurchaseRequest{Agent: "thin"}, market.Idem{}); err == nil {
+			if _, err := e.svc.Buy(ctx, lid, market.PurchaseRequest{Agent: "thin"}, idem.Idem{}); err == nil {
 				wins.Add(1)
 			} else if fault.CodeOf(err) != "insufficient_funds" {
 				t.Error(err)

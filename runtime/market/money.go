@@ -61,7 +61,7 @@ const (
 func Add(a, b USD) (USD, error) {
 	sum := a + b
 	if (b > 0 && sum < a) || (b < 0 && sum > a) || sum < 0 || sum > MaxTotal {
-		return 0, fault.New(fault.Invalid, "amount_too_large", "$%s + $%s is beyond the market's bound of $%s", a, b, MaxTotal)
+		return 0, fault.New(fault.Invalid, ECodeAmountTooLarge, "$%s + $%s is beyond the market's bound of $%s", a, b, MaxTotal)
 	}
 	return sum, nil
 }
@@ -110,13 +110,13 @@ func (u *USD) UnmarshalJSON(b []byte) error {
 func ParseUSD(raw json.RawMessage, field string) (USD, error) {
 	s := string(bytes.TrimSpace(raw))
 	if s == "" || s == "null" {
-		return 0, fault.New(fault.Invalid, "missing_field", "%s is required: a decimal number of US dollars, e.g. 2.50", field)
+		return 0, fault.New(fault.Invalid, ECodeMissingField, "%s is required: a decimal number of US dollars, e.g. 2.50", field)
 	}
 	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
 		s = s[1 : len(s)-1]
 	}
 	bad := func(why string) (USD, error) {
-		return 0, fault.New(fault.Invalid, "invalid_amount", "%s must be a decimal number of US dollars with at most 6 fractional digits, e.g. 2.50: %s", field, why)
+		return 0, fault.New(fault.Invalid, ECodeInvalidAmount, "%s must be a decimal number of US dollars with at most 6 fractional digits, e.g. 2.50: %s", field, why)
 	}
 	whole, frac, dot := strings.Cut(s, ".")
 	if whole == "" || (dot && frac == "") || !digits(whole) || !digits(frac) {
@@ -129,7 +129,7 @@ func ParseUSD(raw json.RawMessage, field string) (USD, error) {
 		return bad(truncate(s, 40) + " has " + strconv.Itoa(len(frac)) + " fractional digits, and amounts are never rounded")
 	}
 	tooLarge := func() (USD, error) {
-		return 0, fault.New(fault.Invalid, "amount_too_large", "%s is %s; the largest amount is %s", field, truncate(s, 40), MaxUSD)
+		return 0, fault.New(fault.Invalid, ECodeAmountTooLarge, "%s is %s; the largest amount is %s", field, truncate(s, 40), MaxUSD)
 	}
 	w, err := strconv.ParseInt(whole, 10, 64)
 	if err != nil || w > int64(MaxUSD/USD1) {
@@ -152,7 +152,7 @@ func ParseUSD(raw json.RawMessage, field string) (USD, error) {
 func ParseAmount(raw json.RawMessage, field string) (USD, error) {
 	v, err := ParseUSD(raw, field)
 	if err == nil && v > MaxAmount {
-		err = fault.New(fault.Invalid, "amount_too_large", "%s is $%s; one amount is at most $%s", field, v, MaxAmount)
+		err = fault.New(fault.Invalid, ECodeAmountTooLarge, "%s is $%s; one amount is at most $%s", field, v, MaxAmount)
 	}
 	return v, err
 }

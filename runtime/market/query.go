@@ -12,7 +12,6 @@ import (
 
 	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/runtime/fault"
-	"github.com/assayhq/assay/runtime/ledger"
 	"github.com/assayhq/assay/runtime/store"
 	"github.com/assayhq/assay/wasm"
 )
@@ -94,13 +93,13 @@ var fpRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
 func (s *Service) Search(ctx context.Context, req SearchRequest) (Results, error) {
 	switch {
 	case req.Query == "" && req.QueryFingerprint == "":
-		return Results{}, fault.New(fault.Invalid, "missing_field", "query or query_fingerprint is required")
+		return Results{}, fault.New(fault.Invalid, ECodeMissingField, "query or query_fingerprint is required")
 	case req.QueryFingerprint != "" && !fpRE.MatchString(req.QueryFingerprint):
-		return Results{}, fault.New(fault.Invalid, "invalid_fingerprint", "query_fingerprint is the lowercase hex SHA-256 of the normalised token set")
+		return Results{}, fault.New(fault.Invalid, ECodeInvalidFingerprint, "query_fingerprint is the lowercase hex SHA-256 of the normalised token set")
 	case validText("query", req.Query, MaxProblemBytes) != nil:
 		return Results{}, validText("query", req.Query, MaxProblemBytes)
 	case req.Limit < 0 || req.Limit > 100:
-		return Results{}, fault.New(fault.Invalid, "invalid_limit", "limit is 1 to 100")
+		return Results{}, fault.New(fault.Invalid, ECodeInvalidLimit, "limit is 1 to 100")
 	}
 	if req.Limit == 0 {
 		req.Limit = 20
@@ -208,7 +207,7 @@ func (s *Service) Stats(ctx context.Context) (Stats, error) {
 	// a wrapped number.
 	add := func(dst *USD, v USD) error {
 		if *dst > math.MaxInt64-v {
-			return fault.New(fault.Internal, "stats_overflow", "a market total passed the range of int64 micro-USD")
+			return fault.New(fault.Internal, ECodeStatsOverflow, "a market total passed the range of int64 micro-USD")
 		}
 		*dst += v
 		return nil
@@ -296,18 +295,6 @@ func (s *Service) Stats(ctx context.Context) (Stats, error) {
 	return st, err
 }
 
-// LedgerSums returns the sum of every leg per currency: all zero unless
-// the ledger is broken.
-func (s *Service) LedgerSums(ctx context.Context) (map[string]int64, error) {
-	var sums map[string]int64
-	err := s.st.View(ctx, func(tx store.Tx) error {
-		var err error
-		sums, err = ledger.Sums(tx)
-		return err
-	})
-	return sums, err
-}
-
 // TickRequest is the operator's tick: settle what is due and replay up to
 // Samples random listings with checkers.
 type TickRequest struct {
@@ -327,7 +314,7 @@ type Ticked struct {
 // calls it, and so can an operator or a test.
 func (s *Service) Tick(ctx context.Context, req TickRequest) (Ticked, error) {
 	if req.Samples < 0 || req.Samples > 1000 {
-		return Ticked{}, fault.New(fault.Invalid, "invalid_samples", "samples is 0 to 1000")
+		return Ticked{}, fault.New(fault.Invalid, ECodeInvalidSamples, "samples is 0 to 1000")
 	}
 	t := Ticked{Sampled: []string{}, Promoted: []string{}, Pulled: []string{}}
 	n, err := s.settleDue(ctx)
@@ -428,7 +415,7 @@ func (s *Service) Replay(ctx context.Context, listingID string, req ReplayReques
 	err := s.st.View(ctx, func(tx store.Tx) error {
 		pid, err := tx.Get(boughtKey(listingID, req.Agent))
 		if errors.Is(err, store.ErrNotFound) {
-			return fault.New(fault.NotFound, "purchase_not_found", "only a buyer of %s may ask for a replay", listingID)
+			return fault.New(fault.NotFound, ECodePurchaseNotFound, "only a buyer of %s may ask for a replay", listingID)
 		} else if err != nil {
 			return err
 		}
@@ -455,7 +442,7 @@ func (s *Service) Replay(ctx context.Context, listingID string, req ReplayReques
 // is asked; any other runner's outcomes count as fresh runs.
 func (s *Service) runOnce(ctx context.Context, ref checkers.Ref, art []byte) (wasm.Outcome, bool, error) {
 	if s.runner == nil {
-		return wasm.Outcome{}, false, fault.New(fault.Unavailable, "checkers_unavailable", "this server runs no sandbox, so it cannot replay checkers")
+		return wasm.Outcome{}, false, fault.New(fault.Unavailable, ECodeCheckersUnavailable, "this server runs no sandbox, so it cannot replay checkers")
 	}
 	if jr, ok := s.runner.(jobRunner); ok {
 		r := jr.Do(ctx, checkers.Job{Ref: ref, Input: wasm.Input{Artifact: art}})
@@ -538,10 +525,10 @@ func (s *Service) sampleInput(ctx context.Context, id string) (checkers.Ref, []b
 		return checkers.Ref{}, nil, err
 	}
 	if l.Checker == nil {
-		return checkers.Ref{}, nil, fault.New(fault.Conflict, "no_checker", "listing %s has no checker to replay", id)
+		return checkers.Ref{}, nil, fault.New(fault.Conflict, ECodeNoChecker, "listing %s has no checker to replay", id)
 	}
 	if l.Status != ListingActive {
-		return checkers.Ref{}, nil, fault.New(fault.Conflict, "listing_not_active", "listing %s is %s", id, l.Status)
+		return checkers.Ref{}, nil, fault.New(fault.Conflict, ECodeListingNotActive, "listing %s is %s", id, l.Status)
 	}
 	return *l.Checker, l.checkerInput(art), nil
 }
@@ -568,7 +555,7 @@ func (s *Service) recordSample(ctx context.Context, id string, o wasm.Outcome, m
 		}
 		r = Replayed{ListingID: id, Pass: o.Pass, Refunded: []string{}, MemoHit: memo}
 		if l.Status != ListingActive {
-			return fault.New(fault.Conflict, "listing_not_active", "listing %s is %s", id, l.Status)
+			return fault.New(fault.Conflict, ECodeListingNotActive, "listing %s is %s", id, l.Status)
 		}
 		switch {
 		case o.Pass:

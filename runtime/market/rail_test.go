@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assayhq/assay/runtime/idem"
+	"github.com/assayhq/assay/runtime/ledger"
 	"github.com/assayhq/assay/runtime/market"
 	"github.com/assayhq/assay/runtime/rail"
 	"github.com/assayhq/assay/runtime/receipt"
@@ -50,10 +52,10 @@ func TestService_Withdraw_payoutFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.Deposit(ctx, "alice", amount("10"), market.Idem{}); err != nil {
+	if _, err := svc.Deposit(ctx, "alice", amount("10"), idem.Idem{}); err != nil {
 		t.Fatal(err)
 	}
-	key := market.Idem{Key: "wd-1", Fingerprint: "withdraw 4"}
+	key := idem.Idem{Key: "wd-1", Fingerprint: "withdraw 4"}
 	fr.failPayouts.Store(1)
 	_, err = svc.Withdraw(ctx, "alice", amount("4"), key)
 	wantCode(t, err, "rail_failed")
@@ -69,7 +71,7 @@ func TestService_Withdraw_payoutFails(t *testing.T) {
 	if w.Balance != market.USD(6_000_000) {
 		t.Fatalf("after the retry the wallet holds %d micro-USD, want 6,000,000", w.Balance)
 	}
-	sums, _ := svc.LedgerSums(ctx)
+	sums, _ := ledger.SumsOf(ctx, svc.Store())
 	for c, v := range sums {
 		if v != 0 {
 			t.Errorf("ledger sums to %d %s", v, c)

@@ -28,7 +28,7 @@ const (
 // ident.MaxIDBytes.
 func validAgent(field, did string) error {
 	if did == "" {
-		return fault.New(fault.Invalid, "missing_field", "%s is required: the acting agent's id, e.g. g17-mathema or did:key:…", field)
+		return fault.New(fault.Invalid, ECodeMissingField, "%s is required: the acting agent's id, e.g. g17-mathema or did:key:…", field)
 	}
 	return ident.ID(field, ident.ECodeInvalidAgent, did)
 }
@@ -46,7 +46,7 @@ func validLine(field, s string, max int) error {
 		return err
 	}
 	if i := strings.IndexAny(s, "\t\n"); i >= 0 {
-		return fault.New(fault.Invalid, "invalid_"+field, "%s is one line: it must not hold a tab or a newline (at byte %d)", field, i)
+		return fault.New(fault.Invalid, ECodeInvalidPrefix+field, "%s is one line: it must not hold a tab or a newline (at byte %d)", field, i)
 	}
 	return nil
 }
@@ -59,7 +59,7 @@ func validLine(field, s string, max int) error {
 // invalid_encoding, invalid_artifact (400); artifact_too_large (413).
 func decodeArtifact(art json.RawMessage, encoding string) ([]byte, error) {
 	if i := invalidUTF8At(art); i >= 0 {
-		return nil, fault.New(fault.Invalid, "invalid_artifact",
+		return nil, fault.New(fault.Invalid, ECodeInvalidArtifact,
 			`artifact is not valid UTF-8 (at byte %d): send an artifact that is not text as a base64 string with "encoding": "base64"`, i)
 	}
 	switch encoding {
@@ -68,18 +68,18 @@ func decodeArtifact(art json.RawMessage, encoding string) ([]byte, error) {
 	case EncodingBase64:
 		var s string
 		if len(art) == 0 || art[0] != '"' || json.Unmarshal(art, &s) != nil {
-			return nil, fault.New(fault.Invalid, "invalid_artifact", `with "encoding": "base64", artifact is a JSON string of standard base64`)
+			return nil, fault.New(fault.Invalid, ECodeInvalidArtifact, `with "encoding": "base64", artifact is a JSON string of standard base64`)
 		}
 		b, err := base64.StdEncoding.DecodeString(s)
 		if err != nil {
-			return nil, fault.New(fault.Invalid, "invalid_artifact", "artifact is not standard base64: %v", err)
+			return nil, fault.New(fault.Invalid, ECodeInvalidArtifact, "artifact is not standard base64: %v", err)
 		}
 		if len(b) > MaxArtifactBytes {
-			return nil, fault.New(fault.TooLarge, "artifact_too_large", "an artifact is at most %d bytes", MaxArtifactBytes)
+			return nil, fault.New(fault.TooLarge, ECodeArtifactTooLarge, "an artifact is at most %d bytes", MaxArtifactBytes)
 		}
 		return b, nil
 	}
-	return nil, fault.New(fault.Invalid, "invalid_encoding", "encoding is %q or %q, not %q", EncodingJSON, EncodingBase64, truncate(encoding, 40))
+	return nil, fault.New(fault.Invalid, ECodeInvalidEncoding, "encoding is %q or %q, not %q", EncodingJSON, EncodingBase64, truncate(encoding, 40))
 }
 
 // checkerInput returns what a listing's checker sees of its stored
@@ -123,7 +123,7 @@ func invalidUTF8At(b []byte) int {
 // validEvidence checks a challenger's evidence: valid UTF-8 JSON.
 func validEvidence(ev []byte) error {
 	if i := invalidUTF8At(ev); i >= 0 {
-		return fault.New(fault.Invalid, "invalid_evidence", "evidence is not valid UTF-8 (at byte %d)", i)
+		return fault.New(fault.Invalid, ECodeInvalidEvidence, "evidence is not valid UTF-8 (at byte %d)", i)
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/ledger"
 	"github.com/assayhq/assay/runtime/rail"
+	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/store"
 )
 
@@ -60,12 +61,12 @@ func debit(tx store.Tx, did string, amount USD, what string) error {
 	if err := lockWallet(tx, did); err != nil {
 		return err
 	}
-	bal, err := ledger.Balance(tx, WalletAccount(did), Currency)
+	bal, err := ledger.Balance(tx, ledger.AgentAccount(did), Currency)
 	if err != nil {
 		return err
 	}
 	if USD(bal) < amount {
-		return fault.New(fault.Conflict, "insufficient_funds", "%s needs $%s and wallet %s holds $%s; deposit first", what, amount, did, USD(bal))
+		return fault.New(fault.Conflict, ECodeInsufficientFunds, "%s needs $%s and wallet %s holds $%s; deposit first", what, amount, did, USD(bal))
 	}
 	return nil
 }
@@ -98,7 +99,7 @@ func (s *Service) addTotal(tx store.Tx, delta USD) error {
 	n, err := Add(t, delta)
 	if err != nil {
 		if delta > 0 {
-			return fault.New(fault.Conflict, "market_limit_exceeded", "the market holds $%s and takes at most $%s in all; a deposit of $%s would pass it", t, MaxTotal, delta)
+			return fault.New(fault.Conflict, ECodeMarketLimitExceeded, "the market holds $%s and takes at most $%s in all; a deposit of $%s would pass it", t, MaxTotal, delta)
 		}
 		return err
 	}
@@ -108,20 +109,20 @@ func (s *Service) addTotal(tx store.Tx, delta USD) error {
 // depositBounds returns the wallet's balance after depositing amount, or
 // refuses the deposit when it would pass MaxWallet or MaxTotal.
 func (s *Service) depositBounds(tx store.Tx, did string, amount USD) (USD, error) {
-	bal, err := ledger.Balance(tx, WalletAccount(did), Currency)
+	bal, err := ledger.Balance(tx, ledger.AgentAccount(did), Currency)
 	if err != nil {
 		return 0, err
 	}
 	after, err := Add(USD(bal), amount)
 	if err != nil || after > MaxWallet {
-		return 0, fault.New(fault.Conflict, "wallet_limit_exceeded", "wallet %s holds $%s; deposits bring a wallet to at most $%s", did, USD(bal), MaxWallet)
+		return 0, fault.New(fault.Conflict, ECodeWalletLimitExceeded, "wallet %s holds $%s; deposits bring a wallet to at most $%s", did, USD(bal), MaxWallet)
 	}
 	t, err := s.total(tx)
 	if err != nil {
 		return 0, err
 	}
 	if n, err := Add(t, amount); err != nil || n > MaxTotal {
-		return 0, fault.New(fault.Conflict, "market_limit_exceeded", "the market holds $%s and takes at most $%s in all; a deposit of $%s would pass it", t, MaxTotal, amount)
+		return 0, fault.New(fault.Conflict, ECodeMarketLimitExceeded, "the market holds $%s and takes at most $%s in all; a deposit of $%s would pass it", t, MaxTotal, amount)
 	}
 	return after, nil
 }
@@ -148,7 +149,7 @@ func (s *Service) WalletOf(ctx context.Context, did string) (Wallet, error) {
 	}
 	w := Wallet{Agent: did, Rail: s.rail.Name()}
 	err := s.st.View(ctx, func(tx store.Tx) error {
-		b, err := ledger.Balance(tx, WalletAccount(did), Currency)
+		b, err := ledger.Balance(tx, ledger.AgentAccount(did), Currency)
 		w.Balance = USD(b)
 		return err
 	})
@@ -158,7 +159,7 @@ func (s *Service) WalletOf(ctx context.Context, did string) (Wallet, error) {
 func parseAmount(req AmountRequest) (USD, error) {
 	a, err := ParseAmount(req.AmountUSD, "amount_usd")
 	if err == nil && a <= 0 {
-		err = fault.New(fault.Invalid, "invalid_amount", "amount_usd must be more than 0")
+		err = fault.New(fault.Invalid, ECodeInvalidAmount, "amount_usd must be more than 0")
 	}
 	return a, err
 }
@@ -170,8 +171,8 @@ func parseAmount(req AmountRequest) (USD, error) {
 //
 // invalid_agent, invalid_amount, missing_field (400); deposit_unavailable
 // (403) on a rail other than dev; rail_failed (503); idempotency_conflict.
-func (s *Service) Deposit(ctx context.Context, did string, req AmountRequest, key Idem) (Reply, error) {
-	i := key.request("deposit", did)
+func (s *Service) Deposit(ctx context.Context, did string, req AmountRequest, key idem.Idem) (Reply, error) {
+	i := scoped(key, "deposit", did)
 	if err := validAgent("agent", did); err != nil {
 		return Reply{}, err
 	}
@@ -180,9 +181,9 @@ func (s *Service) Deposit(ctx context.Context, did string, req AmountRequest, ke
 		return Reply{}, err
 	}
 	if s.rail.Name() != (rail.Dev{}).Name() {
-		return Reply{}, fault.New(fault.Forbidden, "deposit_unavailable", "deposits are for the dev rail; this server settles on %s", s.rail.Name())
+		return Reply{}, fault.New(fault.Forbidden, ECodeDepositUnavailable, "deposits are for the dev rail; this server settles on %s", s.rail.Name())
 	}
-	if r, err := s.replay(ctx, i); err != nil || r != nil {
+	if r, err := idem.Replay(ctx, s.st, i); err != nil || r != nil {
 		return deref(r), err
 	}
 	// Refuse what the bounds refuse before the rail collects anything;
@@ -196,7 +197,7 @@ func (s *Service) Deposit(ctx context.Context, did string, req AmountRequest, ke
 		return Reply{}, railFailed("the deposit could not be collected", err)
 	}
 	now := s.now().UTC()
-	r, err := s.mutate(ctx, i, func(tx store.Tx) (Reply, error) {
+	r, err := idem.Mutate(ctx, s.st, i, func(tx store.Tx) (Reply, error) {
 		if err := lockWallet(tx, did); err != nil {
 			return Reply{}, err
 		}
@@ -210,7 +211,7 @@ func (s *Service) Deposit(ctx context.Context, did string, req AmountRequest, ke
 		if err := touchAgent(tx, did, now); err != nil {
 			return Reply{}, err
 		}
-		if err := ledger.Post(tx, ledger.Transfer{ID: id, From: s.rail.Account(), To: WalletAccount(did),
+		if err := ledger.Post(tx, ledger.Transfer{ID: id, From: s.rail.Account(), To: ledger.AgentAccount(did),
 			Amount: int64(amount), Currency: Currency, Memo: "deposit " + ref, At: now}); err != nil {
 			return Reply{}, err
 		}
@@ -219,7 +220,7 @@ func (s *Service) Deposit(ctx context.Context, did string, req AmountRequest, ke
 	})
 	if errors.Is(err, store.ErrCommitUnknown) {
 		// The deposit may be recorded: returning it could pay it twice.
-		return Reply{}, fault.Wrap(fault.Internal, "commit_unknown",
+		return Reply{}, fault.Wrap(fault.Internal, ECodeCommitUnknown,
 			fmt.Errorf("market: deposit %s was collected and its recording is unknown; not refunded, reconcile it: %w", ref, err))
 	}
 	if err != nil || r.Replayed {
@@ -227,7 +228,7 @@ func (s *Service) Deposit(ctx context.Context, did string, req AmountRequest, ke
 		// concurrent request with the same key recorded its own): give it
 		// back.
 		if _, rerr := s.rail.Refund(context.WithoutCancel(ctx), ref, int64(amount)); rerr != nil {
-			return Reply{}, fault.Wrap(fault.Internal, "rail_failed",
+			return Reply{}, fault.Wrap(fault.Internal, ECodeRailFailed,
 				fmt.Errorf("market: deposit %s was collected, not recorded, and not refunded: %w", ref, errors.Join(err, rerr)))
 		}
 	}
@@ -237,7 +238,7 @@ func (s *Service) Deposit(ctx context.Context, did string, req AmountRequest, ke
 // railFailed is the error a client gets when the rail refused: a fixed
 // message, the rail's own words kept as the cause for the log only.
 func railFailed(what string, cause error) error {
-	return &fault.Error{Kind: fault.Unavailable, Code: "rail_failed", Message: what + " on the payment rail; try again later", Err: cause}
+	return &fault.Error{Kind: fault.Unavailable, Code: ECodeRailFailed, Message: what + " on the payment rail; try again later", Err: cause}
 }
 
 // Withdraw pays money out of an agent's wallet on the rail.
@@ -246,8 +247,8 @@ func railFailed(what string, cause error) error {
 //
 // invalid_agent, invalid_amount (400); insufficient_funds (409);
 // rail_failed (503); idempotency_conflict.
-func (s *Service) Withdraw(ctx context.Context, did string, req AmountRequest, key Idem) (Reply, error) {
-	i := key.request("withdraw", did)
+func (s *Service) Withdraw(ctx context.Context, did string, req AmountRequest, key idem.Idem) (Reply, error) {
+	i := scoped(key, "withdraw", did)
 	if err := validAgent("agent", did); err != nil {
 		return Reply{}, err
 	}
@@ -255,7 +256,7 @@ func (s *Service) Withdraw(ctx context.Context, did string, req AmountRequest, k
 	if err != nil {
 		return Reply{}, err
 	}
-	if r, err := s.replay(ctx, i); err != nil || r != nil {
+	if r, err := idem.Replay(ctx, s.st, i); err != nil || r != nil {
 		return deref(r), err
 	}
 	if err := s.SettleDue(ctx); err != nil {
@@ -263,18 +264,18 @@ func (s *Service) Withdraw(ctx context.Context, did string, req AmountRequest, k
 	}
 	id := "wd-" + s.newID()
 	now := s.now().UTC()
-	r, err := s.mutate(ctx, i, func(tx store.Tx) (Reply, error) {
+	r, err := idem.Mutate(ctx, s.st, i, func(tx store.Tx) (Reply, error) {
 		if err := debit(tx, did, amount, "a withdrawal"); err != nil {
 			return Reply{}, err
 		}
 		if err := s.addTotal(tx, -amount); err != nil {
 			return Reply{}, err
 		}
-		if err := ledger.Post(tx, ledger.Transfer{ID: id, From: WalletAccount(did), To: s.rail.Account(),
+		if err := ledger.Post(tx, ledger.Transfer{ID: id, From: ledger.AgentAccount(did), To: s.rail.Account(),
 			Amount: int64(amount), Currency: Currency, Memo: "withdrawal", At: now}); err != nil {
 			return Reply{}, err
 		}
-		bal, err := ledger.Balance(tx, WalletAccount(did), Currency)
+		bal, err := ledger.Balance(tx, ledger.AgentAccount(did), Currency)
 		if err != nil {
 			return Reply{}, err
 		}
@@ -295,11 +296,11 @@ func (s *Service) Withdraw(ctx context.Context, did string, req AmountRequest, k
 			if err := s.addTotal(tx, amount); err != nil {
 				return err
 			}
-			return ledger.Post(tx, ledger.Transfer{ID: id + ".reversed", From: s.rail.Account(), To: WalletAccount(did),
+			return ledger.Post(tx, ledger.Transfer{ID: id + ".reversed", From: s.rail.Account(), To: ledger.AgentAccount(did),
 				Amount: int64(amount), Currency: Currency, Memo: "withdrawal reversed: payout failed", At: now})
 		})
 		if rerr != nil {
-			return Reply{}, fault.Wrap(fault.Internal, "rail_failed",
+			return Reply{}, fault.Wrap(fault.Internal, ECodeRailFailed,
 				fmt.Errorf("market: withdrawal %s debited, not paid out, and not reversed: %w", id, errors.Join(perr, rerr)))
 		}
 		return Reply{}, railFailed("the withdrawal could not be paid out", perr)
@@ -359,7 +360,7 @@ func loadPurchase(tx store.Tx, id string) (*Purchase, error) {
 	var p Purchase
 	err := store.GetJSON(tx, purchaseKey(id), &p)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, fault.New(fault.NotFound, "purchase_not_found", "no purchase %s", id)
+		return nil, fault.New(fault.NotFound, ECodePurchaseNotFound, "no purchase %s", id)
 	}
 	return &p, err
 }
@@ -372,32 +373,32 @@ func loadPurchase(tx store.Tx, id string) (*Purchase, error) {
 // invalid_agent, invalid_purpose (400); listing_not_found (404);
 // listing_not_active, own_listing, already_purchased, insufficient_funds
 // (409); idempotency_conflict.
-func (s *Service) Buy(ctx context.Context, listingID string, req PurchaseRequest, key Idem) (Reply, error) {
-	i := key.request("buy", req.Agent)
+func (s *Service) Buy(ctx context.Context, listingID string, req PurchaseRequest, key idem.Idem) (Reply, error) {
+	i := scoped(key, "buy", req.Agent)
 	if err := validAgent("agent", req.Agent); err != nil {
 		return Reply{}, err
 	}
 	if err := validText("purpose", req.Purpose, MaxTextBytes); err != nil {
 		return Reply{}, err
 	}
-	if r, err := s.replay(ctx, i); err != nil || r != nil {
+	if r, err := idem.Replay(ctx, s.st, i); err != nil || r != nil {
 		return deref(r), err
 	}
 	now := s.now().UTC()
 	pid := "pur_" + s.newID()
-	return s.mutate(ctx, i, func(tx store.Tx) (Reply, error) {
+	return idem.Mutate(ctx, s.st, i, func(tx store.Tx) (Reply, error) {
 		l, err := loadListing(tx, listingID)
 		if err != nil {
 			return Reply{}, err
 		}
 		switch {
 		case l.Status != ListingActive:
-			return Reply{}, fault.New(fault.Conflict, "listing_not_active", "listing %s is %s and sells nothing", l.ID, l.Status)
+			return Reply{}, fault.New(fault.Conflict, ECodeListingNotActive, "listing %s is %s and sells nothing", l.ID, l.Status)
 		case l.Seller == req.Agent:
-			return Reply{}, fault.New(fault.Conflict, "own_listing", "a seller cannot buy its own listing")
+			return Reply{}, fault.New(fault.Conflict, ECodeOwnListing, "a seller cannot buy its own listing")
 		}
 		if prev, err := tx.Get(boughtKey(l.ID, req.Agent)); err == nil {
-			return Reply{}, fault.New(fault.Conflict, "already_purchased", "%s already bought %s (purchase %s)", req.Agent, l.ID, prev)
+			return Reply{}, fault.New(fault.Conflict, ECodeAlreadyPurchased, "%s already bought %s (purchase %s)", req.Agent, l.ID, prev)
 		} else if !errors.Is(err, store.ErrNotFound) {
 			return Reply{}, err
 		}
@@ -415,7 +416,7 @@ func (s *Service) Buy(ctx context.Context, listingID string, req PurchaseRequest
 		if err := touchAgent(tx, req.Agent, now); err != nil {
 			return Reply{}, err
 		}
-		if err := ledger.Post(tx, ledger.Transfer{ID: pid + ".pay", From: WalletAccount(req.Agent), To: holdAccount(pid),
+		if err := ledger.Post(tx, ledger.Transfer{ID: pid + ".pay", From: ledger.AgentAccount(req.Agent), To: holdAccount(pid),
 			Amount: int64(total), Currency: Currency, Memo: "purchase of " + l.ID + ", held until " + p.WindowClosesAt.Format(time.RFC3339), At: now}); err != nil {
 			return Reply{}, err
 		}
@@ -455,9 +456,9 @@ func (s *Service) Buy(ctx context.Context, listingID string, req PurchaseRequest
 		if !utf8.Valid(art) {
 			// Published before the market refused such artifacts: it
 			// cannot be delivered as JSON, so it is not sold.
-			return Reply{}, fault.New(fault.Conflict, "artifact_not_deliverable", "listing %s holds an artifact that is not valid UTF-8 and cannot be delivered; nothing was charged", l.ID)
+			return Reply{}, fault.New(fault.Conflict, ECodeArtifactNotDeliverable, "listing %s holds an artifact that is not valid UTF-8 and cannot be delivered; nothing was charged", l.ID)
 		}
-		body, err := json.Marshal(Bought{Purchase: p, Artifact: art, Encoding: l.encoding(), TotalUSD: total, Recourse: rec, Receipt: rc})
+		body, err := receipt.Marshal(Bought{Purchase: p, Artifact: art, Encoding: l.encoding(), TotalUSD: total, Recourse: rec, Receipt: rc})
 		return Reply{Body: body, Created: true}, err
 	})
 }
@@ -484,7 +485,7 @@ func (s *Service) settle(tx store.Tx, p *Purchase, now time.Time) error {
 		return nil
 	}
 	for _, t := range []ledger.Transfer{
-		{ID: p.ID + ".seller", From: holdAccount(p.ID), To: WalletAccount(p.Seller), Amount: int64(p.Price), Memo: "sale of " + p.ListingID + " settled"},
+		{ID: p.ID + ".seller", From: holdAccount(p.ID), To: ledger.AgentAccount(p.Seller), Amount: int64(p.Price), Memo: "sale of " + p.ListingID + " settled"},
 		{ID: p.ID + ".fee", From: holdAccount(p.ID), To: s.platform, Amount: int64(p.Fee), Memo: "3% fee on " + p.ID},
 	} {
 		if t.Amount == 0 {
@@ -545,7 +546,7 @@ func (s *Service) refund(tx store.Tx, p *Purchase, why string, now time.Time) er
 	if err != nil {
 		return err
 	}
-	if err := ledger.Post(tx, ledger.Transfer{ID: p.ID + ".refund", From: holdAccount(p.ID), To: WalletAccount(p.Buyer),
+	if err := ledger.Post(tx, ledger.Transfer{ID: p.ID + ".refund", From: holdAccount(p.ID), To: ledger.AgentAccount(p.Buyer),
 		Amount: int64(back), Currency: Currency, Memo: "refund: " + why, At: now}); err != nil {
 		return err
 	}

@@ -48,4 +48,8 @@
 // id, so the matter_id is content: the same key sent for another Matter is
 // a conflict, not a new request. The same content replays the stored
 // answer; other content under the same key is idempotency_conflict.
+// "Same content" is idem.FingerprintJSON of the operation and the decoded
+// request: member order and spacing do not count. Receipts are kept in the
+// receipt repository (runtime/receipt), where GET /receipts/{id} serves
+// them too.
 package matters

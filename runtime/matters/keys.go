@@ -5,15 +5,20 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/url"
+	"strconv"
 	"time"
+
+	"github.com/assayhq/assay/runtime/receipt"
 )
 
 // Key prefixes; storage/doc.go lists them.
 const (
-	keyMatter    = "matters/matter/"    // <id> -> Matter
-	keyTenant    = "matters/tenant/"    // <sha256(tenant)>/<id> -> "" (every Matter of a tenant)
-	keyOpen      = "matters/open/"      // <sha256(tenant)>/<id> -> "" (the open ones)
-	keyReceipt   = "matters/receipt/"   // <id>/<seq:04d> -> receipt.Receipt
+	keyMatter = "matters/matter/" // <id> -> Matter
+	keyTenant = "matters/tenant/" // <sha256(tenant)>/<id> -> "" (every Matter of a tenant)
+	keyOpen   = "matters/open/"   // <sha256(tenant)>/<id> -> "" (the open ones)
+	// keyReceipt held a Matter's receipts before the receipt repository
+	// (receipt.Put) did; Receipts still reads it for Matters of then.
+	keyReceipt   = "matters/receipt/"   // <id>/<seq:04d> -> receipt.Receipt, HTML-escaped
 	keyPrincipal = "matters/principal/" // <key id, escaped> -> Principal
 	keyNonce     = "matters/nonce/"     // <key id, escaped>/<nonce, escaped> -> created (RFC 3339)
 	keyNonceAt   = "matters/nonce-at/"  // <created unix seconds:020d>/<nonce key suffix> -> "" (nonces by age, for pruning)
@@ -46,6 +51,5 @@ func nonceAtKey(created time.Time, keyID, nonce string) string {
 // receiptID derives the id of a Matter's seq-th receipt: unique, and the
 // same on every retry of the transaction that signs it.
 func receiptID(matter string, seq int) string {
-	sum := sha256.Sum256(fmt.Appendf(nil, "matters/%s/%d", matter, seq))
-	return hex.EncodeToString(sum[:8])
+	return receipt.ID("matters", matter, strconv.Itoa(seq))
 }

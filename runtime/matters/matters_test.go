@@ -35,6 +35,7 @@ type env struct {
 	*matters.Service
 	clock *clock
 	keys  *receipt.Keyring
+	db    *storage.DB
 	req   matters.Actor // requester principal "alice" of tenant t1
 	sol   matters.Actor // solver "bob" of t1
 	op    matters.Actor // operator "olga" of t1
@@ -63,7 +64,7 @@ func mustEnv(tb testing.TB) *env {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	e := &env{Service: s, clock: ck, keys: keys}
+	e := &env{Service: s, clock: ck, keys: keys, db: db}
 	add := func(id, tenant string, roles ...string) matters.Actor {
 		pub, _, _ := ed25519.GenerateKey(nil)
 		p, err := s.AddPrincipal(context.Background(), matters.Principal{KeyID: id, PublicKey: base64.StdEncoding.EncodeToString(pub),

@@ -2,8 +2,6 @@ package matters
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -119,63 +117,12 @@ type Subject struct {
 // Settlement is what matter_settled says about money: nothing moved.
 const Settlement = "non_custodial_flag_only_no_usdc_moved"
 
-// lazy is returned by a transaction function that committed an expiry the
-// request found due, while the request itself fails with err.
-type lazy struct{ err error }
-
-func (e *lazy) Error() string { return e.err.Error() }
-
-// fingerprint is what "same content" means for idempotency: the operation
-// and the request in RFC 8785 form.
-func fingerprint(op string, req any) string {
-	b, err := json.Marshal(req)
-	if err != nil {
-		b = []byte(fmt.Sprint(req))
-	}
-	if c, err := receipt.CanonicalJSON(b); err == nil {
-		b = c
-	}
-	h := sha256.New()
-	h.Write([]byte(op + "\n"))
-	h.Write(b)
-	return hex.EncodeToString(h.Sum(nil))
-}
-
 func scope(parts ...string) string { return "matters:" + strings.Join(parts, ":") }
 
-// mutate runs fn in one transaction that first looks the request's key up
-// and, when fn succeeds, stores its reply under the key.
+// mutate is idem.Mutate with the service clock read inside the
+// transaction, once per attempt.
 func (s *Service) mutate(ctx context.Context, r idem.Request, fn func(tx store.Tx, now time.Time) (Reply, error)) (Reply, error) {
-	var (
-		out   Reply
-		after error
-	)
-	err := s.st.Update(ctx, func(tx store.Tx) error {
-		out, after = Reply{}, nil
-		if rep, err := idem.Lookup(tx, r); err != nil {
-			return err
-		} else if rep != nil {
-			out = *rep
-			return nil
-		}
-		rep, err := fn(tx, s.now().UTC())
-		var lz *lazy
-		if errors.As(err, &lz) {
-			after = lz.err
-			return nil
-		} else if err != nil {
-			return err
-		}
-		if err := idem.Save(tx, r, rep); err != nil {
-			return err
-		}
-		out = rep
-		return nil
-	})
-	if err != nil {
-		return Reply{}, err
-	}
-	return out, after
+	return idem.Mutate(ctx, s.st, r, func(tx store.Tx) (Reply, error) { return fn(tx, s.now().UTC()) })
 }
 
 func need(a Actor, scope string) error {
@@ -253,7 +200,7 @@ func (s *Service) record(tx store.Tx, m *Matter, kind string, now time.Time, fil
 	if err != nil {
 		return receipt.Receipt{}, fmt.Errorf("matters: sign %s: %w", kind, err)
 	}
-	if err := store.SetJSON(tx, receiptKey(m.ID, seq), r); err != nil {
+	if _, err := receipt.Put(tx, r, now); err != nil {
 		return receipt.Receipt{}, err
 	}
 	m.Receipts = append(m.Receipts, rid)
@@ -270,7 +217,7 @@ func (s *Service) record(tx store.Tx, m *Matter, kind string, now time.Time, fil
 }
 
 func changed(m *Matter, r receipt.Receipt, created bool) (Reply, error) {
-	b, err := json.Marshal(Changed{Matter: m.Public(), Receipt: r})
+	b, err := receipt.Marshal(Changed{Matter: m.Public(), Receipt: r})
 	if err != nil {
 		return Reply{}, err
 	}
@@ -295,7 +242,7 @@ func (s *Service) loadLive(tx store.Tx, a Actor, id string, now time.Time, whenD
 		if _, err := s.expire(tx, m, now); err != nil {
 			return nil, err
 		}
-		return nil, &lazy{whenDue}
+		return nil, idem.CommitThenFail(whenDue)
 	}
 	return m, nil
 }
@@ -356,7 +303,7 @@ func (s *Service) Open(ctx context.Context, a Actor, req OpenRequest) (Reply, er
 	if err != nil {
 		return Reply{}, invalid(ECodeInvalidSchema, "verdict_schema: %v", err)
 	}
-	ir := idem.Request{Scope: scope("open", hashHex(a.Tenant), hashHex(req.RequesterID)), Key: req.IdempotencyKey, Fingerprint: fingerprint("open", req)}
+	ir := idem.Request{Scope: scope("open", hashHex(a.Tenant), hashHex(req.RequesterID)), Key: req.IdempotencyKey, Fingerprint: idem.FingerprintJSON("open", req)}
 	id := "mat-" + s.newID()
 	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
 		if !deadline.After(now) {
@@ -418,7 +365,7 @@ func (s *Service) Assign(ctx context.Context, a Actor, req AssignRequest) (Reply
 	if err := validIdemKey(req.IdempotencyKey); err != nil {
 		return Reply{}, err
 	}
-	ir := idem.Request{Scope: scope("assign", hashHex(a.Tenant), hashHex(a.KeyID)), Key: req.IdempotencyKey, Fingerprint: fingerprint("assign", req)}
+	ir := idem.Request{Scope: scope("assign", hashHex(a.Tenant), hashHex(a.KeyID)), Key: req.IdempotencyKey, Fingerprint: idem.FingerprintJSON("assign", req)}
 	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
 		m, err := load(tx, a, req.MatterID)
 		if err != nil {
@@ -431,7 +378,7 @@ func (s *Service) Assign(ctx context.Context, a Actor, req AssignRequest) (Reply
 			if _, err := s.expire(tx, m, now); err != nil {
 				return Reply{}, err
 			}
-			return Reply{}, &lazy{notOpen(m)}
+			return Reply{}, idem.CommitThenFail(notOpen(m))
 		}
 		if m.Status != StatusOpen {
 			return Reply{}, notOpen(m)
@@ -498,7 +445,7 @@ func (s *Service) Accept(ctx context.Context, a Actor, req AcceptRequest) (Reply
 	if err := validIdemKey(req.IdempotencyKey); err != nil {
 		return Reply{}, err
 	}
-	ir := idem.Request{Scope: scope("accept", hashHex(a.Tenant), hashHex(sid)), Key: req.IdempotencyKey, Fingerprint: fingerprint("accept", req)}
+	ir := idem.Request{Scope: scope("accept", hashHex(a.Tenant), hashHex(sid)), Key: req.IdempotencyKey, Fingerprint: idem.FingerprintJSON("accept", req)}
 	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
 		m, err := load(tx, a, req.MatterID)
 		if err != nil {
@@ -508,7 +455,7 @@ func (s *Service) Accept(ctx context.Context, a Actor, req AcceptRequest) (Reply
 			if _, err := s.expire(tx, m, now); err != nil {
 				return Reply{}, err
 			}
-			return Reply{}, &lazy{notOpen(m)}
+			return Reply{}, idem.CommitThenFail(notOpen(m))
 		}
 		if m.Status != StatusOpen {
 			return Reply{}, notOpen(m)
@@ -574,13 +521,11 @@ func (s *Service) Verdict(ctx context.Context, a Actor, req VerdictRequest) (Rep
 	if err := validIdemKey(req.IdempotencyKey); err != nil {
 		return Reply{}, err
 	}
-	ir := idem.Request{Scope: scope("verdict", hashHex(a.Tenant), hashHex(sid)), Key: req.IdempotencyKey, Fingerprint: fingerprint("verdict", req)}
+	ir := idem.Request{Scope: scope("verdict", hashHex(a.Tenant), hashHex(sid)), Key: req.IdempotencyKey, Fingerprint: idem.FingerprintJSON("verdict", req)}
 	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
-		m, err := s.loadLive(tx, a, req.MatterID, now, nil)
-		var lz *lazy
-		if errors.As(err, &lz) {
-			return Reply{}, &lazy{fault.New(fault.Conflict, ECodeMatterNotOpen, "matter %s passed its deadline and expired", req.MatterID)}
-		} else if err != nil {
+		m, err := s.loadLive(tx, a, req.MatterID, now,
+			fault.New(fault.Conflict, ECodeMatterNotOpen, "matter %s passed its deadline and expired", req.MatterID))
+		if err != nil {
 			return Reply{}, err
 		}
 		if m.Status != StatusOpen {
@@ -642,7 +587,7 @@ func (s *Service) Settle(ctx context.Context, a Actor, req SettleRequest) (Reply
 	if err := validIdemKey(req.IdempotencyKey); err != nil {
 		return Reply{}, err
 	}
-	ir := idem.Request{Scope: scope("settle", hashHex(a.Tenant), hashHex(a.KeyID)), Key: req.IdempotencyKey, Fingerprint: fingerprint("settle", req)}
+	ir := idem.Request{Scope: scope("settle", hashHex(a.Tenant), hashHex(a.KeyID)), Key: req.IdempotencyKey, Fingerprint: idem.FingerprintJSON("settle", req)}
 	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
 		m, err := load(tx, a, req.MatterID)
 		if err != nil {
@@ -658,7 +603,7 @@ func (s *Service) Settle(ctx context.Context, a Actor, req SettleRequest) (Reply
 			if _, err := s.expire(tx, m, now); err != nil {
 				return Reply{}, err
 			}
-			return Reply{}, &lazy{notSettleable()}
+			return Reply{}, idem.CommitThenFail(notSettleable())
 		}
 		if m.Status != StatusJudged {
 			return Reply{}, notSettleable()
@@ -705,7 +650,7 @@ func (s *Service) Dispute(ctx context.Context, a Actor, req DisputeRequest) (Rep
 	if err := validIdemKey(req.IdempotencyKey); err != nil {
 		return Reply{}, err
 	}
-	ir := idem.Request{Scope: scope("dispute", hashHex(a.Tenant), hashHex(a.KeyID)), Key: req.IdempotencyKey, Fingerprint: fingerprint("dispute", req)}
+	ir := idem.Request{Scope: scope("dispute", hashHex(a.Tenant), hashHex(a.KeyID)), Key: req.IdempotencyKey, Fingerprint: idem.FingerprintJSON("dispute", req)}
 	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
 		m, err := load(tx, a, req.MatterID)
 		if err != nil {
@@ -721,7 +666,7 @@ func (s *Service) Dispute(ctx context.Context, a Actor, req DisputeRequest) (Rep
 			if _, err := s.expire(tx, m, now); err != nil {
 				return Reply{}, err
 			}
-			return Reply{}, &lazy{notDisputable()}
+			return Reply{}, idem.CommitThenFail(notDisputable())
 		}
 		if m.Status != StatusOpen && m.Status != StatusJudged {
 			return Reply{}, notDisputable()
@@ -762,7 +707,7 @@ func (s *Service) Tick(ctx context.Context, a Actor, req TickRequest) (Reply, er
 	// content, so another operator's reuse of a key is a conflict rather
 	// than a replay of someone else's tick.
 	ir := idem.Request{Scope: scope("tick", hashHex(a.Tenant)), Key: req.IdempotencyKey,
-		Fingerprint: fingerprint("tick", struct {
+		Fingerprint: idem.FingerprintJSON("tick", struct {
 			TickRequest
 			Operator string `json:"operator"`
 		}{req, a.KeyID})}
@@ -790,7 +735,7 @@ func (s *Service) Tick(ctx context.Context, a Actor, req TickRequest) (Reply, er
 				break
 			}
 		}
-		b, err := json.Marshal(out)
+		b, err := receipt.Marshal(out)
 		if err != nil {
 			return Reply{}, err
 		}

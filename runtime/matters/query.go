@@ -2,8 +2,10 @@ package matters
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
+	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/store"
 )
@@ -148,9 +150,16 @@ func (s *Service) Receipts(ctx context.Context, a Actor, id string) ([]receipt.R
 		if err != nil {
 			return err
 		}
-		for i := range m.Receipts {
+		for i, id := range m.Receipts {
+			b, err := receipt.Get(tx, id)
+			if fault.CodeOf(err) == "receipt_not_found" {
+				b, err = legacyReceipt(tx, m.ID, i)
+			}
+			if err != nil {
+				return err
+			}
 			var r receipt.Receipt
-			if err := store.GetJSON(tx, receiptKey(m.ID, i), &r); err != nil {
+			if err := json.Unmarshal(b, &r); err != nil {
 				return err
 			}
 			out = append(out, r)
@@ -163,3 +172,13 @@ func (s *Service) Receipts(ctx context.Context, a Actor, id string) ([]receipt.R
 // Now reads the service clock: the transport checks signature freshness
 // against it.
 func (s *Service) Now() time.Time { return s.now() }
+
+// legacyReceipt reads a receipt stored where Matters kept them before the
+// receipt repository, repaired to the bytes that were signed.
+func legacyReceipt(tx store.Tx, matter string, seq int) (json.RawMessage, error) {
+	b, err := tx.Get(receiptKey(matter, seq))
+	if err != nil {
+		return nil, err
+	}
+	return receipt.Repair(b)
+}

@@ -14,40 +14,6 @@ import (
 	"github.com/assayhq/assay/runtime/ident"
 )
 
-// The seed's error codes, and this package's own for generic bad input.
-const (
-	ECodeInvalidRiskClass      = "invalid_risk_class"
-	ECodeInvalidSchema         = "invalid_schema"
-	ECodeInvalidSolverKind     = "invalid_solver_kind"
-	ECodeInvalidVerdict        = "invalid_verdict"
-	ECodeVerdictSchemaMismatch = "verdict_schema_mismatch"
-	ECodeInvalidActionDigest   = "invalid_action_digest"
-	ECodeInvalidQualification  = "invalid_qualification"
-	ECodeSolverConflict        = "solver_conflict"
-	ECodeSolverAlreadyAssigned = "solver_already_assigned"
-	ECodeSolverNotAssigned     = "solver_not_assigned"
-	ECodeSolverNotAccepted     = "solver_not_accepted"
-	ECodeSolverNotAccepting    = "solver_not_accepting"
-	ECodeSolverKindMismatch    = "solver_kind_mismatch"
-	ECodeMatterNotFound        = "matter_not_found"
-	ECodeMatterNotOpen         = "matter_not_open"
-	ECodeMatterNotSettleable   = "matter_not_settleable"
-	ECodeMatterNotDisputable   = "matter_not_disputable"
-
-	ECodeIdempotencyConflict = "idempotency_conflict"
-	ECodeMissingField        = "missing_field"
-	ECodeFieldTooLong        = "field_too_long"
-	ECodeInvalidStakes       = "invalid_stakes"
-	ECodeInvalidDeadline     = "invalid_deadline"
-	ECodeInvalidIdemKey      = "invalid_idempotency_key"
-	ECodeInvalidReason       = "invalid_reason"
-	ECodeForbidden           = "forbidden"
-	ECodeInsufficientScope   = "insufficient_scope"
-	ECodeRequesterMismatch   = "requester_mismatch"
-	ECodeSolverMismatch      = "solver_mismatch"
-	ECodeUnknownSolver       = "unknown_solver"
-)
-
 var (
 	digestRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
 	stakesRE = regexp.MustCompile(`^(0|[1-9][0-9]{0,17})(\.[0-9]{1,6})?$`)

@@ -59,6 +59,17 @@
 // multibase base58btc), so generic VC tooling can verify it. Verifier accepts
 // both forms.
 //
+// # Storage
+//
+// Every service keeps the receipts it signs in one repository (Put, Get,
+// ByAgent): receipt/<id> holds a receipt in the bytes Sign produced, marshalled
+// without HTML escaping (Marshal), so that the credentialSubject a client is
+// served is the one that was signed and hashes to proof.subjectHash;
+// receipt-by-agent/<party>/<unixnano>-<id> indexes it under its parties. Ids
+// come from ID: the first 8 bytes of the SHA-256 of what the receipt is
+// about, so a retried transaction signs under the same id. storage/doc.go
+// lists the keys.
+//
 // # Keys on disk
 //
 // A Keyring keeps every key the court ever signed with in one file,

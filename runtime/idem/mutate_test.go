@@ -1,0 +1,154 @@
+package idem_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"testing"
+
+	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/idem"
+	"github.com/assayhq/assay/runtime/store"
+	"github.com/assayhq/assay/storage"
+)
+
+func TestMutate(t *testing.T) {
+	db, err := storage.Open("", storage.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	count := func(t *testing.T) int {
+		t.Helper()
+		var n int
+		err := db.View(ctx, func(tx store.Tx) error {
+			b, err := tx.Get("effect")
+			if errors.Is(err, store.ErrNotFound) {
+				return nil
+			}
+			n = len(b)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// effect appends a byte to "effect": how many times a function ran to
+	// commit.
+	effect := func(tx store.Tx) error {
+		b, err := tx.Get("effect")
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		return tx.Set("effect", append(b, 'x'))
+	}
+	ok := func(tx store.Tx) (idem.Reply, error) {
+		return idem.Reply{Body: []byte(`{"n":1}`), Created: true}, effect(tx)
+	}
+	r := idem.Idem{Key: "k1", Fingerprint: idem.Fingerprint("POST /things", []byte(`{}`))}.In("svc")
+
+	t.Run("OK", func(t *testing.T) {
+		rep, err := idem.Mutate(ctx, db, r, ok)
+		if err != nil || string(rep.Body) != `{"n":1}` || !rep.Created || rep.Replayed {
+			t.Fatalf("first %+v %v", rep, err)
+		}
+		rep, err = idem.Mutate(ctx, db, r, ok)
+		if err != nil || string(rep.Body) != `{"n":1}` || !rep.Created || !rep.Replayed {
+			t.Fatalf("second %+v %v", rep, err)
+		}
+		if n := count(t); n != 1 {
+			t.Fatalf("the function committed %d times, want 1", n)
+		}
+		got, err := idem.Replay(ctx, db, r)
+		if err != nil || got == nil || !got.Replayed {
+			t.Fatalf("Replay %+v %v", got, err)
+		}
+	})
+	t.Run("ErrConflict", func(t *testing.T) {
+		other := r
+		other.Fingerprint = idem.Fingerprint("POST /things", []byte(`{"a":1}`))
+		if _, err := idem.Mutate(ctx, db, other, ok); fault.CodeOf(err) != "idempotency_conflict" {
+			t.Fatalf("Mutate err %v, want idempotency_conflict", err)
+		}
+		if _, err := idem.Replay(ctx, db, other); fault.CodeOf(err) != "idempotency_conflict" {
+			t.Fatalf("Replay err %v, want idempotency_conflict", err)
+		}
+	})
+	t.Run("ErrRollsBack", func(t *testing.T) {
+		before := count(t)
+		boom := errors.New("boom")
+		r2 := idem.Idem{Key: "k2", Fingerprint: "f"}.In("svc")
+		_, err := idem.Mutate(ctx, db, r2, func(tx store.Tx) (idem.Reply, error) {
+			if err := effect(tx); err != nil {
+				return idem.Reply{}, err
+			}
+			return idem.Reply{}, boom
+		})
+		if !errors.Is(err, boom) || count(t) != before {
+			t.Fatalf("err %v, effects %d -> %d: a failed function must commit nothing", err, before, count(t))
+		}
+		if rep, err := idem.Replay(ctx, db, r2); rep != nil || err != nil {
+			t.Fatalf("a failed request left a reply: %+v %v", rep, err)
+		}
+	})
+	t.Run("CommitThenFail", func(t *testing.T) {
+		before := count(t)
+		late := fault.New(fault.Conflict, "deadline_passed", "too late")
+		r3 := idem.Idem{Key: "k3", Fingerprint: "f"}.In("svc")
+		fn := func(tx store.Tx) (idem.Reply, error) {
+			if err := effect(tx); err != nil {
+				return idem.Reply{}, err
+			}
+			return idem.Reply{Body: []byte(`{}`)}, idem.CommitThenFail(late)
+		}
+		rep, err := idem.Mutate(ctx, db, r3, fn)
+		if err != late || rep.Body != nil {
+			t.Fatalf("got %+v %v, want the request's own error and no reply", rep, err)
+		}
+		if count(t) != before+1 {
+			t.Fatalf("the effect did not commit")
+		}
+		// No reply was kept: a retry runs again.
+		if _, err := idem.Mutate(ctx, db, r3, fn); err != late || count(t) != before+2 {
+			t.Fatalf("retry: %v, effects %d", err, count(t))
+		}
+	})
+	t.Run("NoKey", func(t *testing.T) {
+		before := count(t)
+		for range 2 {
+			if rep, err := idem.Mutate(ctx, db, idem.Idem{}.In("svc"), ok); err != nil || rep.Replayed {
+				t.Fatalf("%+v %v", rep, err)
+			}
+		}
+		if count(t) != before+2 {
+			t.Fatalf("a request without a key must run every time")
+		}
+	})
+}
+
+func TestFingerprint(t *testing.T) {
+	// The fingerprints REST, MCP and matters stored before they shared
+	// this function: sha256 of the operation, a newline and the content.
+	sum := func(s string) string { h := sha256.Sum256([]byte(s)); return hex.EncodeToString(h[:]) }
+	for _, c := range []struct{ name, got, want string }{
+		{"REST", idem.Fingerprint("POST /contracts", []byte(`{"a":1}`)), sum("POST /contracts\n{\"a\":1}")},
+		{"MCP", idem.Fingerprint("mcp purchase", []byte(`{"b":2}`)), sum("mcp purchase\n{\"b\":2}")},
+		{"JSON", idem.FingerprintJSON("open", map[string]any{"z": 1, "a": "<&>"}), sum("open\n{\"a\":\"<&>\",\"z\":1}")},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: %s, want %s", c.name, c.got, c.want)
+		}
+	}
+	if i, err := idem.Read("", "POST /x", nil); err != nil || i != (idem.Idem{}) {
+		t.Errorf("Read without a key = %+v %v", i, err)
+	}
+	if _, err := idem.Read("tab\there", "POST /x", nil); fault.CodeOf(err) != "invalid_idempotency_key" {
+		t.Errorf("Read with a bad key: %v", err)
+	}
+	if i, err := idem.Read("k", "POST /x", []byte("{}")); err != nil || i.Key != "k" || i.Fingerprint != idem.Fingerprint("POST /x", []byte("{}")) {
+		t.Errorf("Read = %+v %v", i, err)
+	}
+}
