@@ -301,14 +301,6 @@ func (s *Service) terms(req CreateRequest) (*Contract, *adjudicate.Plan, error) 
 	return c, plan, nil
 }
 
-func messageOf(err error) string {
-	var e *adjudicate.Error
-	if errors.As(err, &e) {
-		return e.Message
-	}
-	return err.Error()
-}
-
 // contractHash is the SHA-256 of the RFC 8785 form of the terms.
 func contractHash(c *Contract) (string, error) {
 	terms := map[string]any{
@@ -458,7 +450,7 @@ func (s *Service) Deliver(ctx context.Context, id string, req DeliverRequest, ik
 		return Reply{}, fault.New(fault.Invalid, ECodeMissingField, "deliverable is required: the work product the acceptance criteria are checked against")
 	}
 	if _, err := adjudicate.ParseDeliverable(d); err != nil {
-		return Reply{}, fault.New(fault.Invalid, ECodeInvalidDeliverable, "deliverable: %s", messageOf(err))
+		return Reply{}, err // coded invalid_deliverable, its message starting "deliverable: "
 	}
 	ev := bytes.TrimSpace(req.Evidence)
 	if len(ev) == 0 {
@@ -592,11 +584,11 @@ func (s *Service) Dispute(ctx context.Context, id string, req DisputeRequest, ik
 func (s *Service) adjudicate(ctx context.Context, c *Contract, dl delivery) (*adjudication, error) {
 	plan, err := s.plans.Plan(c.Acceptance)
 	if err != nil {
-		return nil, fmt.Errorf("escrow: stored acceptance of %s does not compile: %w", c.ID, err)
+		return nil, fmt.Errorf("escrow: stored acceptance of %s does not compile: %v", c.ID, err)
 	}
 	d, err := adjudicate.ParseDeliverable(dl.Deliverable)
 	if err != nil {
-		return nil, fmt.Errorf("escrow: stored deliverable of %s does not parse: %w", c.ID, err)
+		return nil, fmt.Errorf("escrow: stored deliverable of %s does not parse: %v", c.ID, err)
 	}
 	var runner adjudicate.Runner
 	if s.runner != nil {

@@ -3,7 +3,6 @@ package matters
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"regexp"
 	"strings"
 	"time"
@@ -148,14 +147,7 @@ func compileVerdictSchema(raw json.RawMessage) (*adjudicate.Schema, error) {
 	}
 	sc, err := adjudicate.CompileSchema(raw)
 	if err != nil {
-		var ae *adjudicate.Error
-		msg := err.Error()
-		if errorsAs(err, &ae) {
-			msg = ae.Message
-		}
-		return nil, invalid(ECodeInvalidSchema, "verdict_schema: %s", strings.TrimPrefix(msg, "schema: "))
+		return nil, invalid(ECodeInvalidSchema, "verdict_schema: %s", strings.TrimPrefix(fault.MessageOf(err), "schema: "))
 	}
 	return sc, nil
 }
-
-func errorsAs(err error, target **adjudicate.Error) bool { return errors.As(err, target) }
