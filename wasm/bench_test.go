@@ -222,8 +222,9 @@ func processCPU() time.Duration {
 // less the resident set before it) and its wall time, for the largest real
 // module (CPython) and for synthetic modules at the meter's upload limits:
 // meter.MaxCodeSize of code, in bodies of meter.MaxBodySize or in
-// meter.MaxFunctions small ones, each with meter.MaxLocals locals and all
-// straight-line arithmetic on them. The package documentation states the
+// meter.MaxFunctions small ones, each with as many locals as
+// meter.MaxLocals and meter.MaxLocalsTotal allow and all straight-line
+// arithmetic on them. The package documentation states the
 // bound from it. The interpreter is measured on the smaller cases only: it
 // serves differential tests, not servers.
 func BenchmarkCompilePeak(b *testing.B) {
@@ -306,23 +307,26 @@ func limitsModule(tb testing.TB, bodySize int) []byte {
 	section := func(out []byte, id byte, body []byte) []byte {
 		return append(leb(append(out, id), uint32(len(body))), body...)
 	}
-	// One body: MaxLocals-1 i32 locals, then local.get a; local.get b;
-	// i32.add; local.set c over them until MaxBodySize.
+	// n bodies of about bodySize bytes, as many as the code section
+	// takes, each with as many i32 locals as the limits let every one
+	// have (meter.MaxLocals, and meter.MaxLocalsTotal over all), then
+	// local.get a; local.get b; i32.add; local.set c over them.
+	n := uint32(min(meter.MaxCodeSize/(bodySize+4), meter.MaxFunctions-1))
+	locals := uint32(min(meter.MaxLocals, meter.MaxLocalsTotal/int(n)) - 1)
 	var body []byte
 	body = leb(body, 1)
-	body = leb(body, meter.MaxLocals-1)
+	body = leb(body, locals)
 	body = append(body, 0x7f)
 	for i := uint32(0); len(body) < bodySize-16; i++ {
-		a, c := i%(meter.MaxLocals-1), (i*7+3)%(meter.MaxLocals-1)
+		a, c := i%locals, (i*7+3)%locals
 		body = append(body, 0x20)
 		body = leb(body, a)
 		body = append(body, 0x20)
 		body = leb(body, c)
 		body = append(body, 0x6a, 0x21)
-		body = leb(body, (a+c)%(meter.MaxLocals-1))
+		body = leb(body, (a+c)%locals)
 	}
 	body = append(body, 0x0b)
-	n := uint32(min(meter.MaxCodeSize/(len(body)+4), meter.MaxFunctions-1))
 	out := []byte("\x00asm\x01\x00\x00\x00")
 	out = section(out, 1, []byte{1, 0x60, 0, 0})
 	funcs := leb(nil, n)

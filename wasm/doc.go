@@ -54,20 +54,21 @@
 //     not fit, and is refused (invalid_checker) when they never could.
 //     The snapshot cache takes at most a quarter of the budget, counting
 //     each image and its spare copies.
-//   - Every module passes meter.CheckLimits (code size, functions, locals,
-//     nesting, br_table targets, tables, segments) before either engine
+//   - Every module passes meter.CheckLimits (code size, functions, locals
+//     per function and in all, nesting depth and its sum, br_table targets
+//     per instruction and in all, tables, segments) before either engine
 //     compiles it, and at most GOMAXPROCS compilations run at once.
 //     BenchmarkCompilePeak measured a compilation's peak resident memory
-//     on the compiler at 2.2 GiB for the costliest module found at the
-//     limits (65,535 functions of 512 bytes with 4,095 locals each, 13 s)
-//     and 0.3 GiB for CPython (6.6 MB).
+//     on the compiler at 0.3 GiB for CPython (6.6 MB, the largest) and
+//     0.23 GiB for the costliest synthetic module at the limits (65,535
+//     functions of 512 bytes sharing meter.MaxLocalsTotal locals, 2.2 s).
 //   - After a run whose memory reached 256 MiB, memory is returned to the
 //     operating system (debug.FreeOSMemory, at most every 10 s).
 //
 // So the sandbox's peak memory is at most the budget plus GOMAXPROCS times
-// 2.2 GiB, with two exceptions: per-instance bookkeeping proportional to
+// about 0.3 GiB, with two exceptions: per-instance bookkeeping proportional to
 // the module (bounded by the upload limits, not by the budget) and the
 // compiled code of every checker the Sandbox has compiled, which it keeps
 // for its life. On the README's 24 GiB, 2-core machine the default bound
-// is 12 + 4.4 GiB.
+// is 12 + 0.6 GiB.
 package wasm

@@ -21,14 +21,32 @@ const (
 	// compiler takes time quadratic in it: 70 ms at 4,096 targets, 0.87 s
 	// at 32,768, 7 s at 100,000 (noisy, a loaded machine).
 	MaxBrTableTargets = 1 << 14
+	// MaxBrTableTargetsTotal bounds the targets of every br_table of the
+	// module together, so that many br_tables just under
+	// MaxBrTableTargets cannot add up to minutes of compilation.
+	// Measured: 76,424 (gocommand.wasm; python.wasm 33,323).
+	MaxBrTableTargetsTotal = 1 << 19
 	// MaxNesting bounds how deep blocks, loops and ifs nest in a function.
 	// Measured: 549 (Go, whose functions open a block per resume point;
 	// python.wasm 276). Compiling 4,096 nested blocks took 0.19 s, 16,384
 	// took 1.8 s.
 	MaxNesting = 1 << 12
+	// MaxNestingWork bounds the sum, over every block, loop and if of the
+	// module, of how deeply it nests: wazero's compile time grows with it
+	// (a block at depth d costs about d), so that many functions nested
+	// just under MaxNesting cannot add up to minutes of compilation (50
+	// functions of 4,095 nested blocks, 419 million, took 2.6 s).
+	// Measured: 2,836,652 (gocommand.wasm; python.wasm 623,722).
+	MaxNestingWork = 1 << 25
 	// MaxLocals bounds a function's locals, parameters included.
 	// Measured: 52 (python.wasm; Go 21).
 	MaxLocals = 1 << 12
+	// MaxLocalsTotal bounds the locals of every function together,
+	// parameters included: wazero's compiler allocates per local, and
+	// 65,535 functions of 4,095 locals each, inside every other limit,
+	// took 2.2 GiB and 13 s to compile. Measured: 43,318 (python.wasm;
+	// Go 11,457).
+	MaxLocalsTotal = 1 << 18
 	// MaxBodySize bounds one function body's bytes. Measured: 51,680
 	// (python.wasm; Go 29,238).
 	MaxBodySize = 1 << 20
@@ -87,6 +105,7 @@ func (e *LimitError) Error() string {
 // stats are the largest sizes a module has of what the limits bound.
 type stats struct {
 	brTable, nesting, locals, body, funcs, code    uint64
+	brTableTotal, localsTotal, nestingWork         uint64
 	table, tables, data, dataBytes, elems, entries uint64
 	types, params, imports, exports, globals       uint64
 
@@ -447,6 +466,9 @@ func (st *stats) body1(body []byte, base int, params uint64) error {
 		}
 		p += n + 1
 	}
+	if err := over(&st.localsTotal, "locals of all functions", MaxLocalsTotal, st.localsTotal+locals, base); err != nil {
+		return err
+	}
 	d := &decoder{b: body, p: p, base: base}
 	depth := uint64(1)
 	for d.p < len(body) {
@@ -458,6 +480,9 @@ func (st *stats) body1(body []byte, base int, params uint64) error {
 			if err := over(&st.brTable, "br_table targets", MaxBrTableTargets, uint64(k), base+d.p); err != nil {
 				return err
 			}
+			if err := over(&st.brTableTotal, "br_table targets of all functions", MaxBrTableTargetsTotal, st.brTableTotal+uint64(k), base+d.p); err != nil {
+				return err
+			}
 		}
 		in, err := d.next()
 		if err != nil {
@@ -467,6 +492,9 @@ func (st *stats) body1(body []byte, base int, params uint64) error {
 		case opBlock, opLoop, opIf:
 			depth++
 			if err := over(&st.nesting, "block nesting depth", MaxNesting, depth-1, base+in.pos); err != nil {
+				return err
+			}
+			if err := over(&st.nestingWork, "blocks' nesting depths summed", MaxNestingWork, st.nestingWork+depth-1, base+in.pos); err != nil {
 				return err
 			}
 		case opEnd:

@@ -109,6 +109,35 @@ func localsModule(params, n int) []byte {
 	return funcModule(params, decls, []byte{opEnd})
 }
 
+// spreadModule has functions of type [] -> [], whose bodies body(k) share
+// n out between them, at most per each: a module within every limit of a
+// function that goes over a limit of the whole module.
+func spreadModule(n, per int, body func(k int) []byte) []byte {
+	var bodies [][]byte
+	for left := n; left > 0; left -= per {
+		bodies = append(bodies, body(min(per, left)))
+	}
+	b := sec(wasmHeader(), secType, []byte{0x01, 0x60, 0x00, 0x00})
+	b = sec(b, secFunction, vec(len(bodies), []byte{0x00}))
+	code := appendU32(nil, uint32(len(bodies)))
+	for _, body := range bodies {
+		code = append(appendU32(code, uint32(len(body))), body...)
+	}
+	return sec(b, secCode, code)
+}
+
+// localsBody is a function body declaring k locals.
+func localsBody(k int) []byte {
+	return append(append(appendU32([]byte{0x01}, uint32(k)), 0x7f), opEnd)
+}
+
+// brTableBody is a function body with one br_table of k targets.
+func brTableBody(k int) []byte {
+	code := appendU32([]byte{0x00, opBlock, blockEmpty, opI32Const, 0, opBrTable}, uint32(k))
+	code = append(code, make([]byte, k+1)...)
+	return append(code, opEnd, opEnd)
+}
+
 // bodyModule has one function body of exactly n bytes.
 func bodyModule(n int) []byte {
 	code := make([]byte, n-1)
@@ -217,9 +246,36 @@ func TestCheckLimits(t *testing.T) {
 		build func(n int) []byte
 	}{
 		{"br_table targets", MaxBrTableTargets, brTableModule},
+		{"br_table targets of all functions", MaxBrTableTargetsTotal, func(n int) []byte {
+			return spreadModule(n, MaxBrTableTargets, brTableBody)
+		}},
 		{"block nesting depth", MaxNesting, nestModule},
+		{"blocks' nesting depths summed", MaxNestingWork, func(n int) []byte {
+			// Functions nested 4,096 deep sum 1+...+4,096 each; the last
+			// one's depth makes up the rest.
+			per := MaxNesting * (MaxNesting + 1) / 2
+			return spreadModule(n, per, func(k int) []byte {
+				d := MaxNesting
+				for d*(d+1)/2 > k {
+					d--
+				}
+				// a depth d, and k - d(d+1)/2 more blocks at depth 1
+				code := []byte{0x00}
+				for range d {
+					code = append(code, opBlock, blockEmpty)
+				}
+				for range d {
+					code = append(code, opEnd)
+				}
+				for range k - d*(d+1)/2 {
+					code = append(code, opBlock, blockEmpty, opEnd)
+				}
+				return append(code, opEnd)
+			})
+		}},
 		{"locals of a function", MaxLocals, func(n int) []byte { return localsModule(0, n) }},
 		{"locals of a function", MaxLocals, func(n int) []byte { return localsModule(10, n) }},
+		{"locals of all functions", MaxLocalsTotal, func(n int) []byte { return spreadModule(n, MaxLocals, localsBody) }},
 		{"function body bytes", MaxBodySize, bodyModule},
 		{"functions", MaxFunctions, funcsModule},
 		{"code section bytes", MaxCodeSize, codeModule},
