@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assayhq/assay/runtime/replays"
 	"github.com/assayhq/assay/wasm"
 )
 
@@ -539,7 +540,7 @@ func TestHostile_ReplayFlood(t *testing.T) {
 // the server's CPU goes idle at once; /health stays responsive throughout
 // (issue 24: /health unanswered for about 150 s, batch_timeout after 158 s).
 func TestHostile_LoopBatch(t *testing.T) {
-	const batchBound = 45 * time.Second
+	const batchBound = replays.BatchTimeout
 	s := startHostile(t)
 	sum := s.upload(t, hostile(t, "spin"))
 	var artifacts []string
