@@ -15,7 +15,7 @@ func init() {
 		Method: "POST", Path: "/replays",
 		Body: map[string]any{"checker": map[string]any{"sha256": "<sha256 from POST /checkers>", "fuel": 500000000, "memory_mib": 64},
 			"artifacts": []any{map[string]any{"rows": 120}, "a string artifact is given as its contents"}},
-		Returns: `{"count", "memo_hits", "outcomes": [one outcome per artifact, in order]}`,
+		Returns: `{"count", "memo_hits", "outcomes": [one outcome per artifact, in order], "trimmed": [outcomes whose stdout and stderr were dropped past 8 MiB of output in all; their hashes stay]}`,
 	}
 }
 
@@ -43,5 +43,7 @@ func (s *server) replays(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	// A batch's answer is bounded whichever nodes ran it.
+	res.Trim()
 	return c.JSON(res)
 }

@@ -195,3 +195,41 @@ func TestAPI_Replays(t *testing.T) {
 		}
 	})
 }
+
+// TestAPI_Replays_outputBudget: POST /replays with MaxBatch artifacts of a
+// checker that writes its full output caps answers within the batch's
+// output budget (untrimmed it would be 128 MiB), the trimmed outcomes
+// keeping their hashes.
+func TestAPI_Replays_outputBudget(t *testing.T) {
+	base := serveLoopback(t)
+	module, err := os.ReadFile("../runtime/replays/testdata/fullcaps.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := post(t, base+"/checkers", "application/wasm", module); r.status != 201 && r.status != 200 {
+		t.Fatalf("upload: %d %s", r.status, r.body)
+	}
+	artifacts := make([]string, replays.MaxBatch)
+	for i := range artifacts {
+		artifacts[i] = fmt.Sprint(i)
+	}
+	body := fmt.Sprintf(`{"checker":{"sha256":%q},"artifacts":[%s]}`, checkers.SHA256(module), strings.Join(artifacts, ","))
+	r := post(t, base+"/replays", "application/json", []byte(body))
+	if r.status != 200 {
+		t.Fatalf("%d %.300s", r.status, r.body)
+	}
+	if bound := replays.MaxOutputBytes + replays.MaxBatch*(2<<10); len(r.body) > bound {
+		t.Errorf("answer of %d bytes, over %d", len(r.body), bound)
+	}
+	var got replays.Response
+	if err := json.Unmarshal(r.body, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Count != replays.MaxBatch || len(got.Trimmed) == 0 || got.Outcomes[0].Stdout == "" {
+		t.Fatalf("count %d, %d trimmed, first stdout %d bytes", got.Count, len(got.Trimmed), len(got.Outcomes[0].Stdout))
+	}
+	last := got.Outcomes[replays.MaxBatch-1]
+	if last.Kind != wasm.KindPass || last.Stdout != "" || last.StdoutSHA256 != got.Outcomes[0].StdoutSHA256 {
+		t.Errorf("last outcome: %s, %d bytes of stdout, hash %s", last.Kind, len(last.Stdout), last.StdoutSHA256)
+	}
+}

@@ -38,8 +38,8 @@ func BenchmarkCompile(b *testing.B) {
 	b.Run("cold", func(b *testing.B) {
 		for b.Loop() {
 			s := benchSandbox(b, Config{})
-			if c := s.metered.compile(ctx, [32]byte{1}, module); c.err != nil {
-				b.Fatal(c.err)
+			if c, err := s.metered.compile(ctx, [32]byte{1}, module); err != nil || c.err != nil {
+				b.Fatal(err, c)
 			}
 			s.Close(ctx)
 		}
@@ -53,8 +53,8 @@ func BenchmarkCompile(b *testing.B) {
 		warm.Close(ctx)
 		for b.Loop() {
 			s := benchSandbox(b, Config{CacheDir: dir})
-			if c := s.metered.compile(ctx, [32]byte{1}, module); c.err != nil {
-				b.Fatal(c.err)
+			if c, err := s.metered.compile(ctx, [32]byte{1}, module); err != nil || c.err != nil {
+				b.Fatal(err, c)
 			}
 			s.Close(ctx)
 		}

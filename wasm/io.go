@@ -2,6 +2,7 @@ package wasm
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -15,31 +16,94 @@ import (
 	"github.com/tetratelabs/wazero/api"
 )
 
-// Errors a host-side I/O function panics with to end the guest at once.
-// wazero recovers a host function's panic and returns it, wrapped, from the
-// guest call, where run classifies it with errors.Is.
+// Errors a host function panics with to end the guest at once. wazero
+// recovers a host function's panic and returns it, wrapped, from the guest
+// call, where run classifies it with errors.Is.
 var (
 	errOutputExceeded = errors.New("wasm: output cap exceeded")
 	errFuelExhausted  = errors.New("wasm: fuel exhausted")
+	// errStopped ends a guest whose run's context is done: its deadline
+	// passed, its caller cancelled it, or the sandbox is closing. It
+	// decides nothing.
+	errStopped = errors.New("wasm: run stopped")
 )
 
-// fuelMeter charges host work (bytes moved by fd_read and fd_write) to the
-// guest's fuel counter. The instrumented guest writes its counter to the
-// global before every call and reloads it after, so a charge made here is
-// seen by the guest as soon as the host call returns.
+// FuelSlice is the most fuel a metered guest is given at a time: about
+// 15 ms of the cheapest loop, (loop (br 0)), here. When a slice is spent
+// the guest calls the host (meter.SliceFunc), which checks the run's
+// context and gives the next slice. Slice boundaries depend only on fuel,
+// so fuel used does not depend on them; they bound how long a guest runs
+// past its deadline, and how long a garbage collection waits for it.
+const FuelSlice uint64 = 10_000_000
+
+// fuelMeter hands a metered guest its fuel in slices and charges host work
+// (bytes moved by fd_read and fd_write, and the like) to it. The guest's
+// counter, the exported global, holds what is left of the slices given so
+// far: fuel used is given minus the counter. The instrumented guest writes
+// its counter to the global before every call and reloads it after, so a
+// charge made here is seen by the guest as soon as the host call returns.
 type fuelMeter struct {
 	global api.MutableGlobal // nil for unmetered runs, and until instantiation
+	limit  uint64            // the run's fuel
+	given  uint64            // fuel handed to the guest so far, at most limit
+	ctx    context.Context   // the run's: a done context stops the guest
 }
 
+// start gives the guest its first slice of limit fuel.
+func (m *fuelMeter) start(ctx context.Context, g api.MutableGlobal, limit uint64) {
+	m.global, m.limit, m.ctx = g, limit, ctx
+	m.given = min(FuelSlice, limit)
+	g.Set(m.given)
+}
+
+// refill is what the guest's call of meter.SliceFunc does, and what a
+// host charge does when it overdraws the counter, left: it stops the guest
+// if its run's context is done; otherwise it gives as many slices as make
+// the counter non-negative, or ends the run as fuel_exhausted when the
+// run's whole fuel has been given and the counter is still negative. It
+// panics rather than return in both cases, which wazero turns into the
+// guest call's error.
+func (m *fuelMeter) refill(left int64) {
+	if m.ctx != nil && m.ctx.Err() != nil {
+		panic(errStopped)
+	}
+	if left < 0 && m.given < m.limit {
+		need := uint64(-left)
+		slices := (need + FuelSlice - 1) / FuelSlice
+		add := m.limit - m.given
+		if slices <= add/FuelSlice {
+			add = slices * FuelSlice
+		}
+		m.given += add
+		left += int64(add)
+	}
+	m.global.Set(uint64(left))
+	if left < 0 {
+		panic(errFuelExhausted)
+	}
+}
+
+// charge takes n fuel for host work, refilling when the slice is spent.
 func (m *fuelMeter) charge(n int) {
 	if m.global == nil || n <= 0 {
 		return
 	}
 	left := int64(m.global.Get()) - int64(n)
-	m.global.Set(uint64(left))
 	if left < 0 {
-		panic(errFuelExhausted)
+		m.refill(left)
+		return
 	}
+	m.global.Set(uint64(left))
+}
+
+// used returns the fuel the guest used: what it was given less what is
+// left, more than the limit when the guest overdrew its last slice.
+func (m *fuelMeter) used() uint64 {
+	left := int64(m.global.Get())
+	if left < 0 {
+		return m.given + uint64(-left)
+	}
+	return m.given - uint64(left)
 }
 
 // capWriter keeps the first cap bytes of a stream and the SHA-256 of all of

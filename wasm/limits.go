@@ -7,25 +7,36 @@ import (
 	"github.com/assayhq/assay/wasm/internal/meter"
 )
 
-// Defaults for Limits. DefaultFuel is chosen so that a runaway loop ends in a
-// few seconds on a 2-core machine of 2026 (see README, "Performance").
+// Defaults for Limits.
+//
+// DefaultFuel is calibrated on the cheapest loop there is, (loop (br 0)),
+// one fuel an iteration: it spends 10^9 fuel in 0.6 s on the 2-core
+// machine of the README's "Performance" (0.6 ns a fuel; 1.25-1.7 ns
+// measured under load), so a runaway checker ends fuel_exhausted in under
+// 2 s, several times within DefaultTimeout, the backstop: under ordinary
+// load fuel decides, not the clock. Real checkers use far less: a Go
+// checker's run about 2*10^6, a Python check about 10^7.
 const (
-	DefaultFuel        uint64 = 10_000_000_000
+	DefaultFuel        uint64 = 1_000_000_000
 	DefaultMemoryMiB   uint32 = 64
 	DefaultOutputBytes        = 64 << 10
 	DefaultTimeout            = 10 * time.Second
 
-	// MaxMemoryMiB is the most memory any run may be given: all of wasm32's
-	// address space.
-	MaxMemoryMiB uint32 = 4096
+	// MaxMemoryMiB is the most memory any run may be given: 1 GiB, a
+	// quarter of wasm32's address space, far above what checkers use
+	// (Go's runtime and CPython's start each leave under 16 MiB) and
+	// small enough that a server's memory budget admits several at once.
+	MaxMemoryMiB uint32 = 1024
 
-	// MaxFuel is the largest fuel budget a run may have: ten times the
-	// default, about 17 s of a tight loop here. Fuel is what bounds a
-	// metered guest (the backstop cannot stop compiled code), so it must
-	// not be left to whoever writes the criteria.
-	MaxFuel uint64 = 10 * DefaultFuel
+	// MaxFuel is the largest fuel budget a run may have: four times the
+	// default, 2.4 s of the cheapest loop here (about 7 s at the slowest
+	// rate measured), still within the backstop. Fuel is what decides a
+	// runaway checker, so it must not be left to whoever writes the
+	// criteria.
+	MaxFuel uint64 = 4 * DefaultFuel
 
 	pageSize    = 64 << 10
+	wasm32Pages = 1 << 16 // 4 GiB
 	pagesPerMiB = (1 << 20) / pageSize
 )
 

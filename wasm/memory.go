@@ -47,11 +47,22 @@ func (img *memImage) copyOut() []byte {
 	select {
 	case b = <-img.pool:
 	default:
-		room := min(max(img.size/4, 2*pageSize), 16<<20)
-		b = make([]byte, img.size, img.size+room)
+		b = make([]byte, img.size, img.bufCap())
 	}
 	img.fill(b)
 	return b
+}
+
+// bufCap is the capacity of a buffer copyOut makes.
+func (img *memImage) bufCap() int {
+	room := min(max(img.size/4, 2*pageSize), 16<<20)
+	return img.size + room
+}
+
+// held is the most memory the image keeps while no replay uses it: its
+// bytes and the spare buffers of its pool.
+func (img *memImage) held() int64 {
+	return int64(img.size) + imagePool*int64(img.bufCap())
 }
 
 // put gives a buffer from copyOut back to the pool, unless it is full.

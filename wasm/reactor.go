@@ -23,8 +23,9 @@ import (
 // start function, if it has one), whatever the run's limits: start-up is
 // the checker's, the same for every input, so its bound is too. Unmetered
 // runs (Limits.Fuel 0) from a snapshot restore one taken under it; cold
-// unmetered runs bound _initialize by the wall clock alone.
-const InitFuel = DefaultFuel
+// unmetered runs bound _initialize by the wall clock alone. It is twice
+// DefaultFuel, almost four times what CPython's start takes (5.4*10^8).
+const InitFuel = 2 * DefaultFuel
 
 // InitMemoryMiB is the memory a reactor's _initialize may grow to,
 // whatever the run's limits, for the same reason; a snapshot holds what it
@@ -122,7 +123,7 @@ func (r *run) startReactor(ctx context.Context, rt wazero.Runtime) api.Module {
 	metered := r.lim.Fuel > 0
 	mod, err := rt.InstantiateModule(ctx, r.c.mod, r.config())
 	if err != nil {
-		r.initFail = r.classifyInit(ctx, err, 0, false)
+		r.initFail = r.classifyInit(ctx, err, false, false)
 		return nil
 	}
 	var g api.MutableGlobal
@@ -133,7 +134,7 @@ func (r *run) startReactor(ctx context.Context, rt wazero.Runtime) api.Module {
 			r.initFail = &initFailure{kind: KindInvalidChecker, exit: -1, detail: r.err.Error(), stdoutSum: emptySum, stderrSum: emptySum}
 			return nil
 		}
-		g.Set(InitFuel)
+		r.meter.start(ctx, g, InitFuel)
 	}
 	// What instantiation does for a command (data segments, then the
 	// start function), then _initialize.
@@ -145,14 +146,13 @@ func (r *run) startReactor(ctx context.Context, rt wazero.Runtime) api.Module {
 			_, err = mod.ExportedFunction(step.name).Call(ctx)
 		}
 	}
-	var left int64
-	var tooDeep bool
+	var exhausted, tooDeep bool
 	if metered {
-		left = int64(g.Get())
+		exhausted = r.meter.used() > InitFuel
 		depth := mod.ExportedGlobal(meter.DepthExport)
 		tooDeep = depth != nil && int32(depth.Get()) == meter.DepthExceeded
 	}
-	if f := r.classifyInit(ctx, err, left, tooDeep); f != nil {
+	if f := r.classifyInit(ctx, err, exhausted, tooDeep); f != nil {
 		mod.Close(context.WithoutCancel(ctx))
 		r.initFail = f
 		return nil
@@ -164,7 +164,7 @@ func (r *run) startReactor(ctx context.Context, rt wazero.Runtime) api.Module {
 
 // classifyInit says how _initialize ended: nil if it returned, within its
 // limits.
-func (r *run) classifyInit(ctx context.Context, err error, left int64, tooDeep bool) *initFailure {
+func (r *run) classifyInit(ctx context.Context, err error, exhausted, tooDeep bool) *initFailure {
 	metered := r.lim.Fuel > 0
 	f := &initFailure{exit: -1}
 	var exitErr *sys.ExitError
@@ -175,15 +175,12 @@ func (r *run) classifyInit(ctx context.Context, err error, left int64, tooDeep b
 			which = "stderr"
 		}
 		f.kind, f.detail = KindOutputExceeded, fmt.Sprintf("_initialize: wrote more than the %s cap of %d bytes", which, initOutputBytes)
-	case metered && (left < 0 || errors.Is(err, errFuelExhausted)):
+	case metered && (exhausted || errors.Is(err, errFuelExhausted)):
 		f.kind, f.detail = KindFuelExhausted, fmt.Sprintf("_initialize: ran out of fuel (%d, the fixed budget of every reactor's start-up)", InitFuel)
 	case err == nil:
 		return nil
-	case errors.As(err, &exitErr) && stopped(exitErr, ctx) && !metered:
-		f.kind, f.detail = KindTimeout, fmt.Sprintf("_initialize: the wall-clock backstop of %s fired; a timeout is not reproducible and decides nothing", r.lim.Timeout)
-		if exitErr.ExitCode() == sys.ExitCodeContextCanceled {
-			f.detail = "_initialize: the run was cancelled by its caller"
-		}
+	case errors.Is(err, errStopped) || errors.As(err, &exitErr) && stopped(exitErr, ctx):
+		f.kind, f.detail = KindTimeout, "_initialize: "+stopDetail(ctx, r.parent, r.lim)
 	case errors.As(err, &exitErr) && exitErr.ExitCode() == 0:
 		f.kind, f.detail = KindInvalidChecker, "_initialize: exited 0; a reactor's _initialize must return, for assay_check to run"
 	case errors.As(err, &exitErr):
@@ -249,8 +246,8 @@ func (r *run) check(ctx context.Context, mod api.Module) {
 		if !ok {
 			return
 		}
-		g.Set(r.lim.Fuel)
-		defer r.readFuel(mod, g)
+		r.meter.start(ctx, g, r.lim.Fuel)
+		defer r.readFuel(mod)
 	}
 	res, err := mod.ExportedFunction(meter.CheckExport).Call(ctx)
 	if r.err = err; err == nil {
@@ -326,19 +323,26 @@ func (r *run) restore(mod api.Module, st *snapState) error {
 // the state cannot be carried to another instance, nothing, so that runs
 // go cold.
 func (s *Sandbox) takeSnapshot(ent *snapEntry, sum [32]byte, module []byte, in Input) {
-	ctx := context.Background()
-	c := s.metered.compile(ctx, sum, module)
-	if c.err != nil || !c.reactor || c.noSnapshot != "" {
+	ctx := s.closing
+	c, err := s.metered.compile(ctx, sum, module)
+	if err != nil || c.err != nil || !c.reactor || c.noSnapshot != "" {
 		return
 	}
+	release, err := s.mem.admit(ctx, runBytes(InitMemoryMiB))
+	if err != nil {
+		return // closing, or a budget too small for any start-up: runs go cold
+	}
+	defer release()
 	lim := Limits{Fuel: InitFuel, MemoryMiB: InitMemoryMiB}.withDefaults()
 	r := newRun(c, Input{Args: in.Args, Mounts: in.Mounts}, lim)
+	r.parent = ctx
+	ctx = context.WithValue(ctx, runKey{}, r)
 	mod := r.startReactor(ctx, s.metered.rt)
 	if mod == nil {
 		ent.fail = r.initFail
 		return
 	}
-	defer mod.Close(ctx)
+	defer mod.Close(context.WithoutCancel(ctx))
 	if r.open.Load() != 0 {
 		return // a file _initialize left open would be missing from a replay
 	}
@@ -420,7 +424,7 @@ func (c *snapCache) get(key string, take func(*snapEntry)) *snapEntry {
 		defer c.mu.Unlock()
 		ent.done = true
 		if ent.state != nil && ent.state.image != nil {
-			ent.size = int64(ent.state.image.size)
+			ent.size = ent.state.image.held()
 		}
 		if ent.elem != nil {
 			c.bytes += ent.size

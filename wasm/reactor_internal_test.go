@@ -46,7 +46,10 @@ func jsonOf(tb testing.TB, out Outcome) string {
 func TestSnapshot_fixtureSeesLeftovers(t *testing.T) {
 	ctx := context.Background()
 	s := newTestSandbox(t, Config{})
-	c := s.unmetered.compile(ctx, [32]byte{7}, fixtureBytes(t, "reactor_state.wasm"))
+	c, err := s.unmetered.compile(ctx, [32]byte{7}, fixtureBytes(t, "reactor_state.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if c.err != nil || !c.reactor || c.noSnapshot != "" {
 		t.Fatalf("compile: %v reactor %v noSnapshot %q", c.err, c.reactor, c.noSnapshot)
 	}
@@ -159,7 +162,10 @@ func TestSnapshot_coldFallback(t *testing.T) {
 	if n := s.snaps.taken.Load(); n != 0 {
 		t.Errorf("%d snapshots taken of a module that cannot have one", n)
 	}
-	c := s.metered.compile(context.Background(), [32]byte{9}, module)
+	c, err := s.metered.compile(context.Background(), [32]byte{9}, module)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if c.noSnapshot != "it uses data.drop" {
 		t.Errorf("noSnapshot %q", c.noSnapshot)
 	}

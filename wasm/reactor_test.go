@@ -32,7 +32,7 @@ var reactors = []struct {
 }{
 	{name: "pass", module: "reactor_pass.wasm", kind: wasm.KindPass, exit: 0, detail: "assay_check returned 0"},
 	{name: "fail status", module: "reactor_fail.wasm", kind: wasm.KindFail, exit: 7, detail: "assay_check returned 7", stdout: "not enough\n"},
-	{name: "proc_exit in assay_check", module: "reactor_exit.wasm", kind: wasm.KindFail, exit: 5, detail: "exited 5"},
+	{name: "proc_exit in assay_check", module: "reactor_exit.wasm", kind: wasm.KindFail, exit: 5, detail: "called proc_exit(5) before assay_check returned"},
 	{name: "trap in assay_check", module: "reactor_trap.wasm", kind: wasm.KindTrap, exit: -1, detail: "integer divide by zero"},
 	{name: "trap in _initialize", module: "reactor_inittrap.wasm", in: "anything", kind: wasm.KindTrap, exit: -1, detail: "_initialize: unreachable", stderr: "init: failing\n"},
 	{name: "proc_exit in _initialize", module: "reactor_initexit.wasm", kind: wasm.KindFail, exit: 3, detail: "_initialize: exited 3"},

@@ -75,10 +75,10 @@ func (m Mount) check() error {
 //     _initialize runs once per module, Args and mount directories, and each
 //     Run restores the memory and globals it left into a fresh instance,
 //     then calls assay_check. The outcome is the one RunCold gives.
-//   - When the wall-clock backstop fires on a metered run, Run returns a
-//     timeout outcome at once, and the guest runs on in the background until
-//     its fuel is spent: compiled code cannot be stopped cheaply, and fuel
-//     bounds it. Close waits for such guests.
+//   - A run whose context ends (its Timeout, the caller's cancellation,
+//     Close) stops within one FuelSlice of the guest's work, or at once
+//     when unmetered, and is a timeout outcome, which decides nothing. Run
+//     returns only once the guest has stopped.
 func (s *Sandbox) Run(ctx context.Context, module []byte, in Input, lim Limits) Outcome {
 	return s.RunSum(ctx, sha256.Sum256(module), module, in, lim)
 }
@@ -159,7 +159,10 @@ func (s *Sandbox) runOn(ctx context.Context, e *engine, sum [32]byte, module []b
 			return out.end(KindInvalidChecker, "invalid input: "+err.Error(), start)
 		}
 	}
-	c := e.compile(context.WithoutCancel(ctx), sum, module)
+	c, err := e.compile(ctx, sum, module)
+	if err != nil {
+		return out.end(KindTimeout, "the run ended waiting to compile its checker; it decides nothing", start)
+	}
 	if c.err != nil {
 		return out.end(KindInvalidChecker, "invalid checker: "+c.err.Error(), start)
 	}
@@ -169,7 +172,7 @@ func (s *Sandbox) runOn(ctx context.Context, e *engine, sum [32]byte, module []b
 	}
 
 	// A reactor's snapshot is taken once per key, like compilation, and
-	// before the backstop starts: InitFuel bounds it.
+	// before the backstop starts: InitFuel bounds it, and Close stops it.
 	var snap *snapEntry
 	if c.reactor && !cold && c.noSnapshot == "" {
 		if !s.enter() {
@@ -179,36 +182,66 @@ func (s *Sandbox) runOn(ctx context.Context, e *engine, sum [32]byte, module []b
 		s.inflight.Done()
 	}
 
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, lim.Timeout)
 	defer cancel()
-	r := newRun(c, in, lim)
-	done := make(chan struct{})
+	ctx, stop := s.stoppable(ctx)
+	defer stop()
 	if !s.enter() {
 		return out.end(KindTimeout, "the sandbox was closed before the run started; it decides nothing", start)
 	}
-	go func() {
-		defer s.inflight.Done()
-		defer close(done)
-		switch {
-		case !c.reactor:
-			r.exec(ctx, e.rt)
-		case snap == nil:
-			r.execCold(ctx, e.rt)
-		default:
-			r.execSnapshot(ctx, e, snap)
+	defer s.inflight.Done()
+	// A run holds its memory limit, or a reactor that runs _initialize
+	// the larger InitMemoryMiB, and its tables' bound, until it ends.
+	mib := lim.MemoryMiB
+	if c.reactor && (snap == nil || snap.state == nil) {
+		mib = max(mib, InitMemoryMiB)
+	}
+	release, err := s.mem.admit(ctx, runBytes(mib))
+	switch {
+	case errors.Is(err, errOverBudget):
+		return out.end(KindInvalidChecker, fmt.Sprintf("memory limit of %d MiB is over what this server lets runs hold at once, %d MiB",
+			mib, s.mem.total>>20), start)
+	case err != nil:
+		return out.end(KindTimeout, "waiting for memory: "+stopDetail(ctx, parent, lim), start)
+	}
+	defer release()
+	if ctx.Err() != nil {
+		return out.end(KindTimeout, stopDetail(ctx, parent, lim), start)
+	}
+	r := newRun(c, in, lim)
+	defer func() {
+		if r.memory.size() >= freeAfterBytes {
+			s.free.request()
 		}
 	}()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		out.Kind = KindTimeout
-		detail := fmt.Sprintf("the wall-clock backstop of %s fired; a timeout is not reproducible and decides nothing", lim.Timeout)
-		if ctx.Err() == context.Canceled {
-			detail = "the run was cancelled by its caller"
-		}
-		return out.end(KindTimeout, detail, start)
+	r.parent = parent
+	// The guest runs on this goroutine, to its end: a done context stops
+	// a metered guest at its next fuel slice and an unmetered one at its
+	// next loop header or call, so Run never leaves a guest running.
+	ctx = context.WithValue(ctx, runKey{}, r)
+	switch {
+	case !c.reactor:
+		r.exec(ctx, e.rt)
+	case snap == nil:
+		r.execCold(ctx, e.rt)
+	default:
+		r.execSnapshot(ctx, e, snap)
 	}
-	return r.outcome(out, ctx, start)
+	return r.outcome(out, ctx, parent, start)
+}
+
+// stopDetail says why a run whose context is done ended: the sandbox
+// closed, its caller cancelled it (parent is the caller's context), or
+// the backstop fired.
+func stopDetail(ctx, parent context.Context, lim Limits) string {
+	switch {
+	case context.Cause(ctx) == errClosed:
+		return "the sandbox was closed during the run; it decides nothing"
+	case parent.Err() != nil:
+		return "the run was cancelled by its caller"
+	}
+	return fmt.Sprintf("the wall-clock backstop of %s fired; a timeout is not reproducible and decides nothing", lim.Timeout)
 }
 
 // enter counts a guest about to run, for Close to wait for; false when
@@ -226,6 +259,7 @@ func (s *Sandbox) enter() bool {
 // run is the state of one guest execution.
 type run struct {
 	c      *compiled
+	parent context.Context // the caller's context, to tell a cancellation from the backstop
 	lim    Limits
 	in     Input
 	meter  fuelMeter
@@ -236,9 +270,9 @@ type run struct {
 	rand   *fakeRand
 	open   atomic.Int64 // files of /in and the mounts the guest has open
 
-	err      error // from instantiation or the guest call
-	fuelLeft int64 // the counter after the run, metered runs only
-	tooDeep  bool  // the meter's call-depth limit ended the run
+	err      error  // from instantiation or the guest call
+	fuelUsed uint64 // after the run, metered runs only; over the limit is exhaustion
+	tooDeep  bool   // the meter's call-depth limit ended the run
 
 	// Reactors only.
 	io        *switches    // the input and output _initialize sees, then assay_check
@@ -310,8 +344,8 @@ func (r *run) exec(ctx context.Context, rt wazero.Runtime) {
 		if !ok {
 			return
 		}
-		g.Set(r.lim.Fuel)
-		defer r.readFuel(mod, g)
+		r.meter.start(ctx, g, r.lim.Fuel)
+		defer r.readFuel(mod)
 		if r.c.hasStart {
 			if _, r.err = mod.ExportedFunction(meter.StartExport).Call(ctx); r.err != nil {
 				return
@@ -334,14 +368,14 @@ func (r *run) fuel(mod api.Module) (api.MutableGlobal, bool) {
 }
 
 // readFuel records the counters of a metered module after its guest call.
-func (r *run) readFuel(mod api.Module, g api.Global) {
-	r.fuelLeft = int64(g.Get())
+func (r *run) readFuel(mod api.Module) {
+	r.fuelUsed = r.meter.used()
 	depth := mod.ExportedGlobal(meter.DepthExport)
 	r.tooDeep = depth != nil && int32(depth.Get()) == meter.DepthExceeded
 }
 
 // outcome classifies how the run ended.
-func (r *run) outcome(out Outcome, ctx context.Context, start time.Time) Outcome {
+func (r *run) outcome(out Outcome, ctx, parent context.Context, start time.Time) Outcome {
 	if r.initFail != nil {
 		return r.initFail.outcome(out, start)
 	}
@@ -350,11 +384,11 @@ func (r *run) outcome(out Outcome, ctx context.Context, start time.Time) Outcome
 	out.MemoryPages = r.memory.pages()
 	exhausted := false
 	if r.lim.Fuel > 0 {
-		if r.fuelLeft < 0 {
+		if r.fuelUsed > r.lim.Fuel {
 			exhausted = true
 			out.FuelUsed = r.lim.Fuel
 		} else {
-			out.FuelUsed = r.lim.Fuel - uint64(r.fuelLeft)
+			out.FuelUsed = r.fuelUsed
 		}
 	}
 
@@ -385,18 +419,25 @@ func (r *run) outcome(out Outcome, ctx context.Context, start time.Time) Outcome
 	case r.err == nil:
 		out.ExitCode = 0
 		return out.end(KindPass, "exited 0", start)
-	case errors.As(r.err, &exitErr) && stopped(exitErr, ctx) && r.lim.Fuel == 0:
-		// Only an unmetered guest is stopped by the deadline itself
-		// (WithCloseOnContextDone); a metered one always runs to an end
-		// of its own, which decides whatever the clock says by now.
-		detail := fmt.Sprintf("the wall-clock backstop of %s fired; a timeout is not reproducible and decides nothing", r.lim.Timeout)
-		if exitErr.ExitCode() == sys.ExitCodeContextCanceled {
-			detail = "the run was cancelled by its caller"
-		}
-		return out.end(KindTimeout, detail, start)
-	case errors.As(r.err, &exitErr):
+	case errors.Is(r.err, errStopped) || errors.As(r.err, &exitErr) && stopped(exitErr, ctx):
+		// The run's context ended it: at a fuel slice when metered, at
+		// wazero's own checks when not (WithCloseOnContextDone).
+		return out.end(KindTimeout, stopDetail(ctx, parent, r.lim), start)
+	case errors.As(r.err, &exitErr) && r.c.reactor:
+		// A reactor passes only by returning 0 from assay_check: an exit
+		// before it returns, even proc_exit(0), is a fail (a front-end
+		// such as Python runs code that may call it on the checker's
+		// behalf).
 		out.ExitCode = int(exitErr.ExitCode())
-		if out.ExitCode == 0 {
+		detail := fmt.Sprintf("called proc_exit(%d) before assay_check returned", exitErr.ExitCode())
+		if r.memory.reachedLimit() {
+			return out.end(KindMemoryExceeded, r.memoryDetail(detail), start)
+		}
+		return out.end(KindFail, detail, start)
+	case errors.As(r.err, &exitErr):
+		// The status is the guest's whole u32: only exactly 0 passes.
+		out.ExitCode = int(exitErr.ExitCode())
+		if exitErr.ExitCode() == 0 {
 			return out.end(KindPass, "exited 0", start)
 		}
 		if r.memory.reachedLimit() {

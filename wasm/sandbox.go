@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -25,11 +27,17 @@ type Config struct {
 	// means an in-memory cache only.
 	CacheDir string
 	// Interpreter runs guests on wazero's interpreter instead of its
-	// compiler, for differential tests. Outcomes are the same either way
-	// for guests that nest calls less than 2,000 deep, the interpreter's
-	// own stack limit (tests check it); deeper, the compiler stops at the
-	// meter's deterministic limit and the interpreter at its own. The
-	// compiler is much faster.
+	// compiler, for differential tests; the compiler is much faster.
+	// Outcomes are the same either way, byte for byte, for guests whose
+	// wasm calls nest less than 2,000 deep (tests check it). There they
+	// differ: the interpreter traps ("stack overflow") at a call that
+	// finds 2,000 frames on its stack, a limit wazero fixes in a variable
+	// of its own, not configurable (each frame also costs Go stack there);
+	// the compiler goes on to the meter's limit, meter.MaxDepth (65,536
+	// nested calls), and traps there "call stack exhausted", with
+	// different fuel used. Guests whose own stack lives in linear memory
+	// (Go's) never come near either; deep recursion in C or in CPython
+	// (each Python call nests several C calls) can pass 2,000.
 	Interpreter bool
 	// SnapshotEntries and SnapshotBytes bound the cache of reactor
 	// snapshots (least recently used first out): how many, and how many
@@ -37,7 +45,18 @@ type Config struct {
 	// DefaultSnapshotBytes.
 	SnapshotEntries int
 	SnapshotBytes   int64
+	// MemoryBudgetMiB bounds the memory runs may hold at once: a run is
+	// admitted only while the memory limits of the runs admitted, its own
+	// included, fit in what the snapshot cache leaves of it; it waits
+	// otherwise, and a run that could never fit is refused. 0 means half
+	// of the machine's memory. See the package documentation for the
+	// process's whole bound.
+	MemoryBudgetMiB int
 }
+
+// freeInterval is the least time between two returns of memory to the
+// operating system after large runs.
+const freeInterval = 10 * time.Second
 
 // Defaults for the snapshot cache.
 const (
@@ -59,15 +78,21 @@ type Sandbox struct {
 	metered   *engine
 	unmetered *engine
 	snaps     *snapCache
+	mem       *memBudget    // what runs may hold: the budget less the snapshot cache's bound
+	compiles  chan struct{} // a slot per compilation running
+	free      freeOS
 	// copyMax is the largest snapshot image replays copy rather than map
 	// copy-on-write, and noAdapt keeps larger ones mapped whatever their
 	// replays touch (see newImage); benchmarks change them to compare.
 	copyMax int
 	noAdapt bool
 
-	// inflight counts guests still running, including those whose caller
-	// got a timeout outcome: Close waits for them before freeing code.
-	// closed, under mu, keeps new runs from starting once Close has begun.
+	// closing is cancelled, with cause errClosed, when Close begins: it
+	// stops every running guest (see stoppable). inflight counts guests
+	// still running: Close waits for them before freeing code. closed,
+	// under mu, keeps new runs from starting once Close has begun.
+	closing  context.Context
+	shut     context.CancelCauseFunc
 	inflight sync.WaitGroup
 	mu       sync.RWMutex
 	closed   bool
@@ -77,6 +102,7 @@ type Sandbox struct {
 type engine struct {
 	rt       wazero.Runtime
 	metered  bool
+	compiles chan struct{} // the sandbox's
 	wasiFns  map[string]api.FunctionDefinition
 	cacheDir string
 
@@ -88,6 +114,7 @@ type engine struct {
 // so that concurrent first runs of a checker compile it once.
 type compiled struct {
 	once     sync.Once
+	ready    atomic.Bool // once has run
 	mod      wazero.CompiledModule
 	minPages uint32
 	hasStart bool // a start section, exported by the meter as meter.StartExport
@@ -116,7 +143,24 @@ func NewSandbox(ctx context.Context, cfg Config) (*Sandbox, error) {
 	} else {
 		cache = wazero.NewCompilationCache()
 	}
-	s := &Sandbox{cfg: cfg, cache: cache, snaps: newSnapCache(cfg.SnapshotEntries, cfg.SnapshotBytes), copyMax: defaultCopyMax}
+	budget := budgetBytes(cfg.MemoryBudgetMiB)
+	snapBytes := cfg.SnapshotBytes
+	if snapBytes <= 0 {
+		snapBytes = DefaultSnapshotBytes
+	}
+	// The snapshot cache takes at most a quarter of the budget; runs get
+	// the rest.
+	snapBytes = min(snapBytes, budget/4)
+	s := &Sandbox{
+		cfg:      cfg,
+		cache:    cache,
+		snaps:    newSnapCache(cfg.SnapshotEntries, snapBytes),
+		mem:      newMemBudget(budget - snapBytes),
+		compiles: make(chan struct{}, compileSlots()),
+		copyMax:  defaultCopyMax,
+		free:     freeOS{interval: freeInterval},
+	}
+	s.closing, s.shut = context.WithCancelCause(context.WithoutCancel(ctx))
 	if s.metered, err = s.newEngine(ctx, true, false); err != nil {
 		return nil, err
 	}
@@ -139,7 +183,10 @@ func (s *Sandbox) newEngine(ctx context.Context, metered, closeOnDone bool) (*en
 		rc = wazero.NewRuntimeConfigCompiler()
 	}
 	rc = rc.WithCompilationCache(s.cache).
-		WithMemoryLimitPages(MaxMemoryMiB * pagesPerMiB).
+		// All of wasm32's address space: a module that declares more than
+		// a run may have is memory_exceeded when it runs, not invalid;
+		// each run's allocator (limitedMemory) enforces its own limit.
+		WithMemoryLimitPages(wasm32Pages).
 		WithCloseOnContextDone(closeOnDone).
 		WithCustomSections(false)
 	rt := wazero.NewRuntimeWithConfig(ctx, rc)
@@ -148,36 +195,59 @@ func (s *Sandbox) newEngine(ctx context.Context, metered, closeOnDone bool) (*en
 		return nil, fmt.Errorf("wasm: instantiate wasi: %w", err)
 	}
 	wasi := rt.Module(wasi_snapshot_preview1.ModuleName).ExportedFunctionDefinitions()
-	e := &engine{rt: rt, metered: metered, wasiFns: wasi, modules: map[[32]byte]*compiled{}}
+	if metered {
+		if err := instantiateSlices(ctx, rt); err != nil {
+			rt.Close(ctx)
+			return nil, err
+		}
+	}
+	e := &engine{rt: rt, metered: metered, compiles: s.compiles, wasiFns: wasi, modules: map[[32]byte]*compiled{}}
 	if s.cfg.CacheDir != "" && metered {
 		e.cacheDir = filepath.Join(s.cfg.CacheDir, fmt.Sprintf("metered-v%d", meter.Version))
 	}
 	return e, nil
 }
 
-// Close waits for running guests, bounded by ctx, then frees every compiled
+// Close stops every running guest (each ends within one fuel slice, as a
+// timeout outcome that decides nothing, a reactor's _initialize too),
+// waits for them to stop, bounded by ctx, then frees every compiled
 // module. After Close the Sandbox must not be used.
 func (s *Sandbox) Close(ctx context.Context) error {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
+	s.shut(errClosed)
 	done := make(chan struct{})
 	go func() { s.inflight.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-ctx.Done():
-		// A guest is still running on compiled code; freeing it now would
-		// pull the code from under it. Leave it to the process's exit.
+		// A guest has not reached its next fuel slice yet; freeing its
+		// code now would pull it from under it. Leave it to the process's
+		// exit.
 		return fmt.Errorf("wasm: close: guests still running: %w", ctx.Err())
 	}
 	err := errors.Join(s.metered.rt.Close(ctx), s.unmetered.rt.Close(ctx))
 	return errors.Join(err, s.cache.Close(ctx))
 }
 
+// errClosed is the cause of a run's context when Close stopped it.
+var errClosed = errors.New("wasm: sandbox closed")
+
+// stoppable returns ctx, also cancelled when Close begins, and the func
+// that releases it.
+func (s *Sandbox) stoppable(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(s.closing, func() { cancel(errClosed) })
+	return ctx, func() { stop(); cancel(context.Canceled) }
+}
+
 // compile returns the module compiled for this engine, instrumenting it
 // first when the engine is metered. Results, errors included, are cached by
-// the module's SHA-256: a checker is instrumented and compiled once.
-func (e *engine) compile(ctx context.Context, sum [32]byte, module []byte) *compiled {
+// the module's SHA-256: a checker is instrumented and compiled once. At
+// most one compilation per core runs at once; waiting for a slot ends
+// with ctx (its error, and nothing cached), compiling does not.
+func (e *engine) compile(ctx context.Context, sum [32]byte, module []byte) (*compiled, error) {
 	e.mu.Lock()
 	c, ok := e.modules[sum]
 	if !ok {
@@ -185,8 +255,20 @@ func (e *engine) compile(ctx context.Context, sum [32]byte, module []byte) *comp
 		e.modules[sum] = c
 	}
 	e.mu.Unlock()
-	c.once.Do(func() { c.err = e.doCompile(ctx, c, sum, module) })
-	return c
+	if c.ready.Load() {
+		return c, nil
+	}
+	select {
+	case e.compiles <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-e.compiles }()
+	c.once.Do(func() {
+		c.err = e.doCompile(context.WithoutCancel(ctx), c, sum, module)
+		c.ready.Store(true)
+	})
+	return c, nil
 }
 
 func (e *engine) doCompile(ctx context.Context, c *compiled, sum [32]byte, module []byte) error {
@@ -293,6 +375,10 @@ func (e *engine) checkABI(mod wazero.CompiledModule) error {
 	}
 	for _, imp := range mod.ImportedFunctions() {
 		modName, name, _ := imp.Import()
+		if e.metered && modName == sliceModule && name == sliceFunc &&
+			len(imp.ParamTypes()) == 0 && len(imp.ResultTypes()) == 0 {
+			continue // the meter's own import (it refuses a module's)
+		}
 		if modName != wasi_snapshot_preview1.ModuleName {
 			return fmt.Errorf("unknown import %s.%s: only %s is provided", modName, name, wasi_snapshot_preview1.ModuleName)
 		}
@@ -340,7 +426,13 @@ func writeFileAtomic(path string, data []byte) error {
 //
 // An error saying what is wrong; Run would end such a module as
 // invalid_checker with the same reason.
+//
+// Validate waits for a compilation slot (one per core) as long as ctx
+// lasts, and then returns ctx's error.
 func (s *Sandbox) Validate(ctx context.Context, module []byte) error {
-	c := s.metered.compile(context.WithoutCancel(ctx), sha256.Sum256(module), module)
+	c, err := s.metered.compile(ctx, sha256.Sum256(module), module)
+	if err != nil {
+		return err
+	}
 	return c.err
 }

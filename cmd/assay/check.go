@@ -35,6 +35,8 @@ func cmdCheck(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "\nRuns a checker in the sandbox exactly as the court does and prints the outcome.")
 		fmt.Fprintln(stderr, "A .py checker (or --kind python) is Python, run by the built-in CPython 3.11 for WASI.")
 		fmt.Fprintln(stderr, "Exit status: 0 pass, 1 any other deciding outcome, 2 usage or unreadable file, 3 invalid checker, 4 timeout.")
+		fmt.Fprintf(stderr, "The default fuel, %d, ends the tightest endless loop as fuel_exhausted in under 2 s,\n", wasm.DefaultFuel)
+		fmt.Fprintf(stderr, "long before the %s backstop; --fuel may be at most %d.\n", wasm.DefaultTimeout, wasm.MaxFuel)
 		fmt.Fprintln(stderr)
 		fs.PrintDefaults()
 	}
@@ -44,7 +46,7 @@ func cmdCheck(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		artType   = fs.String("type", "", "artifact type for a python checker: "+strings.Join(python.Types, "|")+" (default "+python.DefaultType+")")
 		artifact  = fs.String("artifact", "", "the artifact (`PATH`), given on stdin and as /in/artifact")
 		evidence  = fs.String("evidence", "", "a challenger's counterexample (`PATH`), given as /in/evidence")
-		fuel      = fs.Uint64("fuel", wasm.DefaultFuel, "fuel budget; 0 runs unmetered, for measurement only")
+		fuel      = fs.Uint64("fuel", wasm.DefaultFuel, fmt.Sprintf("fuel budget, at most %d; 0 runs unmetered, for measurement only", wasm.MaxFuel))
 		memoryMiB = fs.Uint("memory-mib", uint(wasm.DefaultMemoryMiB), "memory limit in MiB")
 		timeout   = fs.Duration("timeout", wasm.DefaultTimeout, "wall-clock backstop; a timeout decides nothing")
 		asJSON    = fs.Bool("json", false, "print the outcome as one JSON object")
@@ -62,6 +64,9 @@ func cmdCheck(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return exitUsage
 	case *checker == "" || *artifact == "":
 		fmt.Fprintln(stderr, "assay check: --checker and --artifact are required")
+		return exitUsage
+	case *fuel > wasm.MaxFuel:
+		fmt.Fprintf(stderr, "assay check: --fuel must be at most %d\n", wasm.MaxFuel)
 		return exitUsage
 	case *memoryMiB == 0 || *memoryMiB > uint(wasm.MaxMemoryMiB):
 		fmt.Fprintf(stderr, "assay check: --memory-mib must be between 1 and %d\n", wasm.MaxMemoryMiB)
@@ -93,7 +98,7 @@ func cmdCheck(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	} else {
 		out = sb.Run(ctx, module, in, lim)
 	}
-	// A guest left running by a timeout is ended by the process's exit.
+	// Run returned, so its guest has stopped; Close has nothing to wait for.
 	closeCtx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	_ = sb.Close(closeCtx)

@@ -3,11 +3,15 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/assayhq/assay/wasm"
 )
 
 func fixturePath(name string) string {
@@ -119,6 +123,8 @@ func TestCheck_usage(t *testing.T) {
 		{"ErrMissingArtifact", []string{"--checker", fixturePath("pass.wasm"), "--artifact", "/no/such.json"}, "cannot read artifact /no/such.json"},
 		{"ErrMissingEvidence", []string{"--checker", fixturePath("pass.wasm"), "--artifact", art, "--evidence", "/no/ev"}, "cannot read evidence /no/ev"},
 		{"ErrMemory", []string{"--checker", fixturePath("pass.wasm"), "--artifact", art, "--memory-mib", "0"}, "--memory-mib"},
+		{"ErrMemoryOverMax", []string{"--checker", fixturePath("pass.wasm"), "--artifact", art, "--memory-mib", fmt.Sprint(wasm.MaxMemoryMiB + 1)}, "--memory-mib"},
+		{"ErrFuel", []string{"--checker", fixturePath("pass.wasm"), "--artifact", art, "--fuel", fmt.Sprint(wasm.MaxFuel + 1)}, "--fuel must be at most"},
 		{"ErrFlag", []string{"--bogus"}, "flag provided but not defined"},
 		{"ErrArg", []string{"--checker", fixturePath("pass.wasm"), "--artifact", art, "extra"}, "unexpected argument"},
 	} {
@@ -176,5 +182,30 @@ func TestCheck_python(t *testing.T) {
 				t.Errorf("detail %q lacks %q", d, tc.inOut)
 			}
 		})
+	}
+}
+
+// TestCheck_defaultFuelEndsLoop: the tightest endless loop, at the
+// default limits, ends fuel_exhausted (never a timeout) with the same fuel
+// used every run, well within the backstop.
+func TestCheck_defaultFuelEndsLoop(t *testing.T) {
+	cache := t.TempDir()
+	art := writeFile(t, "artifact.txt", "x")
+	spin := filepath.Join("..", "..", "wasm", "testdata", "spin.wasm")
+	for range 2 {
+		start := time.Now()
+		code, stdout, stderr := runAssay(t, "check", "--cache", cache, "--json", "--checker", spin, "--artifact", art)
+		took := time.Since(start)
+		var out struct {
+			Kind     string `json:"kind"`
+			FuelUsed uint64 `json:"fuel_used"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+			t.Fatalf("%v: %s %s", err, stdout, stderr)
+		}
+		if code != exitNo || out.Kind != "fuel_exhausted" || out.FuelUsed != wasm.DefaultFuel {
+			t.Fatalf("exit %d kind %s fuel %d, want 1, fuel_exhausted at %d", code, out.Kind, out.FuelUsed, wasm.DefaultFuel)
+		}
+		t.Logf("fuel_exhausted after %s (noisy: a shared machine)", took)
 	}
 }

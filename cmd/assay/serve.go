@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -70,8 +71,9 @@ func cmdServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	mattersAuth := fs.String("matters-auth", envOr("ASSAY_MATTERS_AUTH", string(api.MattersSigned)), "judgment routes' `MODE` ($ASSAY_MATTERS_AUTH): signed (RFC 9421 principals) or open (identities from the body, local use only)")
 	storeSpec := fs.String("store", envOr("ASSAY_STORE", ""), "the `STORE` ($ASSAY_STORE): badger:PATH, or postgres:URL to share one PostgreSQL database between nodes (default badger:DIR/db)")
 	keysDir := fs.String("keys", envOr("ASSAY_KEYS", ""), "signing keys `DIR` ($ASSAY_KEYS): the keys live in DIR/keys/ed25519.json; every node of one court names the same (default the data DIR)")
+	memoryBudget := fs.String("memory-budget", envOr("ASSAY_MEMORY_BUDGET", ""), "`MiB` checker runs may hold at once, snapshots included ($ASSAY_MEMORY_BUDGET); runs wait for room (default half the machine's memory)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: assay serve [--addr :8080] [--data ./data] [--store badger:PATH|postgres:URL] [--keys DIR]")
+		fmt.Fprintln(stderr, "usage: assay serve [--addr :8080] [--data ./data] [--store badger:PATH|postgres:URL] [--keys DIR] [--memory-budget MiB]")
 		fmt.Fprintln(stderr, "\nServes the escrow court until SIGINT or SIGTERM, then lets in-flight requests")
 		fmt.Fprintln(stderr, "finish and closes the store. ASSAY_OPERATOR_TOKEN enables POST /contracts/{id}/resolve.")
 		fmt.Fprintln(stderr, "\nSeveral nodes serve one court from one PostgreSQL database: give each the same")
@@ -99,9 +101,14 @@ func cmdServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "assay serve: --store: %v\n", err)
 		return exitUsage
 	}
+	budget, err := parseMemoryBudget(*memoryBudget)
+	if err != nil {
+		fmt.Fprintf(stderr, "assay serve: --memory-budget: %v\n", err)
+		return exitUsage
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cfg := serveConfig{Addr: *addr, Data: *data, Store: st, Keys: *keysDir, MattersAuth: api.MattersAuth(*mattersAuth)}
+	cfg := serveConfig{Addr: *addr, Data: *data, Store: st, Keys: *keysDir, MattersAuth: api.MattersAuth(*mattersAuth), MemoryBudgetMiB: budget}
 	if err := serveWith(ctx, cfg, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "assay serve: %v\n", err)
 		return exitNo
@@ -164,6 +171,30 @@ type serveConfig struct {
 	Store       storeSpec // zero: badger in Data/db
 	Keys        string    // the directory holding keys/ed25519.json; "": Data
 	MattersAuth api.MattersAuth
+	// MemoryBudgetMiB is the sandbox's wasm.Config.MemoryBudgetMiB; 0 its
+	// default.
+	MemoryBudgetMiB int
+}
+
+// minMemoryBudgetMiB is the least --memory-budget: room for a reactor's
+// start-up (wasm.InitMemoryMiB) beside the snapshot cache's quarter.
+const minMemoryBudgetMiB = 2 * wasm.InitMemoryMiB
+
+// parseMemoryBudget parses --memory-budget: "" (the default, 0) or a
+// whole number of MiB, at least minMemoryBudgetMiB.
+//
+// # Errors
+//
+// Anything else, with what is wanted.
+func parseMemoryBudget(s string) (int, error) {
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(s, 10, 31)
+	if err != nil || n < minMemoryBudgetMiB {
+		return 0, fmt.Errorf("want a whole number of MiB, at least %d, not %q", minMemoryBudgetMiB, s)
+	}
+	return int(n), nil
 }
 
 // openStore opens the store cfg names.
@@ -200,13 +231,13 @@ func serveWith(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) e
 			log.Error("close store", "err", err)
 		}
 	}()
-	sb, err := wasm.NewSandbox(ctx, wasm.Config{CacheDir: filepath.Join(dir, "cache")})
+	sb, err := wasm.NewSandbox(ctx, wasm.Config{CacheDir: filepath.Join(dir, "cache"), MemoryBudgetMiB: cfg.MemoryBudgetMiB})
 	if err != nil {
 		return err
 	}
 	defer func() {
-		// A guest abandoned by a timeout runs on until its fuel is spent
-		// (at most wasm.MaxFuel); do not wait for it past a bound.
+		// Close stops running guests within a fuel slice each; do not
+		// wait past a bound all the same.
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := sb.Close(ctx); err != nil {

@@ -2,12 +2,15 @@ package replays
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/runtime/fault"
@@ -24,9 +27,19 @@ const (
 	// MaxBodyBytes bounds a batch's JSON body.
 	MaxBodyBytes = 8 << 20
 	// BatchTimeout bounds a whole batch, within the server's write timeout
-	// of a minute: replays not started by then are not run, and the batch
-	// answers batch_timeout.
+	// of a minute: replays not started by then are not run, replays still
+	// running are stopped (within a fuel slice), and the batch answers
+	// batch_timeout.
 	BatchTimeout = 45 * time.Second
+	// MaxOutputBytes bounds the output a batch's answer carries: the
+	// stdout, stderr and detail of its outcomes, as JSON text. Past it,
+	// outcomes keep their kind, exit code, fuel and the output's hashes,
+	// but drop stdout and stderr and cut the detail to TrimmedDetailBytes;
+	// Response.Trimmed lists them. A batch's answer is then at most this
+	// plus MaxBatch outcomes of bounded size (about 8 KiB each).
+	MaxOutputBytes = 8 << 20
+	// TrimmedDetailBytes is the most of a trimmed outcome's detail kept.
+	TrimmedDetailBytes = 1 << 10
 )
 
 // Encodings of a batch's artifacts and evidence.
@@ -65,11 +78,75 @@ type Response struct {
 	// MemoHits counts the outcomes answered from the memo, without a run.
 	MemoHits int            `json:"memo_hits"`
 	Outcomes []wasm.Outcome `json:"outcomes"`
+	// Trimmed lists, in order, the outcomes whose stdout and stderr were
+	// dropped, and detail cut, to keep the answer within MaxOutputBytes.
+	Trimmed []int `json:"trimmed,omitempty"`
+}
+
+// Trim keeps r's output within MaxOutputBytes: outcomes in order keep
+// theirs while it fits, and the rest are trimmed (see MaxOutputBytes). It
+// is idempotent.
+func (r *Response) Trim() {
+	total := 0
+	was := r.Trimmed
+	var trimmed []int
+	for i := range r.Outcomes {
+		o := &r.Outcomes[i]
+		n := jsonLen(o.Stdout) + jsonLen(o.Stderr) + jsonLen(o.Detail)
+		again := len(was) > 0 && was[0] == i
+		if again {
+			was = was[1:]
+		}
+		if total+n <= MaxOutputBytes && !again {
+			total += n
+			continue
+		}
+		o.Stdout, o.Stderr = "", ""
+		if len(o.Detail) > TrimmedDetailBytes {
+			o.Detail = strings.ToValidUTF8(o.Detail[:TrimmedDetailBytes], "")
+		}
+		total += jsonLen(o.Detail)
+		trimmed = append(trimmed, i)
+	}
+	r.Trimmed = trimmed
+}
+
+// jsonLen is the length of s as encoding/json writes it in a string,
+// quotes aside: control characters, <, > and &, U+2028, U+2029 and each
+// byte of invalid UTF-8 take six bytes (\u00XX, \ufffd), " and \\ two.
+func jsonLen(s string) int {
+	n := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c < 0x20 || c == '<' || c == '>' || c == '&':
+				n += 6
+			case c == '"' || c == '\\':
+				n += 2
+			default:
+				n++
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1, r == '\u2028', r == '\u2029':
+			n += 6
+		default:
+			n += size
+		}
+		i += size
+	}
+	return n
 }
 
 // Service replays batches on one node's Runner: its pool and its memo.
 type Service struct {
 	runner *checkers.Runner
+	// Timeout bounds a batch that Replay runs; 0 means BatchTimeout.
+	Timeout time.Duration
 }
 
 // NewService returns a Service on runner; nil answers every batch
@@ -87,7 +164,7 @@ func NewService(runner *checkers.Runner) *Service { return &Service{runner: runn
 // reference), invalid_encoding, invalid_artifact, invalid_evidence (400);
 // checker_not_found (404); batch_too_large, artifact_too_large (413);
 // checkers_unavailable, batch_timeout (503: the batch took longer than
-// BatchTimeout); the store's own error when it could not give the checker
+// its Timeout; its guests are stopped); the store's own error when it could not give the checker
 // (store_contention, or an internal error); or ctx's error when it ended
 // first.
 func (s *Service) Replay(ctx context.Context, req Request) (Response, error) {
@@ -95,8 +172,9 @@ func (s *Service) Replay(ctx context.Context, req Request) (Response, error) {
 	if err != nil {
 		return Response{}, err
 	}
+	bound := cmp.Or(s.Timeout, BatchTimeout)
 	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, BatchTimeout)
+	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	results, err := s.runner.RunBatch(ctx, req.Checker, inputs, checkers.BatchOptions{NoMemo: req.NoMemo})
 	switch {
@@ -105,7 +183,7 @@ func (s *Service) Replay(ctx context.Context, req Request) (Response, error) {
 	case err != nil && parent.Err() != nil:
 		return Response{}, parent.Err()
 	case err != nil && ctx.Err() != nil:
-		return Response{}, batchTimeout(len(inputs))
+		return Response{}, batchTimeout(len(inputs), bound)
 	case err != nil:
 		// The reference was checked above: what is left is the store
 		// failing to give the checker, a 503 or a 500 by its own kind,
@@ -121,18 +199,19 @@ func (s *Service) Replay(ctx context.Context, req Request) (Response, error) {
 		}
 		if r.Outcome.Kind == wasm.KindTimeout && parent.Err() == nil && ctx.Err() != nil {
 			// Cut short by the batch's bound, not its own backstop.
-			return Response{}, batchTimeout(len(inputs))
+			return Response{}, batchTimeout(len(inputs), bound)
 		}
 		resp.Outcomes[i] = r.Outcome
 		if r.Memo {
 			resp.MemoHits++
 		}
 	}
+	resp.Trim()
 	return resp, nil
 }
 
-func batchTimeout(n int) error {
-	return fault.New(fault.Unavailable, "batch_timeout", "the batch of %d did not finish within %s; send fewer artifacts, or give the checker less fuel", n, BatchTimeout)
+func batchTimeout(n int, bound time.Duration) error {
+	return fault.New(fault.Unavailable, "batch_timeout", "the batch of %d did not finish within %s; send fewer artifacts, or give the checker less fuel", n, bound)
 }
 
 // inputs checks req and decodes its artifacts and evidence.

@@ -6,10 +6,6 @@ package meter
 // declared counts the bytes cannot hold, even in sections it otherwise
 // copies as they are.
 
-// maxLocals caps the locals (parameters included) of one function. It is
-// V8's limit; wazero allocates a byte per declared local.
-const maxLocals = 50_000
-
 // Minimum encoded sizes of section entries.
 const (
 	minTable  = 3 // reftype, limits flag, min

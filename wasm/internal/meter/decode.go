@@ -28,9 +28,12 @@ const (
 	opI32Add       = 0x6a
 	opI32Sub       = 0x6b
 	opI64LtS       = 0x53
+	opI64GeS       = 0x59
+	opI64Add       = 0x7c
 	opI64Sub       = 0x7d
 	opI64Mul       = 0x7e
 	opI64ExtendU   = 0xad // i64.extend_i32_u
+	opRefFunc      = 0xd2
 	opMiscPrefix   = 0xfc
 	opSIMDPrefix   = 0xfd
 
@@ -237,7 +240,7 @@ func (d *decoder) next() (instr, error) {
 			err = d.err(d.p-1, "bad reference type %#x", d.b[d.p-1])
 		}
 	case op == 0xd1: // ref.is_null
-	case op == 0xd2: // ref.func
+	case op == opRefFunc:
 		_, err = d.u32()
 	case op == opMiscPrefix:
 		err = d.misc(&in)

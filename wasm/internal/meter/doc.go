@@ -3,19 +3,29 @@
 //
 // wazero has no fuel of its own, so Instrument inserts the accounting into
 // the bytecode before compilation. The instrumented module exports a mutable
-// i64 global, GlobalExport, that holds the fuel left. The host sets it before
-// a run and reads it after:
+// i64 global, GlobalExport, that holds the fuel left in the current slice,
+// and imports a function, SliceFunc from SliceModule, of type [] -> [],
+// that hands out the next slice. The host gives a run its fuel in slices
+// and counts what it gave:
 //
-//   - Instantiate without start functions, set GlobalExport to the limit
-//     (> 0), call StartExport if it is exported (it is the module's former
-//     start function), then call the entry point (e.g. _start).
-//   - fuel used = limit - global, when the global is >= 0.
-//   - A run that ends with the global below zero, however it ended, ran out
-//     of fuel. Function entries and loop headers test the counter; when it
-//     is below zero there, the instrumented code stores Exhausted (-1) into
-//     the global and executes unreachable. Between two tests the code is
-//     acyclic, so a run can overdraw its fuel by at most that much and still
-//     reach its end: the host counts that as exhaustion too.
+//   - Instantiate without start functions, set GlobalExport to the first
+//     slice (> 0, at most the run's limit), call StartExport if it is
+//     exported (it is the module's former start function), then call the
+//     entry point (e.g. _start).
+//   - Function entries and loop headers test the counter. When a test finds
+//     it below zero, the instrumented code writes it to the global and calls
+//     fuel_slice. The host adds slices (never more than the limit in all)
+//     until the global is >= 0 and returns; when it cannot (the limit is
+//     given out), or the run must end for another reason (a deadline, a
+//     cancellation, a shutdown), it does not return: it panics, which ends
+//     the guest call with that error. The call itself costs no fuel, and
+//     being ordinary Go it is where the goroutine reaches a safe point.
+//   - fuel used = given - global, however the run ended; used > limit is
+//     exhaustion. Between two tests the code is acyclic, so a run can
+//     overdraw its fuel by at most that much and still reach its end: that
+//     counts as exhaustion too. Slice boundaries depend only on fuel, and
+//     the slice path leaves the global as it would be without it (see
+//     below), so outcome and fuel used do not depend on the slice size.
 //   - Every call counts its depth in a second exported global, DepthExport
 //     (mutable i32): incremented before the call, decremented after. A call
 //     that would nest deeper than MaxDepth stores DepthExceeded into it and
@@ -32,7 +42,15 @@
 // before a branch to the function's outermost label, and before an original
 // unreachable. A trap other than unreachable (division by zero, an
 // out-of-bounds access) leaves the global at its value at the last sync
-// point, which is still a deterministic function of program and input.
+// point, which is still a deterministic function of program and input. The
+// call of fuel_slice is no sync point: after it, the global holds its value
+// from before plus the fuel handed out.
+//
+// The test's branch not taken costs what a test costs without slices:
+// i64.ge_s and a branch over an else-arm. wazero's compiler spills a
+// loop-carried local that is live across a call on every iteration, so the
+// else-arm first copies the locals the enclosing loops write into globals
+// of the meter's own and back after the call.
 //
 // # Cost model
 //
@@ -65,8 +83,17 @@
 // # Output
 //
 // The pass keeps every section, in order, with custom sections copied as
-// they are (DWARF offsets in them go stale). It appends two globals and two
-// or three exports, removes the start section, and appends locals to each
-// function body after its own; no existing index of any kind moves. The
-// output for a given input depends only on the input and Version.
+// they are (DWARF offsets in them go stale) except the name section. It
+// appends a type ([] -> []) and the import of fuel_slice after the
+// module's own (so fuel_slice's index is the number of imported
+// functions), appends the two counters and the globals the slice path
+// saves locals in, two or three exports, removes the start section, and
+// appends locals to each function body after its own. The import moves
+// every defined function up by one index; the pass renumbers every place
+// that names one: call, ref.func (in code, global initialisers and element
+// expressions), exports, the start function (now StartExport), element
+// segments' function indices, and the function, local and label names of
+// the name section, which therefore stays correct. No other index moves.
+// An input that imports from SliceModule itself is refused. The output for
+// a given input depends only on the input and Version.
 package meter

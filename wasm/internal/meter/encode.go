@@ -1,30 +1,115 @@
 package meter
 
+import "slices"
+
 // locals are the local indices a rewritten function uses, and the global
 // index of the counter.
 type locals struct {
 	fuel   uint32 // i64: the cached counter
 	s, r   uint32 // i32 scratch: operand, result
 	global uint32 // the fuel counter; the depth counter is global+1
+	slice  uint32 // fuel_slice's function index
+	m      *module
+	types  func(uint32) byte // the type of a local
 }
 
-// appendExhaust appends the out-of-fuel path: store Exhausted into the
-// global and trap. It sits inside an if with an empty block type.
-func appendExhaust(b []byte, l *locals) []byte {
-	b = append(b, opI64Const)
-	b = appendS64(b, Exhausted)
-	b = append(b, opGlobalSet)
+// saveTypes are the value types of the globals the slice path saves
+// locals in: slot k of type saveTypes[t] is global counter+2+k*7+t.
+var saveTypes = [...]byte{0x7f, 0x7e, 0x7d, 0x7c, 0x7b, 0x70, 0x6f}
+
+// zeroExpr is the constant expression of a global of type t's initial
+// value.
+func zeroExpr(t byte) []byte {
+	switch t {
+	case 0x7f:
+		return []byte{opI32Const, 0, opEnd}
+	case 0x7e:
+		return []byte{opI64Const, 0, opEnd}
+	case 0x7d:
+		return []byte{0x43, 0, 0, 0, 0, opEnd}
+	case 0x7c:
+		return []byte{0x44, 0, 0, 0, 0, 0, 0, 0, 0, opEnd}
+	case 0x7b:
+		return append(append([]byte{opSIMDPrefix, 0x0c}, make([]byte, 16)...), opEnd)
+	}
+	return []byte{0xd0, t, opEnd} // ref.null t
+}
+
+// appendSaves appends, for each local in saves, local.get and global.set
+// into a save slot (load false), or global.get from it and local.set
+// (load true).
+func appendSaves(b []byte, l *locals, saves []uint32, load bool) []byte {
+	var n [len(saveTypes)]uint32
+	for _, x := range saves {
+		ti := slices.Index(saveTypes[:], l.types(x))
+		if ti < 0 {
+			continue
+		}
+		g := l.global + 2 + n[ti]*uint32(len(saveTypes)) + uint32(ti)
+		n[ti]++
+		if n[ti] > l.m.slots {
+			l.m.slots = n[ti]
+		}
+		if load {
+			b = append(b, opGlobalGet)
+			b = appendU32(b, g)
+			b = append(b, opLocalSet)
+			b = appendU32(b, x)
+		} else {
+			b = append(b, opLocalGet)
+			b = appendU32(b, x)
+			b = append(b, opGlobalSet)
+			b = appendU32(b, g)
+		}
+	}
+	return b
+}
+
+// appendSlice appends the path taken when a slice is spent, the else-arm
+// of an if with an empty block type: store the counter, call fuel_slice
+// (which returns only with the global >= 0, the next slice handed out) and
+// reload it. The global then goes back to what it held before, plus the
+// fuel handed out: charges since the last sync point stay unsynced, so
+// that a trap other than unreachable leaves the global where it would have
+// been without the call, and fuel used does not depend on where slices
+// end.
+//
+//	global.get $g; local.get $f; i64.sub     ;; unsynced charges, kept on the stack
+//	local.get $f; global.set $g; call $slice
+//	global.get $g; local.tee $f; i64.add; global.set $g
+//
+// Around that, the locals in saves (those the enclosing loops write) are
+// copied into globals and back. A loop-carried local live across a call
+// is a phi that wazero's compiler spills to the stack on every iteration,
+// on the hot path too; copied out and back, none is live across the call.
+// The path sits in the else-arm, so that the compiler lays out the
+// fall-through (the counter >= 0) as the path it allocates registers for.
+func appendSlice(b []byte, l *locals, saves []uint32) []byte {
+	b = appendSaves(b, l, saves, false)
+	b = append(b, opGlobalGet)
 	b = appendU32(b, l.global)
-	return append(b, opUnreachable)
-}
-
-// appendCheck appends "local.tee $f; i64.const 0; i64.lt_s; if exhaust end"
-// after an i64.sub that left the new counter on the stack.
-func appendCheck(b []byte, l *locals) []byte {
+	b = append(b, opLocalGet)
+	b = appendU32(b, l.fuel)
+	b = append(b, opI64Sub)
+	b = appendEdit(b, edit{kind: editStore}, l)
+	b = append(b, opCall)
+	b = appendU32(b, l.slice)
+	b = append(b, opGlobalGet)
+	b = appendU32(b, l.global)
 	b = append(b, opLocalTee)
 	b = appendU32(b, l.fuel)
-	b = append(b, opI64Const, 0, opI64LtS, opIf, blockEmpty)
-	b = appendExhaust(b, l)
+	b = append(b, opI64Add, opGlobalSet)
+	b = appendU32(b, l.global)
+	return appendSaves(b, l, saves, true)
+}
+
+// appendCheck appends "local.tee $f; i64.const 0; i64.ge_s; if else slice
+// end" after an i64.sub that left the new counter on the stack.
+func appendCheck(b []byte, l *locals, saves []uint32) []byte {
+	b = append(b, opLocalTee)
+	b = appendU32(b, l.fuel)
+	b = append(b, opI64Const, 0, opI64GeS, opIf, blockEmpty, opElse)
+	b = appendSlice(b, l, saves)
 	return append(b, opEnd)
 }
 
@@ -60,19 +145,22 @@ func appendEdit(b []byte, e edit, l *locals) []byte {
 		b = appendEdit(b, edit{kind: editLoad}, l)
 	case editCharge:
 		// local.get $f; i64.const cost; i64.sub; then, to check,
-		// local.tee $f; i64.const 0; i64.lt_s; if; i64.const -1;
-		// global.set $g; unreachable; end; or else local.set $f
+		// local.tee $f; i64.const 0; i64.ge_s; if; else; (appendSlice);
+		// end; or else local.set $f
 		b = append(b, opLocalGet)
 		b = appendU32(b, l.fuel)
 		b = append(b, opI64Const)
 		b = appendS64(b, e.cost)
 		b = append(b, opI64Sub)
 		if e.check {
-			b = appendCheck(b, l)
+			b = appendCheck(b, l, e.saves)
 		} else {
 			b = append(b, opLocalSet)
 			b = appendU32(b, l.fuel)
 		}
+	case editFunc:
+		b = append(b, e.op)
+		b = appendU32(b, e.fn)
 	case editBulk:
 		// local.set $s; local.get $f; local.get $s; i64.extend_i32_u;
 		// [i64.const BulkCost; i64.mul]; i64.sub; check; local.get $s
@@ -85,7 +173,7 @@ func appendEdit(b []byte, e edit, l *locals) []byte {
 		b = append(b, opI64ExtendU)
 		b = appendMul(b, BulkCost)
 		b = append(b, opI64Sub)
-		b = appendCheck(b, l)
+		b = appendCheck(b, l, e.saves)
 		b = append(b, opLocalGet)
 		b = appendU32(b, l.s)
 	case editGrowPre:
@@ -104,7 +192,7 @@ func appendEdit(b []byte, e edit, l *locals) []byte {
 		b = append(b, opI64ExtendU)
 		b = appendMul(b, e.cost)
 		b = append(b, opI64Sub)
-		b = appendCheck(b, l)
+		b = appendCheck(b, l, e.saves)
 		b = append(b, opEnd, opLocalGet)
 		b = appendU32(b, l.r)
 	}
@@ -129,17 +217,39 @@ func appendMul(b []byte, k int64) []byte {
 	return append(b, opI64Mul)
 }
 
+// localTypes returns the type of a local, given the parameter types and
+// the local declarations (decls, read cleanly by rewriteBody), or 0 for an
+// index out of range (wazero rejects the module).
+func localTypes(params, decls []byte) func(uint32) byte {
+	return func(x uint32) byte {
+		if uint64(x) < uint64(len(params)) {
+			return params[x]
+		}
+		i := uint64(x) - uint64(len(params))
+		ndecl, p, _ := readU32(decls, 0)
+		for ; ndecl > 0; ndecl-- {
+			c, n, _ := readU32(decls, p)
+			if i < uint64(c) {
+				return decls[p+n]
+			}
+			i -= uint64(c)
+			p += n + 1
+		}
+		return 0
+	}
+}
+
 // rewriteBody returns the instrumented form of one function body (without
-// its size prefix). nparams is the number of parameters of its type, global
-// the counter's index, base the body's offset in the module.
-func rewriteBody(body []byte, nparams uint32, global uint32, base int) ([]byte, error) {
+// its size prefix). params are the parameter types of its type, base the
+// body's offset in the module.
+func (m *module) rewriteBody(body []byte, params []byte, base int) ([]byte, error) {
 	// Local declarations: a vector of (count, type).
 	ndecl, n, err := readU32(body, 0)
 	if err != nil {
 		return nil, errAt(base, "bad local declarations: %s", err.(*DecodeError).Reason)
 	}
 	p := n
-	nlocals := uint64(nparams)
+	nlocals := uint64(len(params))
 	for i := uint32(0); i < ndecl; i++ {
 		c, n, err := readU32(body, p)
 		if err != nil {
@@ -155,14 +265,15 @@ func rewriteBody(body []byte, nparams uint32, global uint32, base int) ([]byte, 
 		p++
 		nlocals += uint64(c)
 	}
-	if nlocals > maxLocals {
-		return nil, errAt(base, "too many locals: %d > %d", nlocals, maxLocals)
+	if nlocals > MaxLocals {
+		return nil, &LimitError{Limit: "locals of a function", Max: MaxLocals, Got: nlocals, Offset: base}
 	}
-	pl, err := planBody(body, p, base)
+	pl, err := m.planBody(body, p, base)
 	if err != nil {
 		return nil, err
 	}
-	l := &locals{fuel: uint32(nlocals), s: uint32(nlocals) + 1, r: uint32(nlocals) + 2, global: global}
+	l := &locals{fuel: uint32(nlocals), s: uint32(nlocals) + 1, r: uint32(nlocals) + 2, global: m.globals, slice: m.imports, m: m,
+		types: localTypes(params, body[:p])}
 
 	out := make([]byte, 0, len(body)+len(pl.edits)*12+16)
 	if pl.scratch {
@@ -183,6 +294,9 @@ func rewriteBody(body []byte, nparams uint32, global uint32, base int) ([]byte, 
 		out = append(out, body[last:e.pos]...)
 		last = e.pos
 		out = appendEdit(out, e, l)
+		if e.kind == editFunc {
+			last = e.end // the edit replaces the instruction
+		}
 	}
 	return append(out, body[last:]...), nil
 }

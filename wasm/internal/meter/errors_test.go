@@ -91,10 +91,13 @@ func TestInstrument_Deterministic(t *testing.T) {
 }
 
 // TestInstrument_Empty instruments a module with no sections at all: it
-// gains a global section with the two counters and an export section.
+// gains a type section and an import section for fuel_slice, a global
+// section with the two counters and an export section.
 func TestInstrument_Empty(t *testing.T) {
 	out := mustInstrument(t, []byte("\x00asm\x01\x00\x00\x00"))
 	want := []byte("\x00asm\x01\x00\x00\x00" +
+		"\x01\x04\x01\x60\x00\x00" +
+		"\x02\x14\x01\x05assay\x0afuel_slice\x00\x00" +
 		"\x06\x0b\x02\x7e\x01\x42\x00\x0b\x7f\x01\x41\x00\x0b" +
 		"\x07\x1c\x02\x0aassay_fuel\x03\x00\x0bassay_depth\x03\x01")
 	if !bytes.Equal(out, want) {

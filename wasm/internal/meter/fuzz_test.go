@@ -40,8 +40,9 @@ func FuzzInstrument(f *testing.F) {
 		out, err := Instrument(b)
 		if err != nil {
 			var de *DecodeError
-			if !errors.As(err, &de) {
-				t.Fatalf("error %T is not a *DecodeError: %v", err, err)
+			var le *LimitError
+			if !errors.As(err, &de) && !errors.As(err, &le) {
+				t.Fatalf("error %T is not a *DecodeError or a *LimitError: %v", err, err)
 			}
 			return
 		}

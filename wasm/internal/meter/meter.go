@@ -8,7 +8,7 @@ import (
 // Version identifies the pass's output. It is bumped whenever the bytes
 // Instrument emits for some input change, because it keys caches of
 // instrumented and compiled modules.
-const Version = 2
+const Version = 3
 
 // GlobalExport is the export name of the fuel counter: a mutable i64 global
 // holding the fuel left.
@@ -19,9 +19,18 @@ const GlobalExport = "assay_fuel"
 // can set the fuel before the start function runs.
 const StartExport = "assay_start"
 
-// Exhausted is the value the instrumented code stores into the global just
-// before it traps for lack of fuel.
-const Exhausted = -1
+// SliceModule and SliceFunc name the function Instrument imports, of type
+// [] -> [], that the instrumented code calls when the counter in
+// GlobalExport is found below zero at a test: the current slice of fuel
+// is spent. The counter is in the global when it is called. It must
+// return only with the global >= 0 (the next slice handed out); when the
+// run must end instead (its fuel is spent, or its deadline passed, or it
+// was cancelled), it must not return: the host panics, which ends the
+// guest call with an error. The call itself costs no fuel.
+const (
+	SliceModule = "assay"
+	SliceFunc   = "fuel_slice"
+)
 
 // DepthExport is the export name of the call-depth counter: a mutable i32
 // global that every call increments before it and decrements after it.

@@ -42,28 +42,87 @@ func mustInstrument(tb testing.TB, b []byte) []byte {
 	return out
 }
 
-// host is the environment the test modules import: env.charge, which
-// charges fuel the way the sandbox's I/O functions do, and g.base.
+// errOutOfFuel is what the test host panics with when a run's fuel is
+// spent.
+var errOutOfFuel = errors.New("out of fuel")
+
+// host is the environment the test modules import: the "assay" module
+// whose fuel_slice hands out fuel in slices, as the sandbox does; env.charge,
+// which charges fuel the way the sandbox's I/O functions do; and g.base.
 type host struct {
-	seen []int64 // the counter as env.charge found it
+	limit int64   // the run's fuel
+	slice int64   // fuel handed out at a time
+	given int64   // fuel handed out so far
+	calls int     // calls of fuel_slice
+	seen  []int64 // fuel used as env.charge found it
+	// stop, when set, makes fuel_slice end the run at once, as a host
+	// does when a run's deadline passes.
+	stop bool
+}
+
+// testSlice is the slice the tests hand out unless they say otherwise:
+// small and odd, so that slices end at many different points.
+const testSlice = 997
+
+// begin sets the counter of an instrumented module to the first slice of
+// a run of limit fuel.
+func (h *host) begin(g api.MutableGlobal, limit int64) {
+	h.limit, h.given, h.calls = limit, min(h.slice, limit), 0
+	g.Set(uint64(h.given))
+}
+
+// refill hands out slices until the counter is >= 0, or panics when the
+// fuel is spent.
+func (h *host) refill(g api.MutableGlobal) {
+	if h.stop {
+		panic(errStopped)
+	}
+	left := int64(g.Get())
+	for left < 0 && h.given < h.limit {
+		add := min(h.slice, h.limit-h.given)
+		h.given += add
+		left += add
+	}
+	g.Set(uint64(left))
+	if left < 0 {
+		panic(errOutOfFuel)
+	}
+}
+
+// used is the fuel a run used: given less what is left.
+func (h *host) used(g api.MutableGlobal) int64 { return h.given - int64(g.Get()) }
+
+var errStopped = errors.New("stopped")
+
+func fuelGlobal(mod api.Module) api.MutableGlobal {
+	g, _ := mod.ExportedGlobal(GlobalExport).(api.MutableGlobal)
+	return g
 }
 
 func (h *host) instantiate(tb testing.TB, ctx context.Context, r wazero.Runtime) {
 	tb.Helper()
-	_, err := r.NewHostModuleBuilder("env").NewFunctionBuilder().
+	if h.slice == 0 {
+		h.slice = testSlice
+	}
+	_, err := r.NewHostModuleBuilder(SliceModule).NewFunctionBuilder().
+		WithFunc(func(ctx context.Context, mod api.Module) {
+			h.calls++
+			h.refill(fuelGlobal(mod))
+		}).Export(SliceFunc).Instantiate(ctx)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	_, err = r.NewHostModuleBuilder("env").NewFunctionBuilder().
 		WithFunc(func(ctx context.Context, mod api.Module, n uint32) {
-			g, ok := mod.ExportedGlobal(GlobalExport).(api.MutableGlobal)
-			if !ok {
+			g := fuelGlobal(mod)
+			if g == nil {
 				return // an uninstrumented module
 			}
-			v := int64(g.Get())
-			h.seen = append(h.seen, v)
-			v -= int64(n)
-			if v < 0 {
-				g.Set(api.EncodeI64(Exhausted))
-				panic("out of fuel")
+			h.seen = append(h.seen, h.used(g))
+			g.Set(uint64(int64(g.Get()) - int64(n)))
+			if int64(g.Get()) < 0 {
+				h.refill(g)
 			}
-			g.Set(uint64(v))
 		}).Export("charge").Instantiate(ctx)
 	if err != nil {
 		tb.Fatal(err)
@@ -77,7 +136,7 @@ func (h *host) instantiate(tb testing.TB, ctx context.Context, r wazero.Runtime)
 type run struct {
 	results []uint64
 	err     error
-	left    int64 // the counter after the call (metered runs)
+	used    int64 // fuel used after the call (metered runs)
 }
 
 // instance is a module instantiated for the host contract: no start
@@ -90,10 +149,14 @@ type instance struct {
 
 func newInstance(tb testing.TB, cfg wazero.RuntimeConfig, wasm []byte, metered bool, fuel int64) (*instance, error) {
 	tb.Helper()
+	return newInstanceWith(tb, cfg, wasm, metered, fuel, &host{})
+}
+
+func newInstanceWith(tb testing.TB, cfg wazero.RuntimeConfig, wasm []byte, metered bool, fuel int64, h *host) (*instance, error) {
+	tb.Helper()
 	ctx := context.Background()
 	r := wazero.NewRuntimeWithConfig(ctx, cfg)
 	tb.Cleanup(func() { r.Close(ctx) })
-	h := &host{}
 	h.instantiate(tb, ctx, r)
 	compiled, err := r.CompileModule(ctx, wasm)
 	if err != nil {
@@ -105,7 +168,7 @@ func newInstance(tb testing.TB, cfg wazero.RuntimeConfig, wasm []byte, metered b
 	}
 	in := &instance{r: r, mod: mod, h: h}
 	if metered {
-		in.global().Set(uint64(fuel))
+		h.begin(in.global(), fuel)
 		if start := mod.ExportedFunction(StartExport); start != nil {
 			if _, err := start.Call(ctx); err != nil {
 				return in, err
@@ -115,11 +178,9 @@ func newInstance(tb testing.TB, cfg wazero.RuntimeConfig, wasm []byte, metered b
 	return in, nil
 }
 
-func (in *instance) global() api.MutableGlobal {
-	return in.mod.ExportedGlobal(GlobalExport).(api.MutableGlobal)
-}
+func (in *instance) global() api.MutableGlobal { return fuelGlobal(in.mod) }
 
-func (in *instance) left() int64 { return int64(in.global().Get()) }
+func (in *instance) used() int64 { return in.h.used(in.global()) }
 
 func (in *instance) call(tb testing.TB, fn string, args ...uint64) run {
 	tb.Helper()
@@ -129,8 +190,8 @@ func (in *instance) call(tb testing.TB, fn string, args ...uint64) run {
 	}
 	res, err := f.Call(context.Background(), args...)
 	out := run{results: res, err: err}
-	if in.mod.ExportedGlobal(GlobalExport) != nil {
-		out.left = in.left()
+	if in.global() != nil {
+		out.used = in.used()
 	}
 	return out
 }
@@ -179,6 +240,17 @@ var calls = []struct {
 	{"start", "get", nil},
 	{"import", "work", nil},
 	{"import", "loop", []uint64{5}},
+	{"renumber", "apply", []uint64{0, 7}},
+	{"renumber", "apply", []uint64{1, 7}},
+	{"renumber", "apply", []uint64{2, 7}},
+	{"renumber", "apply", []uint64{3, 7}},
+	{"renumber", "apply", []uint64{4, 7}}, // traps: null element
+	{"renumber", "apply", []uint64{5, 7}}, // traps: unreachable in $deeper
+	{"renumber", "passive", []uint64{4}},
+	{"renumber", "refs", []uint64{4}},
+	{"renumber", "direct", []uint64{4}},
+	{"renumber", "fact", []uint64{6}},
+	{"renumber", "boom", []uint64{1}}, // traps
 }
 
 const bigFuel = 1 << 40
@@ -212,10 +284,10 @@ func TestInstrument_SameResults(t *testing.T) {
 					if !equalResults(got.results, want.results) {
 						t.Fatalf("%s: results %v, want %v", e.name, got.results, want.results)
 					}
-					if got.left < 0 {
-						t.Fatalf("%s: counter %d below zero", e.name, got.left)
+					if got.used > bigFuel {
+						t.Fatalf("%s: used %d, more than the fuel", e.name, got.used)
 					}
-					used = append(used, bigFuel-got.left)
+					used = append(used, got.used)
 				}
 			}
 			for _, u := range used[1:] {
@@ -258,7 +330,7 @@ func fuelUsed(t *testing.T, file, fn string, args ...uint64) int64 {
 		if got := m.call(t, fn, args...); got.err != nil {
 			t.Fatalf("%s: %v", e.name, got.err)
 		}
-		u := bigFuel - m.left()
+		u := m.used()
 		if used >= 0 && u != used {
 			t.Fatalf("%s used %d, the other engine %d", e.name, u, used)
 		}
@@ -299,8 +371,9 @@ func TestInstrument_ExactFuel(t *testing.T) {
 	}
 }
 
-// TestInstrument_Exhausted runs code that never ends on its own: it must
-// trap with the counter below zero.
+// TestInstrument_Exhausted runs code that never ends on its own: the host
+// must end it when the fuel is spent, having handed out all of it, with
+// more than that used.
 func TestInstrument_Exhausted(t *testing.T) {
 	tests := []struct {
 		file, fn string
@@ -323,11 +396,11 @@ func TestInstrument_Exhausted(t *testing.T) {
 					t.Fatal(err)
 				}
 				got := m.call(t, tt.fn, tt.args...)
-				if got.err == nil {
-					t.Fatalf("%s: no trap, counter %d", e.name, got.left)
+				if !errors.Is(got.err, errOutOfFuel) {
+					t.Fatalf("%s: error %v, used %d; want out of fuel", e.name, got.err, got.used)
 				}
-				if got.left != Exhausted {
-					t.Fatalf("%s: counter %d after %v, want %d", e.name, got.left, got.err, Exhausted)
+				if m.h.given != tt.fuel || got.used <= tt.fuel {
+					t.Fatalf("%s: given %d, used %d; want all %d given and more used", e.name, m.h.given, got.used, tt.fuel)
 				}
 			}
 		})
@@ -343,15 +416,16 @@ func TestInstrument_Start(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m.global().Set(5001)
+		m.h.begin(m.global(), 5001)
 		if got := m.call(t, "get"); got.err != nil || got.results[0] != 0 {
 			t.Fatalf("%s: start ran at instantiation: %v %v", e.name, got.results, got.err)
 		}
+		m.h.begin(m.global(), 5000)
 		if _, err := m.mod.ExportedFunction(StartExport).Call(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		// Ten iterations of a 12-instruction loop body.
-		if used := 5000 - m.left(); used != 120 {
+		if used := m.used(); used != 120 {
 			t.Fatalf("%s: start used %d, want 120", e.name, used)
 		}
 		if got := m.call(t, "get"); got.results[0] != 45 {
@@ -371,12 +445,12 @@ func TestInstrument_HostSync(t *testing.T) {
 		}
 		m.call(t, "loop", 3)
 		// Each iteration charges its 8 instructions, then the host takes 1.
-		want := []int64{10_000 - 8, 10_000 - 17, 10_000 - 26}
+		want := []int64{8, 17, 26}
 		if !equalInts(m.h.seen, want) {
-			t.Fatalf("%s: host saw %v, want %v", e.name, m.h.seen, want)
+			t.Fatalf("%s: host saw %v used, want %v", e.name, m.h.seen, want)
 		}
-		if left := m.left(); left != 10_000-27 {
-			t.Fatalf("%s: counter %d, want %d", e.name, left, 10_000-27)
+		if used := m.used(); used != 27 {
+			t.Fatalf("%s: used %d, want 27", e.name, used)
 		}
 	}
 }
@@ -403,6 +477,8 @@ func TestInstrument_GoHello(t *testing.T) {
 		r := wazero.NewRuntimeWithConfig(ctx, cfg)
 		defer r.Close(ctx)
 		wasi_snapshot_preview1.MustInstantiate(ctx, r)
+		h := &host{slice: 1 << 20}
+		h.instantiate(t, ctx, r)
 		var stdout bytes.Buffer
 		mc := wazero.NewModuleConfig().WithStdout(&stdout).WithStdin(strings.NewReader("world")).
 			WithStartFunctions()
@@ -410,20 +486,20 @@ func TestInstrument_GoHello(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g, _ := mod.ExportedGlobal(GlobalExport).(api.MutableGlobal)
+		g := fuelGlobal(mod)
 		if g != nil {
-			g.Set(uint64(fuel))
+			h.begin(g, fuel)
 		}
 		_, err = mod.ExportedFunction("_start").Call(ctx)
 		var exit *sys.ExitError
 		if !errors.As(err, &exit) {
 			t.Fatalf("_start: %v", err)
 		}
-		left := int64(0)
+		used := int64(0)
 		if g != nil {
-			left = int64(g.Get())
+			used = h.used(g)
 		}
-		return stdout.String(), exit.ExitCode(), left
+		return stdout.String(), exit.ExitCode(), used
 	}
 	wantOut, wantCode, _ := runGo(wazero.NewRuntimeConfigInterpreter(), orig, 0)
 	if !strings.HasPrefix(wantOut, "hello world ") || wantCode != 3 {
@@ -431,11 +507,11 @@ func TestInstrument_GoHello(t *testing.T) {
 	}
 	var used []int64
 	for _, e := range engines {
-		out, code, left := runGo(e.cfg(), metered, bigFuel)
+		out, code, u := runGo(e.cfg(), metered, bigFuel)
 		if out != wantOut || code != wantCode {
 			t.Fatalf("%s: %q exit %d, want %q exit %d", e.name, out, code, wantOut, wantCode)
 		}
-		used = append(used, bigFuel-left)
+		used = append(used, u)
 	}
 	if used[0] != used[1] || used[0] <= 0 {
 		t.Fatalf("fuel used %v", used)
@@ -473,7 +549,7 @@ func TestInstrument_Depth(t *testing.T) {
 	if got.err == nil || depth(m) != DepthExceeded {
 		t.Fatalf("down: depth %d, err %v; want a trap at DepthExceeded", depth(m), got.err)
 	}
-	if got.left < 0 {
-		t.Fatalf("down: counter %d, want it synced and non-negative", got.left)
+	if got.used > 1<<40 {
+		t.Fatalf("down: used %d, want it synced and within the fuel", got.used)
 	}
 }

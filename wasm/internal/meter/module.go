@@ -9,8 +9,10 @@ const (
 	secImport    = 2
 	secFunction  = 3
 	secGlobal    = 6
+	secTable     = 4
 	secExport    = 7
 	secStart     = 8
+	secElem      = 9
 	secCode      = 10
 	secDataCount = 12
 )
@@ -32,10 +34,26 @@ type section struct {
 // module is what the pass needs to know about the input.
 type module struct {
 	sections []section
-	params   []uint32 // parameter count of each type
+	params   [][]byte // parameter types of each type
 	funcs    []uint32 // type index of each defined function
 	globals  uint32   // imported and defined globals: the counter's index
 	start    int64    // start function index, or -1
+	imports  uint32   // imported functions: fuel_slice's index
+	// slots is how many locals of one type the slice path saves at most
+	// (see saveGlobal); set by emitCode.
+	slots uint32
+}
+
+// fn returns the index that function index i of the input has in the
+// output, where fuel_slice sits after the imported functions.
+func (m *module) fn(i uint32, off int) (uint32, error) {
+	if i < m.imports {
+		return i, nil
+	}
+	if i == math.MaxUint32 {
+		return 0, errAt(off, "function index %d out of range", i)
+	}
+	return i + 1, nil
 }
 
 // Instrument returns module with fuel metering added, as described in the
@@ -43,12 +61,18 @@ type module struct {
 //
 // # Errors
 //
-// A *DecodeError for anything the pass cannot decode: a malformed binary, an
-// instruction or section outside WebAssembly 2.0 as wazero enables it by
-// default, or an export named GlobalExport or StartExport already present.
-// For an input that wazero would reject, Instrument either returns an error
-// or returns bytes that wazero rejects too; it never panics.
+// A *LimitError for a module beyond the limits CheckLimits checks, which
+// Instrument calls first. A *DecodeError for anything the pass cannot
+// decode: a malformed binary, an instruction or section outside
+// WebAssembly 2.0 as wazero enables it by default, an export named
+// GlobalExport, StartExport or DepthExport already present, or an import
+// from SliceModule. For an input that wazero would reject, Instrument
+// either returns an error or returns bytes that wazero rejects too; it
+// never panics.
 func Instrument(module []byte) ([]byte, error) {
+	if err := CheckLimits(module); err != nil {
+		return nil, err
+	}
 	m, err := parse(module)
 	if err != nil {
 		return nil, err
@@ -169,7 +193,7 @@ func (m *module) read(s section) error {
 		if err != nil {
 			return err
 		}
-		m.params = make([]uint32, n)
+		m.params = make([][]byte, n)
 		for i := range m.params {
 			if f, err := r.byte(); err != nil {
 				return err
@@ -181,13 +205,14 @@ func (m *module) read(s section) error {
 				if err != nil {
 					return err
 				}
+				at := r.p
 				for k := uint32(0); k < c; k++ {
 					if t, _ := r.byte(); !isValType(t) {
 						return errAt(r.off+r.p-1, "bad value type %#x", t)
 					}
 				}
 				if j == 0 {
-					m.params[i] = c
+					m.params[i] = r.b[at:r.p]
 				}
 			}
 		}
@@ -197,8 +222,13 @@ func (m *module) read(s section) error {
 			return err
 		}
 		for i := uint32(0); i < n; i++ {
-			if _, err := r.name(); err != nil {
+			at := r.off + r.p
+			mod, err := r.name()
+			if err != nil {
 				return err
+			}
+			if mod == SliceModule {
+				return errAt(at, "import module %q is reserved for the fuel meter", mod)
 			}
 			if _, err := r.name(); err != nil {
 				return err
@@ -209,7 +239,9 @@ func (m *module) read(s section) error {
 			}
 			switch kind {
 			case 0x00: // function
-				_, err = r.u32()
+				if m.imports, err = addU32(m.imports, 1, r.off+r.p); err == nil {
+					_, err = r.u32()
+				}
 			case 0x01: // table
 				if _, err = r.byte(); err == nil {
 					err = r.limits()
@@ -253,7 +285,7 @@ func (m *module) read(s section) error {
 			return err
 		}
 		if m.globals >= math.MaxUint32-1 {
-			return errAt(r.off, "no room for two more globals")
+			return errAt(r.off, "no room for the meter's globals")
 		}
 		return nil // the entries are copied as they are
 	case secExport:
@@ -309,9 +341,39 @@ func (m *module) emit(size int) ([]byte, error) {
 	out := make([]byte, 0, size+size/2+64)
 	out = append(out, header...)
 
+	// fuel_slice's type, [] -> [], goes after the module's own types; the
+	// import after its own imports.
+	sliceImport := appendName(nil, SliceModule)
+	sliceImport = appendName(sliceImport, SliceFunc)
+	sliceImport = append(sliceImport, 0x00)
+	sliceImport = appendU32(sliceImport, uint32(len(m.params)))
+
+	// The code section is written first: it decides how many globals the
+	// slice path needs to save locals in.
+	var code []byte
+	for _, s := range m.sections {
+		if s.id == secCode {
+			var err error
+			if code, err = m.emitCode(nil, s); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if uint64(m.globals)+2+uint64(m.slots)*uint64(len(saveTypes)) > math.MaxUint32 {
+		return nil, errAt(0, "no room for the meter's globals")
+	}
+
 	// The fuel counter: mut i64, initialised to 0; the depth counter: mut
-	// i32, initialised to 0.
+	// i32, initialised to 0; then the globals the slice path saves locals
+	// in.
 	global := []byte{0x7e, 0x01, opI64Const, 0x00, opEnd, 0x7f, 0x01, opI32Const, 0x00, opEnd}
+	for k := uint32(0); k < m.slots; k++ {
+		for _, t := range saveTypes {
+			global = append(global, t, 0x01)
+			global = append(global, zeroExpr(t)...)
+		}
+	}
+	nglobals := 2 + m.slots*uint32(len(saveTypes))
 	exports := appendName(nil, GlobalExport)
 	exports = append(exports, 0x03)
 	exports = appendU32(exports, m.globals)
@@ -320,70 +382,91 @@ func (m *module) emit(size int) ([]byte, error) {
 	exports = appendU32(exports, m.globals+1)
 	nexports := uint32(2)
 	if m.start >= 0 {
+		start, err := m.fn(uint32(m.start), 0)
+		if err != nil {
+			return nil, err
+		}
 		exports = appendName(exports, StartExport)
 		exports = append(exports, 0x00)
-		exports = appendU32(exports, uint32(m.start))
+		exports = appendU32(exports, start)
 		nexports++
 	}
 
-	wroteGlobal, wroteExport := false, false
-	writeGlobal := func(old []byte, n uint32) {
-		body := appendU32(nil, n+2)
-		body = append(body, old...)
-		out = appendSection(out, secGlobal, append(body, global...))
-		wroteGlobal = true
-	}
-	writeExport := func(old []byte, n uint32) error {
-		total, err := addU32(n, nexports, 0)
+	// extend writes section id with its n entries old, rewritten by
+	// rewrite when it is not nil, and then added, the m added entries.
+	extend := func(id byte, n uint32, old []byte, off int, rewrite func(*reader, []byte, uint32) ([]byte, error), added []byte, k uint32) error {
+		total, err := addU32(n, k, off)
 		if err != nil {
 			return err
 		}
-		body := appendU32(nil, total)
-		body = append(body, old...)
-		out = appendSection(out, secExport, append(body, exports...))
-		wroteExport = true
+		body := appendU32(make([]byte, 0, len(old)+len(added)+5), total)
+		if rewrite != nil {
+			if body, err = rewrite(&reader{b: old, off: off}, body, n); err != nil {
+				return err
+			}
+		} else {
+			body = append(body, old...)
+		}
+		out = appendSection(out, id, append(body, added...))
+		return nil
+	}
+	// The sections Instrument adds to, written where their rank says when
+	// the input lacks them.
+	added := map[byte]bool{secType: false, secImport: false, secGlobal: false, secExport: false}
+	write := func(id byte, n uint32, old []byte, off int) error {
+		added[id] = true
+		switch id {
+		case secType:
+			return extend(id, n, old, off, nil, []byte{0x60, 0x00, 0x00}, 1)
+		case secImport:
+			return extend(id, n, old, off, nil, sliceImport, 1)
+		case secGlobal:
+			return extend(id, n, old, off, m.globalEntries, global, nglobals)
+		default: // secExport
+			return extend(id, n, old, off, m.exportEntries, exports, nexports)
+		}
+	}
+	missing := func(rank int) error {
+		for _, id := range []byte{secType, secImport, secGlobal, secExport} {
+			if !added[id] && order[id] < rank {
+				if err := write(id, 0, nil, 0); err != nil {
+					return err
+				}
+			}
+		}
 		return nil
 	}
 
 	for _, s := range m.sections {
 		if s.id != secCustom {
-			// Sections the input lacks go where their rank says.
-			if !wroteGlobal && order[s.id] > order[secGlobal] {
-				writeGlobal(nil, 0)
-			}
-			if !wroteExport && order[s.id] > order[secExport] {
-				if err := writeExport(nil, 0); err != nil {
-					return nil, err
-				}
+			if err := missing(order[s.id]); err != nil {
+				return nil, err
 			}
 		}
+		var err error
 		switch s.id {
-		case secGlobal:
-			n, rest := countAndRest(s)
-			writeGlobal(rest, n)
-		case secExport:
-			n, rest := countAndRest(s)
-			if err := writeExport(rest, n); err != nil {
-				return nil, err
-			}
+		case secType, secImport, secGlobal, secExport:
+			n, k, _ := readU32(s.body, 0) // read cleanly in parse
+			err = write(s.id, n, s.body[k:], s.off+k)
 		case secStart:
 			// Dropped: the host calls StartExport after setting the fuel.
+		case secTable:
+			out, err = m.emitTables(out, s)
+		case secElem:
+			out, err = m.emitElements(out, s)
 		case secCode:
-			var err error
-			if out, err = m.emitCode(out, s); err != nil {
-				return nil, err
-			}
+			out = append(out, code...)
+		case secCustom:
+			out, err = m.emitCustom(out, s)
 		default:
 			out = appendSection(out, s.id, s.body)
 		}
-	}
-	if !wroteGlobal {
-		writeGlobal(nil, 0)
-	}
-	if !wroteExport {
-		if err := writeExport(nil, 0); err != nil {
+		if err != nil {
 			return nil, err
 		}
+	}
+	if err := missing(len(order) + 1); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -409,7 +492,7 @@ func (m *module) emitCode(out []byte, s section) ([]byte, error) {
 			return nil, errAt(r.off+r.p, "function body %d overruns the code section", i)
 		}
 		code := r.b[r.p : r.p+int(size)]
-		fn, err := rewriteBody(code, m.params[m.funcs[i]], m.globals, r.off+r.p)
+		fn, err := m.rewriteBody(code, m.params[m.funcs[i]], r.off+r.p)
 		if err != nil {
 			return nil, err
 		}

@@ -1,5 +1,7 @@
 package meter
 
+import "slices"
+
 // An edit is code inserted into a function body before the byte at pos.
 // Edits are kept in program order; several at one position run in the
 // order they were planned.
@@ -9,10 +11,18 @@ type edit struct {
 	// cost is the static charge of an editCharge (0: nothing to emit), or
 	// the per-unit cost of an editGrowPost.
 	cost int64
-	// check: an editCharge that also ends the run when the counter went
-	// below zero. Only function entries and loop headers check (see
+	// check: an editCharge that also calls fuel_slice when the counter
+	// went below zero. Only function entries and loop headers check (see
 	// planBody).
 	check bool
+	// saves are the locals the enclosing loops write, which a check saves
+	// around its call of fuel_slice (see appendSlice).
+	saves []uint32
+	// An editFunc replaces the instruction body[pos:end], op, with op and
+	// the function index fn.
+	op  byte
+	fn  uint32
+	end int
 }
 
 type editKind uint8
@@ -22,7 +32,8 @@ const (
 	editStore                    // local.get $f; global.set $g
 	editCallPre                  // store, then depth++ and trap past MaxDepth
 	editCallPost                 // depth--, then load
-	editCharge                   // charge cost from $f; if check, exhaust below zero
+	editCharge                   // charge cost from $f; if check, fuel_slice below zero
+	editFunc                     // call or ref.func with the function index renumbered
 	editBulk                     // charge the i32 on top of the stack, keep it there
 	editGrowPre                  // local.tee $s: remember the requested delta
 	editGrowPost                 // charge delta*cost if the result is not -1
@@ -45,6 +56,42 @@ type planner struct {
 	plan
 	stack []frame
 	seg   int // index in edits of the current segment's charge
+	// While in a loop: the index in edits of the first edit inside the
+	// outermost one, how deep the loops are, and the locals they write.
+	loopEdit   int
+	loops      int
+	written    map[uint32]bool
+	saveBudget int // locals that checks may still save
+}
+
+// Bounds on the locals saved around fuel_slice (see appendSlice), so that
+// the output stays within a few times the input: at most maxSaves locals
+// at one check, and in all at most one a byte of a function's body. A
+// check beyond them saves none, which is correct, only slower.
+const maxSaves = 64
+
+// loopEnd gives the checks inside the outermost loop, which just ended,
+// the locals it writes, sorted.
+func (pl *planner) loopEnd() {
+	if len(pl.written) == 0 {
+		return
+	}
+	if len(pl.written) > maxSaves {
+		clear(pl.written)
+		return
+	}
+	saves := make([]uint32, 0, len(pl.written))
+	for x := range pl.written {
+		saves = append(saves, x)
+	}
+	slices.Sort(saves)
+	clear(pl.written)
+	for i := pl.loopEdit; i < len(pl.edits); i++ {
+		if e := &pl.edits[i]; (e.check || e.kind == editBulk || e.kind == editGrowPost) && pl.saveBudget >= len(saves) {
+			e.saves = saves
+			pl.saveBudget -= len(saves)
+		}
+	}
 }
 
 // segment starts a new metered segment at pos. check makes its charge also
@@ -56,6 +103,18 @@ func (pl *planner) segment(pos int, check bool) {
 
 func (pl *planner) add(pos int, k editKind, cost int64) {
 	pl.edits = append(pl.edits, edit{pos: pos, kind: k, cost: cost})
+}
+
+// renumber plans the edit that gives call or ref.func in its function's
+// index in the output, when that differs.
+func (pl *planner) renumber(m *module, body []byte, in instr) error {
+	i, _, _ := readU32(body, in.pos+1) // decoded by next
+	j, err := m.fn(i, in.pos)
+	if err != nil || i == j {
+		return err
+	}
+	pl.edits = append(pl.edits, edit{pos: in.pos, kind: editFunc, op: in.op, fn: j, end: in.end})
+	return nil
 }
 
 // branch marks the branch targets of in and reports whether one of them is
@@ -91,9 +150,9 @@ func (pl *planner) branch(d *decoder, in instr) (returns bool, err error) {
 // two tests is acyclic and short. The counter may therefore dip below zero
 // briefly before a test ends the run; the host reads a negative counter at
 // the end of a run as exhaustion, so the outcome is the same.
-func planBody(body []byte, start, base int) (plan, error) {
+func (m *module) planBody(body []byte, start, base int) (plan, error) {
 	d := &decoder{b: body, p: start, base: base}
-	pl := &planner{stack: make([]frame, 1, 16)}
+	pl := &planner{stack: make([]frame, 1, 16), saveBudget: len(body)}
 	pl.add(start, editLoad, 0)
 	pl.segment(start, true)
 	for len(pl.stack) > 0 {
@@ -104,6 +163,10 @@ func planBody(body []byte, start, base int) (plan, error) {
 		switch in.op {
 		case opNop, opBlock:
 		case opLoop:
+			if pl.loops == 0 {
+				pl.loopEdit = len(pl.edits)
+			}
+			pl.loops++
 			// The header is entered by every iteration: charge inside.
 			pl.segment(in.end, true)
 		case opIf:
@@ -119,6 +182,11 @@ func planBody(body []byte, start, base int) (plan, error) {
 		case opEnd:
 			top := pl.stack[len(pl.stack)-1]
 			pl.stack = pl.stack[:len(pl.stack)-1]
+			if top.op == opLoop {
+				if pl.loops--; pl.loops == 0 {
+					pl.loopEnd()
+				}
+			}
 			switch {
 			case len(pl.stack) == 0: // the function's final end
 				pl.add(in.pos, editStore, 0)
@@ -153,7 +221,17 @@ func planBody(body []byte, start, base int) (plan, error) {
 		case opCall, opCallIndirect:
 			pl.edits[pl.seg].cost++
 			pl.add(in.pos, editCallPre, 0)
+			if in.op == opCall {
+				if err := pl.renumber(m, body, in); err != nil {
+					return plan{}, err
+				}
+			}
 			pl.add(in.end, editCallPost, 0)
+		case opRefFunc:
+			pl.edits[pl.seg].cost++
+			if err := pl.renumber(m, body, in); err != nil {
+				return plan{}, err
+			}
 		case opMemoryGrow:
 			pl.edits[pl.seg].cost++
 			pl.scratch = true
@@ -170,6 +248,15 @@ func planBody(body []byte, start, base int) (plan, error) {
 				pl.scratch = true
 				pl.add(in.pos, editGrowPre, 0)
 				pl.add(in.end, editGrowPost, BulkCost)
+			}
+		case opLocalSet, opLocalTee:
+			pl.edits[pl.seg].cost++
+			if pl.loops > 0 {
+				x, _, _ := readU32(body, in.pos+1) // decoded by next
+				if pl.written == nil {
+					pl.written = map[uint32]bool{}
+				}
+				pl.written[x] = true
 			}
 		default:
 			pl.edits[pl.seg].cost++

@@ -111,9 +111,13 @@ func IsReactor(module []byte) bool {
 //
 // # Errors
 //
-// A *DecodeError for anything it cannot decode, or for an export whose name
-// starts with GlobalExportPrefix or "assay_reactor_".
+// A *LimitError for a module beyond the limits CheckLimits checks, which
+// it calls first. A *DecodeError for anything it cannot decode, or for an
+// export whose name starts with GlobalExportPrefix or "assay_reactor_".
 func PrepareReactor(module []byte) (*Reactor, error) {
+	if err := CheckLimits(module); err != nil {
+		return nil, err
+	}
 	m, err := parse(module)
 	if err != nil {
 		return nil, err

@@ -180,8 +180,9 @@ func FuzzPrepareReactor(f *testing.F) {
 		rc, err := PrepareReactor(b)
 		if err != nil {
 			var de *DecodeError
-			if !errors.As(err, &de) {
-				t.Fatalf("error %T is not a *DecodeError: %v", err, err)
+			var le *LimitError
+			if !errors.As(err, &de) && !errors.As(err, &le) {
+				t.Fatalf("error %T is not a *DecodeError or a *LimitError: %v", err, err)
 			}
 			return
 		}

@@ -1,0 +1,352 @@
+package wasm_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/assayhq/assay/wasm"
+)
+
+// testdata reads one of the package's own fixtures (wasm/testdata, each
+// .wasm beside its .wat).
+func testdata(tb testing.TB, name string) []byte {
+	tb.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// processCPU returns the user and system CPU time the process has used.
+func processCPU(tb testing.TB) time.Duration {
+	tb.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// assertIdle fails when the process burns a core's worth of CPU over a
+// while after a run returned: a guest left running in the background
+// would use about all of it.
+func assertIdle(tb testing.TB) {
+	tb.Helper()
+	const window = 500 * time.Millisecond
+	before := processCPU(tb)
+	time.Sleep(window)
+	if used := processCPU(tb) - before; used > window/3 {
+		tb.Errorf("the process used %s of CPU in the %s after the run returned: a guest runs on", used, window)
+	}
+}
+
+// stopBound is how long after its deadline a spinning guest may take to
+// stop: a few fuel slices, generously (the interpreter is tens of times
+// slower per fuel than the compiler, and the machine is shared). A guest
+// that is not stopped runs until MaxFuel, tens of seconds or more.
+func stopBound(cfg wasm.Config) time.Duration {
+	if cfg.Interpreter {
+		return 10 * time.Second
+	}
+	return 2 * time.Second
+}
+
+// spinners are guests that never end before MaxFuel, in every form a run
+// takes: a command, a reactor from its snapshot, a reactor cold.
+var spinners = []struct {
+	name   string
+	module string
+	cold   bool
+}{
+	{"command", "spin.wasm", false},
+	{"reactor snapshot", "reactor_spin.wasm", false},
+	{"reactor cold", "reactor_spin.wasm", true},
+}
+
+func run(sb *wasm.Sandbox, ctx context.Context, module []byte, lim wasm.Limits, cold bool) wasm.Outcome {
+	if cold {
+		return sb.RunCold(ctx, module, wasm.Input{}, lim)
+	}
+	return sb.Run(ctx, module, wasm.Input{}, lim)
+}
+
+// TestSandbox_Run_deadlineStopsGuest: a spinning guest on a short deadline
+// stops within a few slices, Run returns then with a timeout that decides
+// nothing, and no CPU is burnt afterwards, on both engines, for commands
+// and reactors, metered and unmetered.
+func TestSandbox_Run_deadlineStopsGuest(t *testing.T) {
+	for _, eng := range engines {
+		sb := newSandbox(t, eng.cfg)
+		for _, sp := range spinners {
+			for _, fuel := range []uint64{wasm.MaxFuel, 0} {
+				name := eng.name + "/" + sp.name
+				if fuel == 0 {
+					name += "/unmetered"
+				}
+				t.Run(name, func(t *testing.T) {
+					module := testdata(t, sp.module)
+					const deadline = 100 * time.Millisecond
+					start := time.Now()
+					out := run(sb, context.Background(), module, wasm.Limits{Fuel: fuel, Timeout: deadline}, sp.cold)
+					took := time.Since(start)
+					if out.Kind != wasm.KindTimeout || out.Kind.Decides() || !strings.Contains(out.Detail, "backstop") {
+						t.Fatalf("kind %s detail %q, want a timeout of the backstop", out.Kind, out.Detail)
+					}
+					if took > deadline+stopBound(eng.cfg) {
+						t.Errorf("Run returned %s after a %s deadline", took, deadline)
+					}
+					assertIdle(t)
+				})
+			}
+		}
+	}
+}
+
+// TestSandbox_Run_cancelStopsGuest: cancelling a run's context mid-run
+// stops its guest, and the outcome says so.
+func TestSandbox_Run_cancelStopsGuest(t *testing.T) {
+	for _, eng := range engines {
+		t.Run(eng.name, func(t *testing.T) {
+			sb := newSandbox(t, eng.cfg)
+			ctx, cancel := context.WithCancel(context.Background())
+			const after = 100 * time.Millisecond
+			time.AfterFunc(after, cancel)
+			start := time.Now()
+			out := sb.Run(ctx, testdata(t, "spin.wasm"), wasm.Input{}, wasm.Limits{Fuel: wasm.MaxFuel, Timeout: time.Hour})
+			took := time.Since(start)
+			if out.Kind != wasm.KindTimeout || !strings.Contains(out.Detail, "cancelled") {
+				t.Fatalf("kind %s detail %q, want a cancelled timeout", out.Kind, out.Detail)
+			}
+			if took > after+stopBound(eng.cfg) {
+				t.Errorf("Run returned %s after a cancellation at %s", took, after)
+			}
+			assertIdle(t)
+		})
+	}
+}
+
+// TestSandbox_Close_stopsGuests: Close during spinning runs, a command and
+// a reactor's _initialize being snapshotted, stops them and returns
+// promptly; the runs end in outcomes that decide nothing.
+func TestSandbox_Close_stopsGuests(t *testing.T) {
+	for _, eng := range engines {
+		t.Run(eng.name, func(t *testing.T) {
+			sb, err := wasm.NewSandbox(context.Background(), wasm.Config{Interpreter: eng.cfg.Interpreter, CacheDir: cacheDir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			lim := wasm.Limits{Fuel: wasm.MaxFuel, Timeout: time.Hour}
+			outs := make([]wasm.Outcome, 2)
+			var wg sync.WaitGroup
+			for i, module := range []string{"spin.wasm", "reactor_initspin.wasm"} {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					outs[i] = sb.Run(context.Background(), testdata(t, module), wasm.Input{}, lim)
+				}()
+			}
+			time.Sleep(200 * time.Millisecond) // both guests are spinning
+			start := time.Now()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := sb.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if took := time.Since(start); took > stopBound(eng.cfg) {
+				t.Errorf("Close took %s", took)
+			}
+			wg.Wait()
+			for i, out := range outs {
+				if out.Kind.Decides() {
+					t.Errorf("run %d decided after Close: %s %q", i, out.Kind, out.Detail)
+				}
+			}
+			assertIdle(t)
+		})
+	}
+}
+
+// TestSandbox_Run_gcWhileSpinning: a collection started while a guest
+// spins does not wait for it: the guest meets a safe point at every fuel
+// slice. Before slices a collection waited for the whole run (seconds).
+func TestSandbox_Run_gcWhileSpinning(t *testing.T) {
+	sb := newSandbox(t, wasm.Config{})
+	module := testdata(t, "spin.wasm")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan wasm.Outcome)
+	go func() { done <- sb.Run(ctx, module, wasm.Input{}, wasm.Limits{Fuel: wasm.MaxFuel, Timeout: time.Hour}) }()
+	time.Sleep(100 * time.Millisecond) // the guest is spinning
+	var worst time.Duration
+	for range 5 {
+		start := time.Now()
+		runtime.GC()
+		worst = max(worst, time.Since(start))
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if out := <-done; out.Kind != wasm.KindTimeout {
+		t.Fatalf("kind %s, want timeout: the guest ended before the collections", out.Kind)
+	}
+	if worst > 250*time.Millisecond {
+		t.Errorf("runtime.GC took up to %s while a guest spun", worst)
+	}
+}
+
+// TestSandbox_Run_defaultFuelEndsLoop: the cheapest loop at the default
+// budget ends fuel_exhausted, well before the backstop, with the same
+// fuel used every run and on both engines (the interpreter only with a
+// budget it spends in reasonable time).
+func TestSandbox_Run_defaultFuelEndsLoop(t *testing.T) {
+	sb := newSandbox(t, wasm.Config{})
+	module := testdata(t, "spin.wasm")
+	start := time.Now()
+	out := sb.Run(context.Background(), module, wasm.Input{}, wasm.DefaultLimits())
+	if out.Kind != wasm.KindFuelExhausted || out.FuelUsed != wasm.DefaultFuel {
+		t.Fatalf("kind %s fuel %d (%s), want fuel_exhausted at %d", out.Kind, out.FuelUsed, out.Detail, wasm.DefaultFuel)
+	}
+	t.Logf("(loop (br 0)) spent DefaultFuel %d in %s (noisy: a shared machine)", wasm.DefaultFuel, time.Since(start))
+
+	interp := newSandbox(t, wasm.Config{Interpreter: true})
+	for _, fuel := range []uint64{wasm.FuelSlice - 1, wasm.FuelSlice, wasm.FuelSlice + 1, 3*wasm.FuelSlice + 7} {
+		lim := wasm.Limits{Fuel: fuel, Timeout: time.Minute}
+		c := sb.Run(context.Background(), module, wasm.Input{}, lim)
+		i := interp.Run(context.Background(), module, wasm.Input{}, lim)
+		if c.Kind != wasm.KindFuelExhausted || i.Kind != wasm.KindFuelExhausted || c.FuelUsed != fuel || i.FuelUsed != fuel {
+			t.Errorf("fuel %d: compiler %s %d, interpreter %s %d", fuel, c.Kind, c.FuelUsed, i.Kind, i.FuelUsed)
+		}
+	}
+}
+
+// TestSandbox_Run_exitStatus: only status exactly 0 passes. proc_exit(256),
+// whose low byte is 0, fails with its whole status; a reactor that calls
+// proc_exit(0) before assay_check returns fails, from a snapshot and cold.
+func TestSandbox_Run_exitStatus(t *testing.T) {
+	for _, eng := range engines {
+		sb := newSandbox(t, eng.cfg)
+		for _, fuel := range []uint64{wasm.DefaultFuel, 0} {
+			t.Run(eng.name, func(t *testing.T) {
+				lim := wasm.Limits{Fuel: fuel}
+				out := sb.Run(context.Background(), testdata(t, "exit256.wasm"), wasm.Input{}, lim)
+				if out.Kind != wasm.KindFail || out.ExitCode != 256 || out.Pass {
+					t.Errorf("proc_exit(256): kind %s exit %d %q, want fail with 256", out.Kind, out.ExitCode, out.Detail)
+				}
+				module := testdata(t, "reactor_exit0.wasm")
+				for _, cold := range []bool{false, true, false} {
+					out := run(sb, context.Background(), module, lim, cold)
+					if out.Kind != wasm.KindFail || out.Pass || out.ExitCode != 0 ||
+						!strings.Contains(out.Detail, "called proc_exit(0) before assay_check returned") {
+						t.Errorf("reactor proc_exit(0), cold %v: kind %s exit %d %q, want a fail", cold, out.Kind, out.ExitCode, out.Detail)
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkSpin reports how long the cheapest loop, (loop (br 0)), takes
+// to spend DefaultFuel and MaxFuel on the compiler: what a runaway checker
+// costs before fuel decides it.
+func BenchmarkSpin(b *testing.B) {
+	sb := newSandbox(b, wasm.Config{})
+	module := testdata(b, "spin.wasm")
+	for _, bc := range []struct {
+		name string
+		fuel uint64
+	}{{"default", wasm.DefaultFuel}, {"max", wasm.MaxFuel}} {
+		b.Run(bc.name, func(b *testing.B) {
+			lim := wasm.Limits{Fuel: bc.fuel, Timeout: 10 * time.Minute}
+			for b.Loop() {
+				if out := sb.Run(context.Background(), module, wasm.Input{}, lim); out.Kind != wasm.KindFuelExhausted {
+					b.Fatal(out.Kind, out.Detail)
+				}
+			}
+			b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/run")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(bc.fuel), "ns/fuel")
+		})
+	}
+}
+
+// TestSandbox_memoryBudget: runs whose memory limits together exceed the
+// budget run one after the other; runs that fit together run together; a
+// run that could never fit is refused at once, and one that waits past
+// its deadline decides nothing.
+func TestSandbox_memoryBudget(t *testing.T) {
+	// 128 MiB: a quarter for snapshots, 96 MiB for runs.
+	sb := newSandbox(t, wasm.Config{MemoryBudgetMiB: 128})
+	spin, pass := testdata(t, "spin.wasm"), fixture(t, "pass.wasm")
+	for _, tc := range []struct {
+		name  string
+		mib   uint32
+		waits bool
+	}{
+		{"OK", 32, false},
+		{"ErrOverTogether", 64, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			spun := make(chan wasm.Outcome)
+			go func() {
+				spun <- sb.Run(ctx, spin, wasm.Input{}, wasm.Limits{Fuel: wasm.MaxFuel, MemoryMiB: tc.mib, Timeout: time.Hour})
+			}()
+			time.Sleep(100 * time.Millisecond) // the spinner is admitted
+			passed := make(chan wasm.Outcome)
+			go func() {
+				passed <- sb.Run(context.Background(), pass, wasm.Input{}, wasm.Limits{Fuel: 1000, MemoryMiB: tc.mib, Timeout: time.Hour})
+			}()
+			select {
+			case out := <-passed:
+				if tc.waits {
+					t.Errorf("the second run ended (%s) while the first held the budget", out.Kind)
+				} else if out.Kind != wasm.KindPass {
+					t.Errorf("the second run: %s %q", out.Kind, out.Detail)
+				}
+			case <-time.After(time.Second):
+				if !tc.waits {
+					t.Errorf("the second run waited although both fit")
+				}
+			}
+			cancel()
+			if out := <-spun; out.Kind != wasm.KindTimeout {
+				t.Errorf("the spinner: %s %q", out.Kind, out.Detail)
+			}
+			if tc.waits {
+				select {
+				case out := <-passed:
+					if out.Kind != wasm.KindPass {
+						t.Errorf("the second run, after the first: %s %q", out.Kind, out.Detail)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatalf("the second run did not start when the first ended")
+				}
+			}
+		})
+	}
+	t.Run("ErrNeverFits", func(t *testing.T) {
+		start := time.Now()
+		out := sb.Run(context.Background(), pass, wasm.Input{}, wasm.Limits{Fuel: 1000, MemoryMiB: 100})
+		if out.Kind != wasm.KindInvalidChecker || out.Kind.Decides() || !strings.Contains(out.Detail, "over what this server lets runs hold") {
+			t.Errorf("kind %s %q, want a refusal", out.Kind, out.Detail)
+		}
+		if took := time.Since(start); took > time.Second {
+			t.Errorf("refused after %s, not at once", took)
+		}
+	})
+	t.Run("ErrDeadlineWaiting", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go sb.Run(ctx, spin, wasm.Input{}, wasm.Limits{Fuel: wasm.MaxFuel, MemoryMiB: 64, Timeout: time.Hour})
+		time.Sleep(100 * time.Millisecond)
+		out := sb.Run(context.Background(), pass, wasm.Input{}, wasm.Limits{Fuel: 1000, MemoryMiB: 64, Timeout: 200 * time.Millisecond})
+		if out.Kind != wasm.KindTimeout || !strings.Contains(out.Detail, "waiting for memory") {
+			t.Errorf("kind %s %q, want a timeout waiting for memory", out.Kind, out.Detail)
+		}
+	})
+}
