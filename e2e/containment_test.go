@@ -202,8 +202,10 @@ func BenchmarkContainment_SpinningDisputes(b *testing.B) {
 
 // TestContainment_BackstopCPU: a dispute whose checker has the most fuel a
 // checker may have (wasm.MaxFuel) is answered, and then the server's CPU
-// goes idle: its guest does not run on (issue 16: it burned a core until
-// its fuel was spent).
+// goes idle: its guest does not run on (issue 16: at 10^11 fuel it was
+// answered at the 10 s backstop and burned a core until its fuel was
+// spent). MaxFuel is now meant to end within the backstop; if it does
+// not, the backstop must stop the guest.
 func TestContainment_BackstopCPU(t *testing.T) {
 	s := startHostile(t)
 	sum := s.upload(t, hostile(t, "spin"))
