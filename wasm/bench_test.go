@@ -3,11 +3,17 @@ package wasm
 import (
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/assayhq/assay/wasm/internal/meter"
 )
 
 func benchFixture(b *testing.B, name string) []byte {
@@ -209,4 +215,127 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkCompilePeak reports the peak resident memory one compilation
+// adds to the process (peak-rss-MiB: the high-water mark, reset before it,
+// less the resident set before it) and its wall time, for the largest real
+// module (CPython) and for synthetic modules at the meter's upload limits:
+// meter.MaxCodeSize of code, in bodies of meter.MaxBodySize or in
+// meter.MaxFunctions small ones, each with meter.MaxLocals locals and all
+// straight-line arithmetic on them. The package documentation states the
+// bound from it. The interpreter is measured on the smaller cases only: it
+// serves differential tests, not servers.
+func BenchmarkCompilePeak(b *testing.B) {
+	python, err := os.ReadFile(filepath.Join("..", "checkers", "python", "runtime", "python.wasm"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		name   string
+		module []byte
+		interp bool
+	}{
+		{"python/compiler", python, false},
+		{"python/interpreter", python, true},
+		{"limits-big-bodies/compiler", limitsModule(b, meter.MaxBodySize), false},
+		{"limits-big-bodies/interpreter", limitsModule(b, meter.MaxBodySize), true},
+		{"limits-many-functions/compiler", limitsModule(b, meter.MaxCodeSize/meter.MaxFunctions), false},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			ctx := context.Background()
+			var peak uint64
+			for i := 0; b.Loop(); i++ {
+				s := benchSandbox(b, Config{Interpreter: bc.interp})
+				runtime.GC()
+				debug.FreeOSMemory()
+				before := residentBytes()
+				if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+					b.Skip("cannot reset the resident high-water mark:", err)
+				}
+				if c, err := s.metered.compile(ctx, [32]byte{byte(i), 2}, bc.module); err != nil || c.err != nil {
+					b.Fatal(err, c.err)
+				}
+				peak = max(peak, peakResidentBytes()-before)
+				s.Close(ctx)
+			}
+			b.ReportMetric(float64(peak)/(1<<20), "peak-rss-MiB")
+		})
+	}
+}
+
+// peakResidentBytes is the process's resident high-water mark (VmHWM).
+func peakResidentBytes() uint64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb uint64
+			fmt.Sscan(v, &kb)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// residentBytes is the process's resident set, from /proc (0 elsewhere).
+func residentBytes() uint64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	var size, resident uint64
+	fmt.Sscan(string(b), &size, &resident)
+	return resident * uint64(os.Getpagesize())
+}
+
+// limitsModule builds a command at the meter's upload limits (see
+// BenchmarkCompilePeak), its code in bodies of about bodySize bytes: as
+// many as meter.MaxCodeSize holds, at most meter.MaxFunctions.
+func limitsModule(tb testing.TB, bodySize int) []byte {
+	tb.Helper()
+	leb := func(b []byte, v uint32) []byte {
+		for v >= 0x80 {
+			b = append(b, byte(v)|0x80)
+			v >>= 7
+		}
+		return append(b, byte(v))
+	}
+	section := func(out []byte, id byte, body []byte) []byte {
+		return append(leb(append(out, id), uint32(len(body))), body...)
+	}
+	// One body: MaxLocals-1 i32 locals, then local.get a; local.get b;
+	// i32.add; local.set c over them until MaxBodySize.
+	var body []byte
+	body = leb(body, 1)
+	body = leb(body, meter.MaxLocals-1)
+	body = append(body, 0x7f)
+	for i := uint32(0); len(body) < bodySize-16; i++ {
+		a, c := i%(meter.MaxLocals-1), (i*7+3)%(meter.MaxLocals-1)
+		body = append(body, 0x20)
+		body = leb(body, a)
+		body = append(body, 0x20)
+		body = leb(body, c)
+		body = append(body, 0x6a, 0x21)
+		body = leb(body, (a+c)%(meter.MaxLocals-1))
+	}
+	body = append(body, 0x0b)
+	n := uint32(min(meter.MaxCodeSize/(len(body)+4), meter.MaxFunctions-1))
+	out := []byte("\x00asm\x01\x00\x00\x00")
+	out = section(out, 1, []byte{1, 0x60, 0, 0})
+	funcs := leb(nil, n)
+	for range n {
+		funcs = append(funcs, 0)
+	}
+	out = section(out, 3, funcs)
+	out = section(out, 5, []byte{1, 0, 1})
+	out = section(out, 7, append(append([]byte{2, 6}, "_start\x00\x00"...), append([]byte{6}, "memory\x02\x00"...)...))
+	code := leb(nil, n)
+	for range n {
+		code = leb(code, uint32(len(body)))
+		code = append(code, body...)
+	}
+	return section(out, 10, code)
 }

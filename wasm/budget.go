@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/semaphore"
+
+	"github.com/assayhq/assay/wasm/internal/meter"
 )
 
 // DefaultMemoryShare is the share of the machine's memory a Sandbox's
@@ -60,9 +62,13 @@ func budgetBytes(mib int) int64 {
 // runBytes is what a run of these limits holds against the budget: its
 // linear memory and the most its tables may take.
 func runBytes(memoryMiB uint32) int64 {
-	const tableBytes = 0 // TODO(meter limits): the meter's table bound
 	return int64(memoryMiB)<<20 + tableBytes
 }
+
+// tableBytes bounds a run's tables: the meter caps each table at
+// meter.MaxTableSize elements, initial size and growth alike, and a
+// module at meter.MaxTables tables; wazero keeps an element in a word.
+const tableBytes = meter.MaxTables * meter.MaxTableSize * 8
 
 // compileSlots is how many compilations run at once: one per core the Go
 // scheduler uses. A compilation of a module at the meter's upload limits

@@ -23,4 +23,51 @@
 // allocator that refuses to grow past the limit), bytes of output, and a
 // wall-clock backstop that only protects the host. Every end of a run is an
 // Outcome of one Kind; nothing a guest does panics or hangs the host.
+//
+// # Fuel slices and stopping
+//
+// A metered guest gets its fuel in slices of FuelSlice. When a slice is
+// spent, the guest's test at a function entry or loop header calls the
+// host (meter.SliceFunc, instantiated in every metered runtime), which
+// finds its run through the call's context, stops the guest if the run's
+// context is done (its Timeout, the caller's cancellation, Close), and
+// otherwise gives the next slice or ends the run fuel_exhausted. Host I/O
+// charges refill the same way. Fuel used is what was given less what is
+// left, so slices change no outcome; they bound how long a guest runs past
+// its deadline (one slice: 6-17 ms of the cheapest loop on the compiler,
+// about 0.5 s on the interpreter, at 52 ns a fuel there) and how long a
+// garbage collection waits for a spinning guest (the call is a Go safe
+// point; the interpreter is Go code, preempted anyway). A
+// run stopped so is a timeout, which decides nothing, and Run returns only
+// once its guest has stopped: no guest runs on in the background.
+//
+// # Memory
+//
+// What a guest can make the host allocate is bounded:
+//
+//   - A run's linear memory is at most its limit (at most MaxMemoryMiB)
+//     and its tables at most meter.MaxTables tables of meter.MaxTableSize
+//     elements (8 MiB). A run holds both against the Sandbox's memory
+//     budget (Config.MemoryBudgetMiB; by default half the machine's
+//     memory) from before its instance is made until it ends, a reactor
+//     running _initialize InitMemoryMiB at least; it waits while they do
+//     not fit, and is refused (invalid_checker) when they never could.
+//     The snapshot cache takes at most a quarter of the budget, counting
+//     each image and its spare copies.
+//   - Every module passes meter.CheckLimits (code size, functions, locals,
+//     nesting, br_table targets, tables, segments) before either engine
+//     compiles it, and at most GOMAXPROCS compilations run at once.
+//     BenchmarkCompilePeak measured a compilation's peak resident memory
+//     on the compiler at 2.2 GiB for the costliest module found at the
+//     limits (65,535 functions of 512 bytes with 4,095 locals each, 13 s)
+//     and 0.3 GiB for CPython (6.6 MB).
+//   - After a run whose memory reached 256 MiB, memory is returned to the
+//     operating system (debug.FreeOSMemory, at most every 10 s).
+//
+// So the sandbox's peak memory is at most the budget plus GOMAXPROCS times
+// 2.2 GiB, with two exceptions: per-instance bookkeeping proportional to
+// the module (bounded by the upload limits, not by the budget) and the
+// compiled code of every checker the Sandbox has compiled, which it keeps
+// for its life. On the README's 24 GiB, 2-core machine the default bound
+// is 12 + 4.4 GiB.
 package wasm

@@ -272,6 +272,12 @@ func (e *engine) compile(ctx context.Context, sum [32]byte, module []byte) (*com
 }
 
 func (e *engine) doCompile(ctx context.Context, c *compiled, sum [32]byte, module []byte) error {
+	// The upload limits come before anything compiles or decodes the
+	// module, on either engine (Instrument and PrepareReactor check them
+	// too, first).
+	if err := meter.CheckLimits(module); err != nil {
+		return err
+	}
 	bin, form := module, ""
 	if meter.IsReactor(module) {
 		rc, err := meter.PrepareReactor(module)

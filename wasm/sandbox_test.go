@@ -100,7 +100,7 @@ var hostile = []struct {
 	{name: "unknown import", module: "badimport.wasm", lim: wasm.Limits{Fuel: 1000}, kind: wasm.KindInvalidChecker, exit: -1, detail: "env.open_socket"},
 	{name: "no _start", module: "nostart.wasm", lim: wasm.Limits{Fuel: 1000}, kind: wasm.KindInvalidChecker, exit: -1, detail: "_start"},
 	{name: "garbage bytes", module: "", lim: wasm.Limits{Fuel: 1000}, kind: wasm.KindInvalidChecker, exit: -1, detail: "invalid checker"},
-	{name: "garbage bytes unmetered", module: "", lim: wasm.Limits{}, kind: wasm.KindInvalidChecker, exit: -1, detail: "not a valid module"},
+	{name: "garbage bytes unmetered", module: "", lim: wasm.Limits{}, kind: wasm.KindInvalidChecker, exit: -1, detail: "overruns the module"},
 	{name: "go out of memory", module: "oom.wasm", lim: wasm.Limits{Fuel: wasm.DefaultFuel, MemoryMiB: 32}, kind: wasm.KindMemoryExceeded, exit: 2, detail: "memory limit of 32 MiB", goGuest: true},
 	{name: "go checker passes", module: "rows.wasm", in: `{"min_rows":2,"rows":[{"id":"a"},{"id":"b"}]}`, lim: wasm.Limits{Fuel: wasm.DefaultFuel}, kind: wasm.KindPass, exit: 0, stdout: "ok: 2 rows", goGuest: true},
 	{name: "go checker fails", module: "rows.wasm", in: `{"rows":[]}`, lim: wasm.Limits{Fuel: wasm.DefaultFuel}, kind: wasm.KindFail, exit: 1, goGuest: true},

@@ -350,3 +350,21 @@ func TestSandbox_memoryBudget(t *testing.T) {
 		}
 	})
 }
+
+// TestSandbox_uploadLimits: a module over the meter's upload limits is
+// refused, naming the limit, before either engine compiles it: by
+// Validate, and by a run metered or not.
+func TestSandbox_uploadLimits(t *testing.T) {
+	sb := newSandbox(t, wasm.Config{})
+	module := testdata(t, "manylocals.wasm")
+	const want = "limit on locals"
+	if err := sb.Validate(context.Background(), module); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Validate: %v, want an error naming the %s", err, want)
+	}
+	for _, fuel := range []uint64{wasm.DefaultFuel, 0} {
+		out := sb.Run(context.Background(), module, wasm.Input{}, wasm.Limits{Fuel: fuel})
+		if out.Kind != wasm.KindInvalidChecker || !strings.Contains(out.Detail, want) {
+			t.Errorf("fuel %d: %s %q, want invalid_checker naming the %s", fuel, out.Kind, out.Detail, want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import "slices"
 type locals struct {
 	fuel   uint32 // i64: the cached counter
 	s, r   uint32 // i32 scratch: operand, result
+	o      uint32 // i64 scratch: an operand above a counted argument
 	global uint32 // the fuel counter; the depth counter is global+1
 	slice  uint32 // fuel_slice's function index
 	m      *module
@@ -161,21 +162,27 @@ func appendEdit(b []byte, e edit, l *locals) []byte {
 	case editFunc:
 		b = append(b, e.op)
 		b = appendU32(b, e.fn)
+	case editHost:
+		// The count is the third argument: the ones above it go to
+		// scratch locals (the i32 last, the i64 before it), the count is
+		// charged as a bulk operand is, and they come back.
+		b = append(b, opLocalSet)
+		b = appendU32(b, l.r)
+		if len(e.host.sig) > 4 {
+			b = append(b, opLocalSet)
+			b = appendU32(b, l.o)
+		}
+		b = appendCharge(b, l, e.host.cost, e.saves)
+		if len(e.host.sig) > 4 {
+			b = append(b, opLocalGet)
+			b = appendU32(b, l.o)
+		}
+		b = append(b, opLocalGet)
+		b = appendU32(b, l.r)
 	case editBulk:
 		// local.set $s; local.get $f; local.get $s; i64.extend_i32_u;
 		// [i64.const BulkCost; i64.mul]; i64.sub; check; local.get $s
-		b = append(b, opLocalSet)
-		b = appendU32(b, l.s)
-		b = append(b, opLocalGet)
-		b = appendU32(b, l.fuel)
-		b = append(b, opLocalGet)
-		b = appendU32(b, l.s)
-		b = append(b, opI64ExtendU)
-		b = appendMul(b, BulkCost)
-		b = append(b, opI64Sub)
-		b = appendCheck(b, l, e.saves)
-		b = append(b, opLocalGet)
-		b = appendU32(b, l.s)
+		b = appendCharge(b, l, BulkCost, e.saves)
 	case editGrowPre:
 		b = append(b, opLocalTee)
 		b = appendU32(b, l.s)
@@ -197,6 +204,26 @@ func appendEdit(b []byte, e edit, l *locals) []byte {
 		b = appendU32(b, l.r)
 	}
 	return b
+}
+
+// appendCharge charges the i32 on top of the stack times cost, with a
+// check, and leaves it there:
+//
+//	local.set $s; local.get $f; local.get $s; i64.extend_i32_u;
+//	[i64.const cost; i64.mul]; i64.sub; check; local.get $s
+func appendCharge(b []byte, l *locals, cost int64, saves []uint32) []byte {
+	b = append(b, opLocalSet)
+	b = appendU32(b, l.s)
+	b = append(b, opLocalGet)
+	b = appendU32(b, l.fuel)
+	b = append(b, opLocalGet)
+	b = appendU32(b, l.s)
+	b = append(b, opI64ExtendU)
+	b = appendMul(b, cost)
+	b = append(b, opI64Sub)
+	b = appendCheck(b, l, saves)
+	b = append(b, opLocalGet)
+	return appendU32(b, l.s)
 }
 
 // appendDepthAdd appends "global.get $d; i32.const 1; op; global.set $d".
@@ -272,19 +299,26 @@ func (m *module) rewriteBody(body []byte, params []byte, base int) ([]byte, erro
 	if err != nil {
 		return nil, err
 	}
-	l := &locals{fuel: uint32(nlocals), s: uint32(nlocals) + 1, r: uint32(nlocals) + 2, global: m.globals, slice: m.imports, m: m,
+	l := &locals{fuel: uint32(nlocals), s: uint32(nlocals) + 1, r: uint32(nlocals) + 2, o: uint32(nlocals) + 3,
+		global: m.globals, slice: m.imports, m: m,
 		types: localTypes(params, body[:p])}
 
 	out := make([]byte, 0, len(body)+len(pl.edits)*12+16)
+	added := uint32(1)
 	if pl.scratch {
-		out = appendU32(out, ndecl+2)
-	} else {
-		out = appendU32(out, ndecl+1)
+		added++
 	}
+	if pl.scratch64 {
+		added++
+	}
+	out = appendU32(out, ndecl+added)
 	out = append(out, body[n:p]...)
 	out = append(out, 1, 0x7e) // one i64: the counter
 	if pl.scratch {
 		out = append(out, 2, 0x7f) // two i32 scratch locals
+	}
+	if pl.scratch64 {
+		out = append(out, 1, 0x7e) // an i64 scratch local
 	}
 	last := p
 	for _, e := range pl.edits {

@@ -352,8 +352,8 @@ func TestInstrument_ExactFuel(t *testing.T) {
 		{"exact", "pick", []uint64{1}, 4},
 		{"exact", "three", nil, 26},
 		{"start", "get", nil, 120 + 1}, // the start function, then get
-		{"import", "work", nil, 9 + 100},
-		{"import", "loop", []uint64{5}, 5 * (8 + 1)},
+		{"import", "work", nil, 9 + HostCallCost + 100},
+		{"import", "loop", []uint64{5}, 5 * (8 + HostCallCost + 1)},
 		// fillcopy: 2 bulk ops of n bytes plus 14 static.
 		{"bulk", "fillcopy", []uint64{100, 1}, 14 + 200},
 		{"bulk", "fillcopy", []uint64{1000, 1}, 14 + 2000},
@@ -444,13 +444,15 @@ func TestInstrument_HostSync(t *testing.T) {
 			t.Fatal(err)
 		}
 		m.call(t, "loop", 3)
-		// Each iteration charges its 8 instructions, then the host takes 1.
-		want := []int64{8, 17, 26}
+		// Each iteration charges its 8 instructions and the host call,
+		// then the host takes 1.
+		const it = 8 + HostCallCost
+		want := []int64{it, 2*it + 1, 3*it + 2}
 		if !equalInts(m.h.seen, want) {
 			t.Fatalf("%s: host saw %v used, want %v", e.name, m.h.seen, want)
 		}
-		if used := m.used(); used != 27 {
-			t.Fatalf("%s: used %d, want 27", e.name, used)
+		if used := m.used(); used != 3*it+3 {
+			t.Fatalf("%s: used %d, want %d", e.name, used, 3*it+3)
 		}
 	}
 }

@@ -39,6 +39,10 @@ type module struct {
 	globals  uint32   // imported and defined globals: the counter's index
 	start    int64    // start function index, or -1
 	imports  uint32   // imported functions: fuel_slice's index
+	imported []uint32 // type index of each imported function
+	// perElem maps imported functions whose work grows with an argument
+	// to how they are charged for it.
+	perElem map[uint32]perElem
 	// slots is how many locals of one type the slice path saves at most
 	// (see saveGlobal); set by emitCode.
 	slots uint32
@@ -54,6 +58,24 @@ func (m *module) fn(i uint32, off int) (uint32, error) {
 		return 0, errAt(off, "function index %d out of range", i)
 	}
 	return i + 1, nil
+}
+
+// ref returns the index that a reference to function i of the input
+// (ref.func, an element segment, the start function) has in the output:
+// an imported function's wrapper, or fn's index. Calls through a table or
+// a funcref then pay for a host call as direct calls do.
+func (m *module) ref(i uint32, off int) (uint32, error) {
+	if i < m.imports {
+		return m.wrapper(i), nil
+	}
+	return m.fn(i, off)
+}
+
+// wrapper is the index of imported function i's wrapper: a defined
+// function of its type that calls it with its arguments, added after the
+// module's own functions.
+func (m *module) wrapper(i uint32) uint32 {
+	return m.imports + 1 + uint32(len(m.funcs)) + i
 }
 
 // Instrument returns module with fuel metering added, as described in the
@@ -230,7 +252,8 @@ func (m *module) read(s section) error {
 			if mod == SliceModule {
 				return errAt(at, "import module %q is reserved for the fuel meter", mod)
 			}
-			if _, err := r.name(); err != nil {
+			name, err := r.name()
+			if err != nil {
 				return err
 			}
 			kind, err := r.byte()
@@ -239,8 +262,18 @@ func (m *module) read(s section) error {
 			}
 			switch kind {
 			case 0x00: // function
-				if m.imports, err = addU32(m.imports, 1, r.off+r.p); err == nil {
-					_, err = r.u32()
+				var t uint32
+				if t, err = r.u32(); err == nil {
+					if uint64(t) < uint64(len(m.params)) {
+						if pe, ok := perElemCosts[mod+"."+name]; ok && string(m.params[t]) == pe.sig {
+							if m.perElem == nil {
+								m.perElem = map[uint32]perElem{}
+							}
+							m.perElem[m.imports] = pe
+						}
+					}
+					m.imported = append(m.imported, t)
+					m.imports, err = addU32(m.imports, 1, r.off+r.p)
 				}
 			case 0x01: // table
 				if _, err = r.byte(); err == nil {
@@ -350,14 +383,15 @@ func (m *module) emit(size int) ([]byte, error) {
 
 	// The code section is written first: it decides how many globals the
 	// slice path needs to save locals in.
-	var code []byte
+	codeSec := section{id: secCode}
 	for _, s := range m.sections {
 		if s.id == secCode {
-			var err error
-			if code, err = m.emitCode(nil, s); err != nil {
-				return nil, err
-			}
+			codeSec = s
 		}
+	}
+	code, err := m.emitCode(codeSec)
+	if err != nil {
+		return nil, err
 	}
 	if uint64(m.globals)+2+uint64(m.slots)*uint64(len(saveTypes)) > math.MaxUint32 {
 		return nil, errAt(0, "no room for the meter's globals")
@@ -382,7 +416,7 @@ func (m *module) emit(size int) ([]byte, error) {
 	exports = appendU32(exports, m.globals+1)
 	nexports := uint32(2)
 	if m.start >= 0 {
-		start, err := m.fn(uint32(m.start), 0)
+		start, err := m.ref(uint32(m.start), 0)
 		if err != nil {
 			return nil, err
 		}
@@ -410,9 +444,21 @@ func (m *module) emit(size int) ([]byte, error) {
 		out = appendSection(out, id, append(body, added...))
 		return nil
 	}
+	// The wrappers of the imported functions: their types, and a
+	// declarative element segment that lets ref.func name them.
+	var wrapTypes, declare []byte
+	for i, t := range m.imported {
+		wrapTypes = appendU32(wrapTypes, t)
+		declare = appendU32(declare, m.wrapper(uint32(i)))
+	}
+	declare = append(append([]byte{0x03, 0x00}, appendU32(nil, m.imports)...), declare...)
+
 	// The sections Instrument adds to, written where their rank says when
 	// the input lacks them.
 	added := map[byte]bool{secType: false, secImport: false, secGlobal: false, secExport: false}
+	if m.imports > 0 {
+		added[secFunction], added[secElem], added[secCode] = false, false, false
+	}
 	write := func(id byte, n uint32, old []byte, off int) error {
 		added[id] = true
 		switch id {
@@ -420,15 +466,22 @@ func (m *module) emit(size int) ([]byte, error) {
 			return extend(id, n, old, off, nil, []byte{0x60, 0x00, 0x00}, 1)
 		case secImport:
 			return extend(id, n, old, off, nil, sliceImport, 1)
+		case secFunction:
+			return extend(id, n, old, off, nil, wrapTypes, m.imports)
 		case secGlobal:
 			return extend(id, n, old, off, m.globalEntries, global, nglobals)
-		default: // secExport
+		case secExport:
 			return extend(id, n, old, off, m.exportEntries, exports, nexports)
+		case secElem:
+			return extend(id, n, old, off, m.elementEntries, declare, 1)
+		default: // secCode
+			out = appendSection(out, secCode, code)
+			return nil
 		}
 	}
 	missing := func(rank int) error {
-		for _, id := range []byte{secType, secImport, secGlobal, secExport} {
-			if !added[id] && order[id] < rank {
+		for _, id := range []byte{secType, secImport, secFunction, secGlobal, secExport, secElem, secCode} {
+			if _, ok := added[id]; ok && !added[id] && order[id] < rank {
 				if err := write(id, 0, nil, 0); err != nil {
 					return err
 				}
@@ -445,17 +498,27 @@ func (m *module) emit(size int) ([]byte, error) {
 		}
 		var err error
 		switch s.id {
-		case secType, secImport, secGlobal, secExport:
+		case secType, secImport, secFunction, secGlobal, secExport, secElem:
 			n, k, _ := readU32(s.body, 0) // read cleanly in parse
+			if s.id == secElem && m.imports == 0 {
+				out, err = m.emitElements(out, s)
+				break
+			}
+			if s.id == secFunction && m.imports == 0 {
+				out = appendSection(out, s.id, s.body)
+				break
+			}
 			err = write(s.id, n, s.body[k:], s.off+k)
 		case secStart:
 			// Dropped: the host calls StartExport after setting the fuel.
 		case secTable:
 			out, err = m.emitTables(out, s)
-		case secElem:
-			out, err = m.emitElements(out, s)
 		case secCode:
-			out = append(out, code...)
+			if m.imports > 0 {
+				err = write(secCode, 0, nil, 0)
+			} else {
+				out = appendSection(out, secCode, code)
+			}
 		case secCustom:
 			out, err = m.emitCustom(out, s)
 		default:
@@ -471,18 +534,27 @@ func (m *module) emit(size int) ([]byte, error) {
 	return out, nil
 }
 
-// emitCode appends the instrumented code section.
-func (m *module) emitCode(out []byte, s section) ([]byte, error) {
+// emitCode returns the instrumented code section's contents: the
+// module's function bodies (s.body is nil when it has none), then the
+// imported functions' wrappers.
+func (m *module) emitCode(s section) ([]byte, error) {
+	var n uint32
 	r := &reader{b: s.body, off: s.off}
-	n, err := r.count(2)
-	if err != nil {
-		return nil, err
+	if s.body != nil {
+		var err error
+		if n, err = r.count(2); err != nil {
+			return nil, err
+		}
 	}
 	if int(n) != len(m.funcs) {
 		return nil, errAt(s.off, "code section has %d bodies for %d functions", n, len(m.funcs))
 	}
+	total, err := addU32(n, m.imports, s.off)
+	if err != nil {
+		return nil, err
+	}
 	body := make([]byte, 0, len(s.body)*2)
-	body = appendU32(body, n)
+	body = appendU32(body, total)
 	for i := uint32(0); i < n; i++ {
 		size, err := r.u32()
 		if err != nil {
@@ -503,8 +575,27 @@ func (m *module) emitCode(out []byte, s section) ([]byte, error) {
 	if r.p != len(r.b) {
 		return nil, errAt(r.off+r.p, "code section has %d trailing bytes", len(r.b)-r.p)
 	}
+	for i, t := range m.imported {
+		if uint64(t) >= uint64(len(m.params)) {
+			return nil, errAt(0, "imported function %d has type index %d out of range", i, t)
+		}
+		// No locals; local.get of each parameter; call the import.
+		w := []byte{0x00}
+		for j := range m.params[t] {
+			w = append(w, opLocalGet)
+			w = appendU32(w, uint32(j))
+		}
+		w = append(w, opCall)
+		w = appendU32(w, uint32(i))
+		fn, err := m.rewriteBody(append(w, opEnd), m.params[t], 0)
+		if err != nil {
+			return nil, err
+		}
+		body = appendU32(body, uint32(len(fn)))
+		body = append(body, fn...)
+	}
 	if uint64(len(body)) > math.MaxUint32 {
 		return nil, errAt(s.off, "instrumented code section is too large")
 	}
-	return appendSection(out, secCode, body), nil
+	return body, nil
 }

@@ -15,6 +15,8 @@ type edit struct {
 	// went below zero. Only function entries and loop headers check (see
 	// planBody).
 	check bool
+	// An editHost's charge: how its callee is charged per element.
+	host perElem
 	// saves are the locals the enclosing loops write, which a check saves
 	// around its call of fuel_slice (see appendSlice).
 	saves []uint32
@@ -37,6 +39,7 @@ const (
 	editBulk                     // charge the i32 on top of the stack, keep it there
 	editGrowPre                  // local.tee $s: remember the requested delta
 	editGrowPost                 // charge delta*cost if the result is not -1
+	editHost                     // charge an imported function's count argument
 )
 
 // frame is an entry of the control stack while planning.
@@ -47,8 +50,9 @@ type frame struct {
 
 // plan is the result of planning one function body.
 type plan struct {
-	edits   []edit
-	scratch bool // needs the two i32 scratch locals
+	edits     []edit
+	scratch   bool // needs the two i32 scratch locals
+	scratch64 bool // needs the i64 scratch local too
 }
 
 // planner decides where one function body needs charges and syncs.
@@ -87,7 +91,7 @@ func (pl *planner) loopEnd() {
 	slices.Sort(saves)
 	clear(pl.written)
 	for i := pl.loopEdit; i < len(pl.edits); i++ {
-		if e := &pl.edits[i]; (e.check || e.kind == editBulk || e.kind == editGrowPost) && pl.saveBudget >= len(saves) {
+		if e := &pl.edits[i]; (e.check || e.kind == editBulk || e.kind == editGrowPost || e.kind == editHost) && pl.saveBudget >= len(saves) {
 			e.saves = saves
 			pl.saveBudget -= len(saves)
 		}
@@ -106,10 +110,14 @@ func (pl *planner) add(pos int, k editKind, cost int64) {
 }
 
 // renumber plans the edit that gives call or ref.func in its function's
-// index in the output, when that differs.
+// index in the output, when that differs (ref.func of an imported
+// function names its wrapper).
 func (pl *planner) renumber(m *module, body []byte, in instr) error {
 	i, _, _ := readU32(body, in.pos+1) // decoded by next
 	j, err := m.fn(i, in.pos)
+	if in.op == opRefFunc {
+		j, err = m.ref(i, in.pos)
+	}
 	if err != nil || i == j {
 		return err
 	}
@@ -220,6 +228,16 @@ func (m *module) planBody(body []byte, start, base int) (plan, error) {
 			pl.segment(in.end, false)
 		case opCall, opCallIndirect:
 			pl.edits[pl.seg].cost++
+			if in.op == opCall {
+				if callee, _, _ := readU32(body, in.pos+1); callee < m.imports {
+					pl.edits[pl.seg].cost += HostCallCost
+					if pe, ok := m.perElem[callee]; ok {
+						pl.scratch = true
+						pl.scratch64 = pl.scratch64 || len(pe.sig) > 4
+						pl.edits = append(pl.edits, edit{pos: in.pos, kind: editHost, host: pe})
+					}
+				}
+			}
 			pl.add(in.pos, editCallPre, 0)
 			if in.op == opCall {
 				if err := pl.renumber(m, body, in); err != nil {

@@ -20,7 +20,7 @@ func (m *module) expr(r *reader, out []byte) ([]byte, error) {
 			return nil, d.err(in.pos, "control instruction in a constant expression")
 		case opRefFunc:
 			i, _, _ := readU32(r.b, in.pos+1) // decoded by next
-			j, err := m.fn(i, r.off+in.pos)
+			j, err := m.ref(i, r.off+in.pos)
 			if err != nil {
 				return nil, err
 			}
@@ -42,6 +42,20 @@ func (m *module) funcIndex(r *reader, out []byte) ([]byte, error) {
 		return nil, err
 	}
 	j, err := m.fn(i, at)
+	if err != nil {
+		return nil, err
+	}
+	return appendU32(out, j), nil
+}
+
+// funcRef appends the function index at r.p, renumbered as a reference.
+func (m *module) funcRef(r *reader, out []byte) ([]byte, error) {
+	at := r.off + r.p
+	i, err := r.u32()
+	if err != nil {
+		return nil, err
+	}
+	j, err := m.ref(i, at)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +124,16 @@ func (m *module) emitElements(out []byte, s section) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	body := appendU32(make([]byte, 0, len(s.body)+16), n)
+	body, err := m.elementEntries(r, appendU32(make([]byte, 0, len(s.body)+16), n), n)
+	if err != nil {
+		return nil, err
+	}
+	return appendSection(out, secElem, body), nil
+}
+
+// elementEntries appends n element segments with every function index
+// and ref.func renumbered as references.
+func (m *module) elementEntries(r *reader, body []byte, n uint32) ([]byte, error) {
 	for i := uint32(0); i < n; i++ {
 		at := r.p
 		flags, err := r.u32()
@@ -150,17 +173,14 @@ func (m *module) emitElements(out []byte, s section) ([]byte, error) {
 			if flags&4 != 0 {
 				body, err = m.expr(r, body)
 			} else {
-				body, err = m.funcIndex(r, body)
+				body, err = m.funcRef(r, body)
 			}
 			if err != nil {
 				return nil, err
 			}
 		}
 	}
-	if err := r.trailing(secElem); err != nil {
-		return nil, err
-	}
-	return appendSection(out, secElem, body), nil
+	return body, r.trailing(secElem)
 }
 
 // emitCustom appends a custom section: the name section with the function
