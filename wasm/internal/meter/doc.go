@@ -46,11 +46,22 @@
 // call of fuel_slice is no sync point: after it, the global holds its value
 // from before plus the fuel handed out.
 //
-// The test's branch not taken costs what a test costs without slices:
-// i64.ge_s and a branch over an else-arm. wazero's compiler spills a
-// loop-carried local that is live across a call on every iteration, so the
-// else-arm first copies the locals the enclosing loops write into globals
-// of the meter's own and back after the call.
+// The test's branch not taken costs what a test cost before slices (an i64
+// compare and a branch over the path). At the top of a loop without
+// parameters the path, once the slice is handed out, gives the header's
+// charge back and branches to the loop's start, which charges it anew, so
+// it never merges into the code after the test and wazero's compiler lays
+// that out as if the path were not there. Elsewhere (function entries,
+// bulk operations, loops with parameters) the call sits in the else-arm
+// of an if, so that the compiler allocates registers for the fall-through
+// first.
+// wazero's compiler also spills a loop-carried local that is live across a
+// call on every iteration, on the hot path too, so the else-arm first
+// copies the locals the enclosing loops write into globals of the meter's
+// own, and back after the call: none is live across it. A check saves at
+// most 64 locals, and a function's checks in all at most one local per
+// byte of its body (beyond that they save none, which is only slower), so
+// that the output stays within a few times the input.
 //
 // # Cost model
 //
@@ -76,9 +87,36 @@
 // so a trap or a br_if that leaves a segment early has already paid for the
 // rest of it: the same overcharge on every run, which keeps the charges few.
 //
+// A direct call to an imported function costs HostCallCost more, so that a
+// loop over host calls spends fuel about as fast as an arithmetic loop
+// (see the constant for the measurement). poll_oneoff pays
+// PollSubscriptionCost per subscription and fd_read, fd_write, fd_pread and
+// fd_pwrite pay IovecCost per iovec, read from the call's argument at the
+// call site (the arguments above it go through scratch locals) and charged,
+// with a test, before the call: a call asking for more than the fuel left
+// ends the run before the host does any of the work. The bytes a host
+// function moves are the host's to charge. The pass gives every imported
+// function a wrapper, a defined function of its type that calls it; a
+// reference to an imported function (in an element segment, a ref.func, the
+// start function) names the wrapper, so a call through a table pays what a
+// direct call pays. Exports of imported functions are left alone.
+//
 // Every loop iteration executes at least one branch, which costs 1 and is
 // charged in that iteration, and every call costs 1, so neither a loop nor
 // recursion can run unpaid.
+//
+// # Limits
+//
+// Instrument and PrepareReactor first call CheckLimits, which refuses,
+// before anything compiles the module, one beyond the bounds that the Max
+// constants state (br_table targets, block nesting, locals, body and code
+// size, functions, tables and their initial size, data and element
+// segments, types, parameters, imports, exports, globals): the sizes that
+// make wazero's validation and compilation take much time or memory. Each
+// constant's doc gives the largest value measured on the modules the
+// project runs. Instrument also lowers every defined table's maximum to
+// MaxTableSize (setting it when there is none), so that wazero refuses
+// table.grow past it (-1).
 //
 // # Output
 //
@@ -87,7 +125,9 @@
 // appends a type ([] -> []) and the import of fuel_slice after the
 // module's own (so fuel_slice's index is the number of imported
 // functions), appends the two counters and the globals the slice path
-// saves locals in, two or three exports, removes the start section, and
+// saves locals in, two or three exports, the imported functions' wrappers
+// after the module's functions and a declarative element segment naming
+// them, removes the start section, rewrites the tables' maximum, and
 // appends locals to each function body after its own. The import moves
 // every defined function up by one index; the pass renumbers every place
 // that names one: call, ref.func (in code, global initialisers and element

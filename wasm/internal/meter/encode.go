@@ -114,6 +114,27 @@ func appendCheck(b []byte, l *locals, saves []uint32) []byte {
 	return append(b, opEnd)
 }
 
+// appendLoopCheck is appendCheck at the top of a loop without parameters,
+// after the charge of cost: "local.tee $f; i64.const 0; i64.lt_s; if
+// slice; (give cost back); br 1 end". Once the slice is handed out, the
+// path gives the loop's charge back and starts the iteration again, which
+// charges it anew: the fuel used is the same, and the path never merges
+// into the code after the test, so the compiler lays that out as if the
+// path were not there, as when it trapped.
+func appendLoopCheck(b []byte, l *locals, cost int64, saves []uint32) []byte {
+	b = append(b, opLocalTee)
+	b = appendU32(b, l.fuel)
+	b = append(b, opI64Const, 0, opI64LtS, opIf, blockEmpty)
+	b = appendSlice(b, l, saves)
+	b = append(b, opLocalGet)
+	b = appendU32(b, l.fuel)
+	b = append(b, opI64Const)
+	b = appendS64(b, cost)
+	b = append(b, opI64Add, opLocalSet)
+	b = appendU32(b, l.fuel)
+	return append(b, opBr, 1, opEnd)
+}
+
 func appendEdit(b []byte, e edit, l *locals) []byte {
 	switch e.kind {
 	case editLoad:
@@ -153,7 +174,9 @@ func appendEdit(b []byte, e edit, l *locals) []byte {
 		b = append(b, opI64Const)
 		b = appendS64(b, e.cost)
 		b = append(b, opI64Sub)
-		if e.check {
+		if e.loop {
+			b = appendLoopCheck(b, l, e.cost, e.saves)
+		} else if e.check {
 			b = appendCheck(b, l, e.saves)
 		} else {
 			b = append(b, opLocalSet)

@@ -290,6 +290,7 @@ func TestCheckLimits_Bombs(t *testing.T) {
 				if took > 200*time.Millisecond {
 					t.Errorf("%s took %v on %d bytes", fn, took, len(tt.module))
 				}
+				t.Logf("%s: refused %d bytes in %v", fn, len(tt.module), took)
 			}
 		})
 	}

@@ -15,6 +15,9 @@ type edit struct {
 	// went below zero. Only function entries and loop headers check (see
 	// planBody).
 	check bool
+	// loop: a check at the top of a loop without parameters, whose slice
+	// path can branch back to the loop's start (see appendCheck).
+	loop bool
 	// An editHost's charge: how its callee is charged per element.
 	host perElem
 	// saves are the locals the enclosing loops write, which a check saves
@@ -109,6 +112,15 @@ func (pl *planner) add(pos int, k editKind, cost int64) {
 	pl.edits = append(pl.edits, edit{pos: pos, kind: k, cost: cost})
 }
 
+// noParams reports whether the block type at body[p] takes no parameters.
+func (m *module) noParams(body []byte, p int) bool {
+	if c := body[p]; c == blockEmpty || isValType(c) {
+		return true
+	}
+	t, _, err := readU32(body, p) // non-negative: checked by the decoder
+	return err == nil && uint64(t) < uint64(len(m.params)) && len(m.params[t]) == 0
+}
+
 // renumber plans the edit that gives call or ref.func in its function's
 // index in the output, when that differs (ref.func of an imported
 // function names its wrapper).
@@ -177,6 +189,7 @@ func (m *module) planBody(body []byte, start, base int) (plan, error) {
 			pl.loops++
 			// The header is entered by every iteration: charge inside.
 			pl.segment(in.end, true)
+			pl.edits[pl.seg].loop = m.noParams(body, in.pos+1)
 		case opIf:
 			pl.edits[pl.seg].cost++
 			pl.segment(in.end, false)
