@@ -563,8 +563,9 @@ func TestHostile_ReplayFlood(t *testing.T) {
 // not settable) with their guests stopped: the server's CPU goes idle at
 // once; /health stays responsive throughout (issue 24: /health unanswered
 // for about 150 s, batch_timeout after 158 s). Eight, the issue's batch,
-// may now finish within the bound; 64 are several times the bound's work,
-// and must be cut at it: this test takes about a minute.
+// may now finish within the bound; a full batch (replays.MaxBatch) is many
+// times the bound's work, and must be cut at it: this test takes about a
+// minute.
 func TestHostile_LoopBatch(t *testing.T) {
 	const batchBound = replays.BatchTimeout
 	s := startHostile(t)
@@ -575,7 +576,7 @@ func TestHostile_LoopBatch(t *testing.T) {
 		mustTimeOut bool
 	}{
 		{"Eight", 8, false},
-		{"PastTheBound", 64, true},
+		{"PastTheBound", replays.MaxBatch, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var artifacts []string
