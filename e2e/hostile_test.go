@@ -228,15 +228,23 @@ func (d decided) String() string {
 	return fmt.Sprintf("%s (%s: %s) in %.2f s", d.verdict, d.kind, d.detail, d.took.Seconds())
 }
 
+// sellers numbers the sellers of disputeChecker's contracts: each has one,
+// so that lost disputes never get a seller banned.
+var sellers atomic.Int64
+
 // disputeChecker runs a contract with acceptance to delivered and disputes
 // it, with client, from any goroutine.
 func (s *server) disputeChecker(client *http.Client, acceptance string) (decided, error) {
-	st, c, err := s.postJSON(client, "/contracts", `{"buyer":"did:e2e:buyer","seller":"did:e2e:hostile","price":40,"acceptance":`+acceptance+`}`)
+	seller := fmt.Sprintf("did:e2e:hostile%d", sellers.Add(1))
+	st, c, err := s.postJSON(client, "/contracts", `{"buyer":"did:e2e:buyer","seller":"`+seller+`","price":40,"acceptance":`+acceptance+`}`)
 	if err != nil || st != http.StatusOK {
 		return decided{}, fmt.Errorf("create: %d %v %v", st, c, err)
 	}
 	id, _ := c["contract_id"].(string)
-	for _, step := range []struct{ path, body string }{{"/fund", `{}`}, {"/deliver", `{"deliverable":{"rows":3}}`}} {
+	// A deliverable of its own, so that the outcome memo never answers
+	// for the checker.
+	deliver := fmt.Sprintf(`{"deliverable":{"rows":3,"seller":%q}}`, seller)
+	for _, step := range []struct{ path, body string }{{"/fund", `{}`}, {"/deliver", deliver}} {
 		if st, m, err := s.postJSON(client, "/contracts/"+id+step.path, step.body); err != nil || st != http.StatusOK {
 			return decided{}, fmt.Errorf("%s: %d %v %v", step.path, st, m, err)
 		}
