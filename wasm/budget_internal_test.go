@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/tetratelabs/wazero/api"
+
+	"github.com/assayhq/assay/wasm/internal/meter"
 )
 
 // TestSandbox_Validate_waitsWithContext: with every compilation slot
@@ -102,3 +104,57 @@ type testGlobal struct {
 
 func (g *testGlobal) Get() uint64  { return g.v }
 func (g *testGlobal) Set(v uint64) { g.v = v }
+
+// TestSandbox_freeOSAfterLargeRun: a run whose memory reached
+// freeAfterBytes has the memory returned to the operating system soon
+// after; a small one does not.
+func TestSandbox_freeOSAfterLargeRun(t *testing.T) {
+	s := newTestSandbox(t, Config{})
+	module := fixtureBytes(t, "grow.wasm")
+	small := s.Run(context.Background(), module, Input{}, Limits{Fuel: DefaultFuel, MemoryMiB: 4})
+	if small.Kind != KindMemoryExceeded {
+		t.Fatalf("small run: %s %q", small.Kind, small.Detail)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if freed(s) {
+		t.Fatalf("memory was returned after a 4 MiB run")
+	}
+	large := s.Run(context.Background(), module, Input{}, Limits{Fuel: DefaultFuel, MemoryMiB: freeAfterBytes>>20 + 16})
+	if large.Kind != KindMemoryExceeded || uint64(large.MemoryPages)*pageSize < freeAfterBytes {
+		t.Fatalf("large run: %s %d pages %q", large.Kind, large.MemoryPages, large.Detail)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !freed(s) {
+		if time.Now().After(deadline) {
+			t.Fatalf("memory not returned 10 s after a run of %d pages", large.MemoryPages)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// freed reports whether s has returned memory to the operating system.
+func freed(s *Sandbox) bool {
+	s.free.mu.Lock()
+	defer s.free.mu.Unlock()
+	return !s.free.last.IsZero()
+}
+
+// TestSandbox_Validate_returnsWhileCompiling: a Validate whose context ends
+// during a long compilation returns then; the compilation finishes in the
+// background, once, and serves the next Validate.
+func TestSandbox_Validate_returnsWhileCompiling(t *testing.T) {
+	s := newTestSandbox(t, Config{})
+	module := limitsModule(t, meter.MaxBodySize) // seconds to compile
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if err := s.Validate(ctx, module); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Validate: %v, want the context's deadline", err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("Validate returned %s after a 100 ms deadline", took)
+	}
+	if err := s.Validate(context.Background(), module); err != nil {
+		t.Fatalf("Validate after the compilation: %v", err)
+	}
+}

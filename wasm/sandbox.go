@@ -102,7 +102,7 @@ type Sandbox struct {
 type engine struct {
 	rt       wazero.Runtime
 	metered  bool
-	compiles chan struct{} // the sandbox's
+	sb       *Sandbox // whose compilation slots and in-flight count it shares
 	wasiFns  map[string]api.FunctionDefinition
 	cacheDir string
 
@@ -201,7 +201,7 @@ func (s *Sandbox) newEngine(ctx context.Context, metered, closeOnDone bool) (*en
 			return nil, err
 		}
 	}
-	e := &engine{rt: rt, metered: metered, compiles: s.compiles, wasiFns: wasi, modules: map[[32]byte]*compiled{}}
+	e := &engine{rt: rt, metered: metered, sb: s, wasiFns: wasi, modules: map[[32]byte]*compiled{}}
 	if s.cfg.CacheDir != "" && metered {
 		e.cacheDir = filepath.Join(s.cfg.CacheDir, fmt.Sprintf("metered-v%d", meter.Version))
 	}
@@ -245,8 +245,11 @@ func (s *Sandbox) stoppable(ctx context.Context) (context.Context, func()) {
 // compile returns the module compiled for this engine, instrumenting it
 // first when the engine is metered. Results, errors included, are cached by
 // the module's SHA-256: a checker is instrumented and compiled once. At
-// most one compilation per core runs at once; waiting for a slot ends
-// with ctx (its error, and nothing cached), compiling does not.
+// most one compilation per core runs at once. When ctx ends first, while
+// waiting for a slot or while compiling, compile returns ctx's error at
+// once; a compilation under way goes on in the background (wazero cannot
+// stop one), holding its slot, and its result is cached. Close waits for
+// it.
 func (e *engine) compile(ctx context.Context, sum [32]byte, module []byte) (*compiled, error) {
 	e.mu.Lock()
 	c, ok := e.modules[sum]
@@ -259,16 +262,30 @@ func (e *engine) compile(ctx context.Context, sum [32]byte, module []byte) (*com
 		return c, nil
 	}
 	select {
-	case e.compiles <- struct{}{}:
+	case e.sb.compiles <- struct{}{}:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	defer func() { <-e.compiles }()
-	c.once.Do(func() {
-		c.err = e.doCompile(context.WithoutCancel(ctx), c, sum, module)
-		c.ready.Store(true)
-	})
-	return c, nil
+	if !e.sb.enter() {
+		<-e.sb.compiles
+		return nil, errClosed
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer e.sb.inflight.Done()
+		defer func() { <-e.sb.compiles }()
+		c.once.Do(func() {
+			c.err = e.doCompile(context.WithoutCancel(ctx), c, sum, module)
+			c.ready.Store(true)
+		})
+	}()
+	select {
+	case <-done:
+		return c, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 func (e *engine) doCompile(ctx context.Context, c *compiled, sum [32]byte, module []byte) error {
@@ -433,8 +450,9 @@ func writeFileAtomic(path string, data []byte) error {
 // An error saying what is wrong; Run would end such a module as
 // invalid_checker with the same reason.
 //
-// Validate waits for a compilation slot (one per core) as long as ctx
-// lasts, and then returns ctx's error.
+// Validate waits for a compilation slot (one per core) and for the
+// compilation as long as ctx lasts, and then returns ctx's error (the
+// compilation goes on, and its result is cached).
 func (s *Sandbox) Validate(ctx context.Context, module []byte) error {
 	c, err := s.metered.compile(ctx, sha256.Sum256(module), module)
 	if err != nil {

@@ -87,7 +87,7 @@ var hostile = []struct {
 	compilerOnly bool
 }{
 	{name: "pass", module: "pass.wasm", lim: wasm.Limits{Fuel: 1000}, kind: wasm.KindPass, exit: 0},
-	{name: "fail", module: "fail.wasm", lim: wasm.Limits{Fuel: 1000}, kind: wasm.KindFail, exit: 3, detail: "exited 3"},
+	{name: "fail", module: "fail.wasm", lim: wasm.Limits{Fuel: 10_000}, kind: wasm.KindFail, exit: 3, detail: "exited 3"},
 	{name: "infinite loop", module: "loop.wasm", lim: wasm.Limits{Fuel: 1_000_000}, kind: wasm.KindFuelExhausted, exit: -1},
 	{name: "unbounded recursion", module: "recurse.wasm", lim: wasm.Limits{Fuel: 5_000}, kind: wasm.KindFuelExhausted, exit: -1},
 	{name: "recursion past the depth limit", module: "recurse.wasm", lim: wasm.Limits{Fuel: wasm.DefaultFuel}, kind: wasm.KindTrap, exit: -1, detail: "call stack exhausted", compilerOnly: true},

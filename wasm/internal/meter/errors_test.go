@@ -2,9 +2,12 @@ package meter
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/tetratelabs/wazero"
 )
 
 // oneFunc assembles a minimal module with one function of type [] -> [] and
@@ -102,5 +105,36 @@ func TestInstrument_Empty(t *testing.T) {
 		"\x07\x1c\x02\x0aassay_fuel\x03\x00\x0bassay_depth\x03\x01")
 	if !bytes.Equal(out, want) {
 		t.Fatalf("got % x\nwant % x", out, want)
+	}
+}
+
+// TestInstrument_OnlyImports: a module with imports but no functions of
+// its own gains the function, element and code sections of the imports'
+// wrappers, each where its rank says (the code before the data section),
+// and stays valid.
+func TestInstrument_OnlyImports(t *testing.T) {
+	b := sec(wasmHeader(), secType, []byte{0x01, 0x60, 0x01, 0x7f, 0x00})
+	imp := append(appendName(appendName(nil, "env"), "charge"), 0x00, 0x00)
+	b = sec(b, secImport, append([]byte{0x01}, imp...))
+	b = sec(b, secExport, append(appendName([]byte{0x01}, "charge"), 0x00, 0x00))
+	b = sec(b, secData, []byte{0x01, 0x01, 0x01, 'x'})
+	out := mustInstrument(t, b)
+	var ids []byte
+	for p := len(header); p < len(out); {
+		size, n, err := readU32(out, p+1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, out[p])
+		p += 1 + n + int(size)
+	}
+	if want := []byte{secType, secImport, secFunction, secGlobal, secExport, secElem, secCode, secData}; !bytes.Equal(ids, want) {
+		t.Fatalf("sections %v, want %v", ids, want)
+	}
+	ctx := context.Background()
+	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
+	defer r.Close(ctx)
+	if _, err := r.CompileModule(ctx, out); err != nil {
+		t.Fatal(err)
 	}
 }

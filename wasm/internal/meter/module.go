@@ -453,8 +453,10 @@ func (m *module) emit(size int) ([]byte, error) {
 	}
 	declare = append(append([]byte{0x03, 0x00}, appendU32(nil, m.imports)...), declare...)
 
-	// The sections Instrument adds to, written where their rank says when
-	// the input lacks them.
+	// The sections Instrument adds to, and whether they are written yet:
+	// those the input lacks are written where their rank says. Without
+	// imports there are no wrappers, and the function, element and code
+	// sections keep their entries.
 	added := map[byte]bool{secType: false, secImport: false, secGlobal: false, secExport: false}
 	if m.imports > 0 {
 		added[secFunction], added[secElem], added[secCode] = false, false, false
@@ -498,27 +500,25 @@ func (m *module) emit(size int) ([]byte, error) {
 		}
 		var err error
 		switch s.id {
-		case secType, secImport, secFunction, secGlobal, secExport, secElem:
-			n, k, _ := readU32(s.body, 0) // read cleanly in parse
-			if s.id == secElem && m.imports == 0 {
+		case secType, secImport, secFunction, secGlobal, secExport, secElem, secCode:
+			_, extended := added[s.id]
+			switch {
+			case extended && s.id == secCode:
+				err = write(secCode, 0, nil, 0)
+			case extended:
+				n, k, _ := readU32(s.body, 0) // read cleanly in parse
+				err = write(s.id, n, s.body[k:], s.off+k)
+			case s.id == secElem:
 				out, err = m.emitElements(out, s)
-				break
-			}
-			if s.id == secFunction && m.imports == 0 {
+			case s.id == secCode:
+				out = appendSection(out, secCode, code)
+			default:
 				out = appendSection(out, s.id, s.body)
-				break
 			}
-			err = write(s.id, n, s.body[k:], s.off+k)
 		case secStart:
 			// Dropped: the host calls StartExport after setting the fuel.
 		case secTable:
 			out, err = m.emitTables(out, s)
-		case secCode:
-			if m.imports > 0 {
-				err = write(secCode, 0, nil, 0)
-			} else {
-				out = appendSection(out, secCode, code)
-			}
 		case secCustom:
 			out, err = m.emitCustom(out, s)
 		default:

@@ -34,28 +34,19 @@ func (m *module) expr(r *reader, out []byte) ([]byte, error) {
 	}
 }
 
-// funcIndex appends the function index at r.p, renumbered.
-func (m *module) funcIndex(r *reader, out []byte) ([]byte, error) {
+// funcIndex appends the function index at r.p, renumbered: as a call
+// names it, or with ref as a reference does (see module.ref).
+func (m *module) funcIndex(r *reader, out []byte, ref bool) ([]byte, error) {
 	at := r.off + r.p
 	i, err := r.u32()
 	if err != nil {
 		return nil, err
 	}
-	j, err := m.fn(i, at)
-	if err != nil {
-		return nil, err
+	renumber := m.fn
+	if ref {
+		renumber = m.ref
 	}
-	return appendU32(out, j), nil
-}
-
-// funcRef appends the function index at r.p, renumbered as a reference.
-func (m *module) funcRef(r *reader, out []byte) ([]byte, error) {
-	at := r.off + r.p
-	i, err := r.u32()
-	if err != nil {
-		return nil, err
-	}
-	j, err := m.ref(i, at)
+	j, err := renumber(i, at)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +86,7 @@ func (m *module) exportEntries(r *reader, out []byte, n uint32) ([]byte, error) 
 		}
 		out = append(out, r.b[at:r.p]...)
 		if kind == 0x00 {
-			out, err = m.funcIndex(r, out)
+			out, err = m.funcIndex(r, out, false)
 		} else {
 			at = r.p
 			if _, err = r.u32(); err == nil {
@@ -173,7 +164,7 @@ func (m *module) elementEntries(r *reader, body []byte, n uint32) ([]byte, error
 			if flags&4 != 0 {
 				body, err = m.expr(r, body)
 			} else {
-				body, err = m.funcRef(r, body)
+				body, err = m.funcIndex(r, body, true)
 			}
 			if err != nil {
 				return nil, err
@@ -213,7 +204,7 @@ func (m *module) emitCustom(out []byte, s section) ([]byte, error) {
 			}
 			nb := appendU32(make([]byte, 0, len(old)+8), n)
 			for i := uint32(0); i < n; i++ {
-				if nb, err = m.funcIndex(sub, nb); err != nil {
+				if nb, err = m.funcIndex(sub, nb, false); err != nil {
 					return nil, err
 				}
 				at := sub.p

@@ -3,6 +3,7 @@ package meter
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -93,11 +94,29 @@ func TestInstrument_SliceStop(t *testing.T) {
 	}
 }
 
+// renumberNames is a name section for testdata/renumber.wasm: its
+// functions' names in index order, and the names of apply's parameters.
+func renumberNames() []byte {
+	var funcs []byte
+	names := []string{"charge", "double", "square", "inc", "triple", "fact", "boom", "deeper", "init", "apply", "passive", "refs", "direct"}
+	funcs = appendU32(funcs, uint32(len(names)))
+	for i, n := range names {
+		funcs = appendName(appendU32(funcs, uint32(i)), n)
+	}
+	locals := []byte{0x01, 0x09, 0x02} // one function, apply, two names
+	locals = appendName(append(locals, 0x00), "f")
+	locals = appendName(append(locals, 0x01), "x")
+	body := appendName(nil, "name")
+	body = append(appendU32(append(body, 0x01), uint32(len(funcs))), funcs...)
+	body = append(appendU32(append(body, 0x02), uint32(len(locals))), locals...)
+	return appendSection(nil, secCustom, body)
+}
+
 // TestInstrument_Names: the name section follows the renumbering, so that
-// function names and a trap's stack trace read the same metered and
-// unmetered.
+// function and parameter names and a trap's stack trace read the same
+// metered and unmetered.
 func TestInstrument_Names(t *testing.T) {
-	orig := readWasm(t, "renumber")
+	orig := append(readWasm(t, "renumber"), renumberNames()...)
 	metered := mustInstrument(t, orig)
 	for _, e := range engines {
 		o, err := newInstance(t, e.cfg(), orig, false, 0)
@@ -110,8 +129,12 @@ func TestInstrument_Names(t *testing.T) {
 		}
 		for name, def := range o.mod.ExportedFunctionDefinitions() {
 			got := m.mod.ExportedFunction(name).Definition()
-			if got.Name() != def.Name() || got.DebugName() != def.DebugName() {
-				t.Errorf("%s: export %s is %q (%s), want %q (%s)", e.name, name, got.Name(), got.DebugName(), def.Name(), def.DebugName())
+			if got.Name() != def.Name() || got.DebugName() != def.DebugName() || !slices.Equal(got.ParamNames(), def.ParamNames()) {
+				t.Errorf("%s: export %s is %q (%s, %q), want %q (%s, %q)", e.name, name,
+					got.Name(), got.DebugName(), got.ParamNames(), def.Name(), def.DebugName(), def.ParamNames())
+			}
+			if name == "apply" && !slices.Equal(def.ParamNames(), []string{"f", "x"}) {
+				t.Errorf("apply's parameters are %q: the name section was not read", def.ParamNames())
 			}
 		}
 		want := o.call(t, "boom", 1).err

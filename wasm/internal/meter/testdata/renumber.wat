@@ -2,7 +2,8 @@
 ;; fuel_slice after env.charge, which moves every defined function up by
 ;; one: calls, ref.func in code and in a global's initialiser, exports, the
 ;; start function, element segments in all their forms, and the name
-;; section (assemble with --debug-names) must all follow.
+;; section (which TestInstrument_Names appends, so that the fixture builds
+;; with plain wat2wasm) must all follow.
 (module
   (import "env" "charge" (func $charge (param i32)))
   (type $un (func (param i32) (result i32)))
