@@ -34,7 +34,7 @@
 // otherwise gives the next slice or ends the run fuel_exhausted. Host I/O
 // charges refill the same way. Fuel used is what was given less what is
 // left, so slices change no outcome; they bound how long a guest runs past
-// its deadline (one slice: 6-17 ms of the cheapest loop on the compiler,
+// its deadline (one slice: 2.5-6 ms of the cheapest loop on the compiler,
 // about 0.5 s on the interpreter, at 52 ns a fuel there) and how long a
 // garbage collection waits for a spinning guest (the call is a Go safe
 // point; the interpreter is Go code, preempted anyway). A

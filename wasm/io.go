@@ -28,9 +28,9 @@ var (
 	errStopped = errors.New("wasm: run stopped")
 )
 
-// FuelSlice is the most fuel a metered guest is given at a time: 6 ms of
-// the cheapest loop, (loop (br 0)), on the compiler here (0.58 ns a fuel,
-// BenchmarkSpin; up to 17 ms at the 1.7 ns measured under load). When a
+// FuelSlice is the most fuel a metered guest is given at a time: 2.5 ms
+// of the cheapest loop, (loop (br 0)), on the compiler here (0.25 ns a
+// fuel, BenchmarkSpin; 6 ms with other builds running). When a
 // slice is spent
 // the guest calls the host (meter.SliceFunc), which checks the run's
 // context and gives the next slice. Slice boundaries depend only on fuel,

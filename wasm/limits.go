@@ -10,11 +10,12 @@ import (
 // Defaults for Limits.
 //
 // DefaultFuel is calibrated on the cheapest loop there is, (loop (br 0)),
-// one fuel an iteration: it spends 10^9 fuel in 0.6 s on the 2-core
-// machine of the README's "Performance" (0.6 ns a fuel; 1.25-1.7 ns
-// measured under load), so a runaway checker ends fuel_exhausted in under
-// 2 s, several times within DefaultTimeout, the backstop: under ordinary
-// load fuel decides, not the clock. Real checkers use far less: a Go
+// one fuel an iteration: it spends 10^9 fuel in 0.25 s on the 2-core
+// machine of the README's "Performance" (0.25 ns a fuel, BenchmarkSpin;
+// 0.6 s with other builds running; even at the 1.25-1.7 ns a fuel measured
+// under load before fuel slices, under 2 s), so a runaway checker ends
+// fuel_exhausted many times within DefaultTimeout, the backstop: under
+// ordinary load fuel decides, not the clock. Real checkers use far less: a Go
 // checker's run about 2*10^6, a Python check about 10^7.
 const (
 	DefaultFuel        uint64 = 1_000_000_000
@@ -29,8 +30,8 @@ const (
 	MaxMemoryMiB uint32 = 1024
 
 	// MaxFuel is the largest fuel budget a run may have: four times the
-	// default, 2.4 s of the cheapest loop here (about 7 s at the slowest
-	// rate measured), still within the backstop. Fuel is what decides a
+	// default, 0.9 s of the cheapest loop here (2.3 s with other builds
+	// running, 7 s at the slowest rate ever measured), within the backstop. Fuel is what decides a
 	// runaway checker, so it must not be left to whoever writes the
 	// criteria.
 	MaxFuel uint64 = 4 * DefaultFuel

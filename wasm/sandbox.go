@@ -69,8 +69,9 @@ const (
 //
 // A Sandbox keeps two wazero runtimes over one compilation cache: metered
 // runs (fuel > 0) on one compiled without context-done checks, since fuel
-// bounds them; unmetered runs on one with WithCloseOnContextDone, since only
-// the wall clock bounds them there.
+// bounds them and their fuel slices (meter.SliceFunc) check the context;
+// unmetered runs on one with WithCloseOnContextDone, since only the wall
+// clock bounds them there.
 type Sandbox struct {
 	cfg   Config
 	cache wazero.CompilationCache
@@ -222,9 +223,9 @@ func (s *Sandbox) Close(ctx context.Context) error {
 	select {
 	case <-done:
 	case <-ctx.Done():
-		// A guest has not reached its next fuel slice yet; freeing its
-		// code now would pull it from under it. Leave it to the process's
-		// exit.
+		// A guest has not reached its next fuel slice yet, or a
+		// compilation is under way; freeing the code now would pull it
+		// from under them. Leave it to the process's exit.
 		return fmt.Errorf("wasm: close: guests still running: %w", ctx.Err())
 	}
 	err := errors.Join(s.metered.rt.Close(ctx), s.unmetered.rt.Close(ctx))

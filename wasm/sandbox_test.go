@@ -258,7 +258,7 @@ func TestSandbox_Run_timeout(t *testing.T) {
 		}
 	})
 	t.Run("metered", func(t *testing.T) {
-		// The guest runs on until its fuel is spent; Close waits for it.
+		// The guest stops at its first fuel slice past the deadline.
 		out := sb.Run(context.Background(), fixture(t, "loop.wasm"), wasm.Input{}, wasm.Limits{Fuel: 300_000_000, Timeout: time.Millisecond})
 		if out.Kind != wasm.KindTimeout {
 			t.Fatalf("kind %s, want timeout", out.Kind)

@@ -54,9 +54,8 @@
 // that out as if the path were not there. Elsewhere (function entries,
 // bulk operations, loops with parameters) the call sits in the else-arm
 // of an if, so that the compiler allocates registers for the fall-through
-// first.
-// wazero's compiler also spills a loop-carried local that is live across a
-// call on every iteration, on the hot path too, so the else-arm first
+// first. wazero's compiler also spills a loop-carried local that is live
+// across a call on every iteration, on the hot path too, so the path first
 // copies the locals the enclosing loops write into globals of the meter's
 // own, and back after the call: none is live across it. A check saves at
 // most 64 locals, and a function's checks in all at most one local per

@@ -81,24 +81,23 @@ const (
 	IovecCost = 80
 )
 
-// perElem says how an imported function is charged for an argument its
-// work grows with: sig is its parameter types, arg the index of the
-// count among them, cost the fuel per unit.
+// perElem says how an imported function is charged for the argument its
+// work grows with, always its third: sig is its parameter types, cost the
+// fuel per unit.
 type perElem struct {
 	sig  string
-	arg  int
 	cost int64
 }
 
 // perElemCosts are the imported functions charged per element, by module
 // and name. A function imported under one of these names with another
 // type pays HostCallCost only (it cannot link to the host's anyway).
-var perElemCosts = map[string]perElem{
-	"wasi_snapshot_preview1.poll_oneoff": {"\x7f\x7f\x7f\x7f", 2, PollSubscriptionCost},
-	"wasi_snapshot_preview1.fd_read":     {"\x7f\x7f\x7f\x7f", 2, IovecCost},
-	"wasi_snapshot_preview1.fd_write":    {"\x7f\x7f\x7f\x7f", 2, IovecCost},
-	"wasi_snapshot_preview1.fd_pread":    {"\x7f\x7f\x7f\x7e\x7f", 2, IovecCost},
-	"wasi_snapshot_preview1.fd_pwrite":   {"\x7f\x7f\x7f\x7e\x7f", 2, IovecCost},
+var perElemCosts = map[string]*perElem{
+	"wasi_snapshot_preview1.poll_oneoff": {"\x7f\x7f\x7f\x7f", PollSubscriptionCost},
+	"wasi_snapshot_preview1.fd_read":     {"\x7f\x7f\x7f\x7f", IovecCost},
+	"wasi_snapshot_preview1.fd_write":    {"\x7f\x7f\x7f\x7f", IovecCost},
+	"wasi_snapshot_preview1.fd_pread":    {"\x7f\x7f\x7f\x7e\x7f", IovecCost},
+	"wasi_snapshot_preview1.fd_pwrite":   {"\x7f\x7f\x7f\x7e\x7f", IovecCost},
 }
 
 // DecodeError reports input that Instrument cannot decode: malformed

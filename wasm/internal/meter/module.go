@@ -42,7 +42,7 @@ type module struct {
 	imported []uint32 // type index of each imported function
 	// perElem maps imported functions whose work grows with an argument
 	// to how they are charged for it.
-	perElem map[uint32]perElem
+	perElem map[uint32]*perElem
 	// slots is how many locals of one type the slice path saves at most
 	// (see saveGlobal); set by emitCode.
 	slots uint32
@@ -267,7 +267,7 @@ func (m *module) read(s section) error {
 					if uint64(t) < uint64(len(m.params)) {
 						if pe, ok := perElemCosts[mod+"."+name]; ok && string(m.params[t]) == pe.sig {
 							if m.perElem == nil {
-								m.perElem = map[uint32]perElem{}
+								m.perElem = map[uint32]*perElem{}
 							}
 							m.perElem[m.imports] = pe
 						}

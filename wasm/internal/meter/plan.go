@@ -19,7 +19,7 @@ type edit struct {
 	// path can branch back to the loop's start (see appendCheck).
 	loop bool
 	// An editHost's charge: how its callee is charged per element.
-	host perElem
+	host *perElem
 	// saves are the locals the enclosing loops write, which a check saves
 	// around its call of fuel_slice (see appendSlice).
 	saves []uint32
