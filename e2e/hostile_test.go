@@ -46,6 +46,10 @@ const (
 	uploadBound  = time.Second            // a compile bomb's refusal
 	idleCPUBound = 100 * time.Millisecond // CPU time over idleWindow once a case is answered
 	idleWindow   = 500 * time.Millisecond
+	// servedBound is how long /health may take while a batch holds every
+	// core with guests for its whole bound: served, if not at once (the
+	// failure was no answer for 150 s).
+	servedBound = time.Second
 )
 
 // budgetMiB is the --memory-budget the memory tests give the server (the
@@ -569,7 +573,7 @@ func TestHostile_ReplayFlood(t *testing.T) {
 // TestHostile_LoopBatch: batches of replays of spin with the most fuel a
 // run may have answer within the batch's bound (replays.BatchTimeout, 45 s,
 // not settable) with their guests stopped: the server's CPU goes idle at
-// once; /health stays responsive throughout (issue 24: /health unanswered
+// once; /health is served throughout, within servedBound (issue 24: /health unanswered
 // for about 150 s, batch_timeout after 158 s). Eight, the issue's batch,
 // may now finish within the bound; a full batch (replays.MaxBatch) is many
 // times the bound's work, and must be cut at it: this test takes about a
@@ -619,8 +623,8 @@ func TestHostile_LoopBatch(t *testing.T) {
 			if idle > idleCPUBound {
 				t.Errorf("the server used %v of CPU in the %v after the answer, want at most %v: its guests run on", idle, idleWindow, idleCPUBound)
 			}
-			if maxHealth > latencyBound {
-				t.Errorf("/health took up to %v, want under %v", maxHealth, latencyBound)
+			if maxHealth > servedBound {
+				t.Errorf("/health took up to %v, want under %v", maxHealth, servedBound)
 			}
 		})
 	}
