@@ -573,11 +573,11 @@ func TestHostile_ReplayFlood(t *testing.T) {
 // TestHostile_LoopBatch: batches of replays of spin with the most fuel a
 // run may have answer within the batch's bound (replays.BatchTimeout, 45 s,
 // not settable) with their guests stopped: the server's CPU goes idle at
-// once; /health is served throughout, within servedBound (issue 24: /health unanswered
-// for about 150 s, batch_timeout after 158 s). Eight, the issue's batch,
-// may now finish within the bound; a full batch (replays.MaxBatch) is many
-// times the bound's work, and must be cut at it: this test takes about a
-// minute.
+// once; /health is served throughout, within servedBound (issue 24:
+// /health unanswered for about 150 s, batch_timeout after 158 s). Eight,
+// the issue's batch, may now finish within the bound; a full batch
+// (replays.MaxBatch) is many times the bound's work, and must be cut at
+// it: this test takes about a minute.
 func TestHostile_LoopBatch(t *testing.T) {
 	const batchBound = replays.BatchTimeout
 	s := startHostile(t)
