@@ -204,11 +204,11 @@ func TestKey(t *testing.T) {
 }
 
 // goldenKey is Key(Ref{SHA256: "abab…"}, Input{Artifact: "a"}, "compiler")
-// under wasm.OutcomeVersion "meter v3; reactor v1; init fuel 2000000000,
+// under wasm.OutcomeVersion "meter v4; reactor v1; init fuel 2000000000,
 // memory 256 MiB" and the default limits (fuel 10^9, 64 MiB, 64 KiB per
 // stream), computed independently (a Python script hashing the encoding
 // that Key documents).
-const goldenKey = "b77eb87d6a3eb002f04425b6a03ec8406b7a915ed99fcab43b6c005669e0db59"
+const goldenKey = "7fb459151538ef84b12e7820df8b3ecc152d8e44485cd2fd5402017835711263"
 
 func TestMemo_notTimeout(t *testing.T) {
 	memo := checkers.NewMemo(checkers.MemoConfig{})

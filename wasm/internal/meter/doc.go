@@ -73,7 +73,9 @@
 // table.copy and table.init cost BulkCost per byte or element (their top i32
 // operand). memory.grow costs PageCost per page actually granted and
 // table.grow BulkCost per element actually granted (nothing when they return
-// -1), charged right after the instruction.
+// -1), charged right after the instruction; both also cost GrowCost
+// statically, granted or not, as they leave compiled code as a host call
+// does.
 //
 // Static costs are charged per metered segment: a straight run of code that
 // control can enter only at its start. A segment starts at function entry,

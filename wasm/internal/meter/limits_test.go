@@ -378,8 +378,8 @@ func TestInstrument_TableMax(t *testing.T) {
 			if got.err != nil || int32(got.results[0]) != tt.want {
 				t.Fatalf("%s: %s(%d) = %v, %v; want %d", e.name, tt.fn, tt.n, got.results, got.err, tt.want)
 			}
-			// local.get, ref.null, table.grow: 3.
-			if want := 3 + tt.grownFee*BulkCost; got.used != want {
+			// local.get, ref.null, table.grow: 3, and GrowCost granted or not.
+			if want := 3 + GrowCost + tt.grownFee*BulkCost; got.used != want {
 				t.Errorf("%s: %s(%d) used %d, want %d", e.name, tt.fn, tt.n, got.used, want)
 			}
 		}

@@ -357,10 +357,11 @@ func TestInstrument_ExactFuel(t *testing.T) {
 		// fillcopy: 2 bulk ops of n bytes plus 14 static.
 		{"bulk", "fillcopy", []uint64{100, 1}, 14 + 200},
 		{"bulk", "fillcopy", []uint64{1000, 1}, 14 + 2000},
-		// grow: local.get, memory.grow = 2, plus PageCost per page granted.
-		{"bulk", "grow", []uint64{0}, 2},
-		{"bulk", "grow", []uint64{3}, 2 + 3*PageCost},
-		{"bulk", "grow", []uint64{4}, 2}, // refused: 1+4 pages > max 4
+		// grow: local.get, memory.grow = 2, GrowCost granted or not, plus
+		// PageCost per page granted.
+		{"bulk", "grow", []uint64{0}, 2 + GrowCost},
+		{"bulk", "grow", []uint64{3}, 2 + GrowCost + 3*PageCost},
+		{"bulk", "grow", []uint64{4}, 2 + GrowCost}, // refused: 1+4 pages > max 4
 	}
 	for _, tt := range tests {
 		t.Run(tt.file+"/"+tt.fn, func(t *testing.T) {

@@ -264,7 +264,7 @@ func (m *module) planBody(body []byte, start, base int) (plan, error) {
 				return plan{}, err
 			}
 		case opMemoryGrow:
-			pl.edits[pl.seg].cost++
+			pl.edits[pl.seg].cost += 1 + GrowCost
 			pl.scratch = true
 			pl.add(in.pos, editGrowPre, 0)
 			pl.add(in.end, editGrowPost, PageCost)
@@ -276,6 +276,7 @@ func (m *module) planBody(body []byte, start, base int) (plan, error) {
 				pl.scratch = true
 				pl.add(in.pos, editBulk, 0)
 			case miscTableGrow:
+				pl.edits[pl.seg].cost += GrowCost
 				pl.scratch = true
 				pl.add(in.pos, editGrowPre, 0)
 				pl.add(in.end, editGrowPost, BulkCost)
