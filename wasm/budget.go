@@ -72,7 +72,8 @@ const tableBytes = meter.MaxTables * meter.MaxTableSize * 8
 
 // compileSlots is how many compilations run at once: one per core the Go
 // scheduler uses. A compilation of a module at the meter's upload limits
-// peaks at CompilePeakMiB (see the package documentation).
+// peaks at about 0.3 GiB (BenchmarkCompilePeak; see the package
+// documentation).
 func compileSlots() int { return runtime.GOMAXPROCS(0) }
 
 // freeOS returns memory to the operating system after a run whose memory

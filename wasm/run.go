@@ -183,8 +183,6 @@ func (s *Sandbox) runOn(ctx context.Context, e *engine, sum [32]byte, module []b
 	}
 
 	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, lim.Timeout)
-	defer cancel()
 	ctx, stop := s.stoppable(ctx)
 	defer stop()
 	if !s.enter() {
@@ -206,6 +204,10 @@ func (s *Sandbox) runOn(ctx context.Context, e *engine, sum [32]byte, module []b
 		return out.end(KindTimeout, "waiting for memory: "+stopDetail(ctx, parent, lim), start)
 	}
 	defer release()
+	// The backstop starts once the run may run: waiting for memory, on
+	// the caller's context and Close, does not use it up.
+	ctx, cancel := context.WithTimeout(ctx, lim.Timeout)
+	defer cancel()
 	if ctx.Err() != nil {
 		return out.end(KindTimeout, stopDetail(ctx, parent, lim), start)
 	}
