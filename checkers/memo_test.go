@@ -204,10 +204,12 @@ func TestKey(t *testing.T) {
 }
 
 // goldenKey is Key(Ref{SHA256: "abab…"}, Input{Artifact: "a"}, "compiler")
-// under wasm.OutcomeVersion "meter v2; reactor v1; init fuel 10000000000,
-// memory 256 MiB", computed independently (a Python script hashing the
-// encoding that Key documents).
-const goldenKey = "d3bfabece13db0427277cabc45f8c9af00e0c7d8621cec979c4b301f3953af93"
+// under wasm.OutcomeVersion "meter v3; reactor v1; init fuel 2000000000,
+// memory 256 MiB" and wasm.DefaultFuel 10^9, computed independently (a
+// Python script hashing the encoding that Key documents; the same script
+// gives the previous golden, d3bfabec…, under "meter v2; reactor v1; init
+// fuel 10000000000, memory 256 MiB" and a default fuel of 10^10).
+const goldenKey = "b77eb87d6a3eb002f04425b6a03ec8406b7a915ed99fcab43b6c005669e0db59"
 
 func TestMemo_notTimeout(t *testing.T) {
 	memo := checkers.NewMemo(checkers.MemoConfig{})
