@@ -17,12 +17,12 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/runtime/escrow"
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/market"
 	"github.com/assayhq/assay/runtime/matters"
 	"github.com/assayhq/assay/runtime/receipt"
+	"github.com/assayhq/assay/runtime/replays"
 	"github.com/assayhq/assay/runtime/store"
 )
 
@@ -61,6 +61,9 @@ type Config struct {
 	// spreads a batch over, for every node sharing the store to run; nil
 	// runs every batch on this node.
 	ReplayQueue store.Queue
+	// Replays runs POST /replays on this node: the server's one runner
+	// (runtime/replays.NewService). Nil answers checkers_unavailable.
+	Replays *replays.Service
 }
 
 //go:embed skill.md
@@ -428,9 +431,9 @@ func (s *server) putChecker(c *fiber.Ctx) error {
 	var kind string
 	switch strings.TrimSpace(strings.ToLower(ct)) {
 	case "application/wasm":
-		kind = checkers.KindWasm
+		kind = escrow.CheckerWasm
 	case "text/x-python":
-		kind = checkers.KindPython
+		kind = escrow.CheckerPython
 	default:
 		return fault.New(fault.Invalid, "unsupported_checker_kind", "send the checker's bytes with Content-Type: application/wasm, or Python source with text/x-python, not %q", ct)
 	}

@@ -19,7 +19,6 @@ const (
 	keyReceipt      = "receipt/"             // <id> -> receipt.Receipt
 	keyAgentReceipt = "receipt-by-agent/"    // <did>/<unixnano:020d>-<id> -> receipt id
 	keyChecker      = "checker/"             // <sha256> -> CheckerInfo
-	keyCheckerBytes = "checker-bytes/"       // <sha256> -> module bytes
 )
 
 // repShards is how many counters one agent's reputation in one role is
@@ -34,9 +33,6 @@ func activityKey(seq uint64, node string) string {
 }
 func receiptKey(id string) string  { return keyReceipt + id }
 func checkerKey(sum string) string { return keyChecker + sum }
-func checkerBytesKey(sum string) string {
-	return keyCheckerBytes + sum
-}
 
 func agentReceiptPrefix(did string) string { return keyAgentReceipt + url.PathEscape(did) + "/" }
 
