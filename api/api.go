@@ -20,6 +20,7 @@ import (
 	"github.com/assayhq/assay/runtime/market"
 	"github.com/assayhq/assay/runtime/matters"
 	"github.com/assayhq/assay/runtime/receipt"
+	"github.com/assayhq/assay/runtime/replays"
 	"github.com/assayhq/assay/runtime/store"
 )
 
@@ -59,6 +60,9 @@ type Config struct {
 	// spreads a batch over, for every node sharing the store to run; nil
 	// runs every batch on this node.
 	ReplayQueue store.Queue
+	// Replays runs POST /replays on this node: the server's one runner
+	// (runtime/replays.NewService). Nil answers checkers_unavailable.
+	Replays *replays.Service
 }
 
 //go:embed skill.md

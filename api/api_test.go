@@ -19,8 +19,8 @@ import (
 	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/runtime/escrow"
 	"github.com/assayhq/assay/runtime/receipt"
+	"github.com/assayhq/assay/runtime/replays"
 	"github.com/assayhq/assay/storage"
-	"github.com/assayhq/assay/wasm"
 )
 
 const token = "s3cret"
@@ -37,16 +37,12 @@ func mustApp(tb testing.TB) *fiber.App {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	sb, err := wasm.NewSandbox(context.Background(), wasm.Config{})
+	runner := serverRunner(tb, db)
+	court, err := escrow.New(context.Background(), escrow.Config{Store: db, Signer: keys, Runner: runner, Validator: runner, Now: now})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { _ = sb.Close(context.Background()) })
-	court, err := escrow.New(context.Background(), escrow.Config{Store: db, Signer: keys, Sandbox: sb, Now: now})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return api.New(api.Config{Court: court, Keys: keys, OperatorToken: token, Version: "test", MaxBodyBytes: 4096})
+	return api.New(api.Config{Court: court, Keys: keys, OperatorToken: token, Version: "test", MaxBodyBytes: 4096, Replays: replays.NewService(runner)})
 }
 
 type call struct {

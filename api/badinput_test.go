@@ -28,8 +28,8 @@ import (
 	"github.com/assayhq/assay/runtime/market"
 	"github.com/assayhq/assay/runtime/matters"
 	"github.com/assayhq/assay/runtime/receipt"
+	"github.com/assayhq/assay/runtime/replays"
 	"github.com/assayhq/assay/storage"
-	"github.com/assayhq/assay/wasm"
 )
 
 // corpus is a whole server (court, checkers, replays, market, MCP and
@@ -59,16 +59,12 @@ func mustCorpus(tb testing.TB, mode api.MattersAuth) *corpus {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	sb, err := wasm.NewSandbox(context.Background(), wasm.Config{})
+	runner := serverRunner(tb, db)
+	court, err := escrow.New(context.Background(), escrow.Config{Store: db, Signer: keys, Runner: runner, Validator: runner, Now: now})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { _ = sb.Close(context.Background()) })
-	court, err := escrow.New(context.Background(), escrow.Config{Store: db, Signer: keys, Sandbox: sb, Now: now})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	bazaar, err := market.New(market.Config{Store: db, Signer: keys, Sandbox: sb, Checkers: court.Checkers(), Now: now})
+	bazaar, err := market.New(market.Config{Store: db, Signer: keys, Runner: runner, Now: now})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -83,7 +79,7 @@ func mustCorpus(tb testing.TB, mode api.MattersAuth) *corpus {
 		PublicKey: base64.StdEncoding.EncodeToString(c.alice.Public().(ed25519.PublicKey))}); err != nil {
 		tb.Fatal(err)
 	}
-	c.app = api.New(api.Config{Court: court, Keys: keys, OperatorToken: token, Version: "test",
+	c.app = api.New(api.Config{Court: court, Keys: keys, OperatorToken: token, Version: "test", Replays: replays.NewService(runner),
 		Matters: ms, MattersAuth: mode, Market: bazaar})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

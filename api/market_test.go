@@ -20,8 +20,8 @@ import (
 	"github.com/assayhq/assay/runtime/escrow"
 	"github.com/assayhq/assay/runtime/market"
 	"github.com/assayhq/assay/runtime/receipt"
+	"github.com/assayhq/assay/runtime/replays"
 	"github.com/assayhq/assay/storage"
-	"github.com/assayhq/assay/wasm"
 )
 
 // marketServer is the court and the market over real HTTP on a loopback
@@ -48,20 +48,16 @@ func serveMarket(tb testing.TB) *marketServer {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	sb, err := wasm.NewSandbox(ctx, wasm.Config{})
+	runner := serverRunner(tb, db)
+	court, err := escrow.New(ctx, escrow.Config{Store: db, Signer: keys, Runner: runner, Validator: runner, Now: m.clock})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { _ = sb.Close(ctx) })
-	court, err := escrow.New(ctx, escrow.Config{Store: db, Signer: keys, Sandbox: sb, Now: m.clock})
+	svc, err := market.New(market.Config{Store: db, Signer: keys, Runner: runner, Now: m.clock})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	svc, err := market.New(market.Config{Store: db, Signer: keys, Sandbox: sb, Checkers: court.Checkers(), Now: m.clock})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	app := api.New(api.Config{Court: court, Market: svc, Keys: keys, OperatorToken: token, Version: "test"})
+	app := api.New(api.Config{Court: court, Market: svc, Keys: keys, OperatorToken: token, Version: "test", Replays: replays.NewService(runner)})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)

@@ -30,7 +30,10 @@ func (s *server) replays(c *fiber.Ctx) error {
 	if err := decode(b, &req, replays.RequestFields); err != nil {
 		return err
 	}
-	svc := replays.NewService(s.cfg.Court.Runner())
+	svc := s.cfg.Replays
+	if svc == nil {
+		svc = replays.NewService(nil)
+	}
 	var res replays.Response
 	if c.QueryBool("spread") && s.cfg.ReplayQueue != nil {
 		// Every node sharing the store runs a part (replays.Worker).

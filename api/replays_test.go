@@ -20,6 +20,7 @@ import (
 	"github.com/assayhq/assay/runtime/escrow"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/replays"
+	"github.com/assayhq/assay/runtime/store"
 	"github.com/assayhq/assay/storage"
 	"github.com/assayhq/assay/wasm"
 )
@@ -37,16 +38,12 @@ func serveLoopback(tb testing.TB) string {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	sb, err := wasm.NewSandbox(context.Background(), wasm.Config{})
+	runner := serverRunner(tb, db)
+	court, err := escrow.New(context.Background(), escrow.Config{Store: db, Signer: keys, Runner: runner, Validator: runner})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { _ = sb.Close(context.Background()) })
-	court, err := escrow.New(context.Background(), escrow.Config{Store: db, Signer: keys, Sandbox: sb})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	app := api.New(api.Config{Court: court, Keys: keys, Version: "test"})
+	app := api.New(api.Config{Court: court, Keys: keys, Version: "test", Replays: replays.NewService(runner)})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
@@ -232,4 +229,17 @@ func TestAPI_Replays_outputBudget(t *testing.T) {
 	if last.Kind != wasm.KindPass || last.Stdout != "" || last.StdoutSHA256 != got.Outcomes[0].StdoutSHA256 {
 		t.Errorf("last outcome: %s, %d bytes of stdout, hash %s", last.Kind, len(last.Stdout), last.StdoutSHA256)
 	}
+}
+
+// serverRunner is the one checker runner a server holds, wired as assay
+// serve wires it: over the checker registry in db, memoised on db, in a
+// sandbox closed when the test ends.
+func serverRunner(tb testing.TB, db store.Store) *checkers.Runner {
+	tb.Helper()
+	sb, err := wasm.NewSandbox(context.Background(), wasm.Config{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = sb.Close(context.Background()) })
+	return checkers.NewRunner(sb, replays.Checkers(db), checkers.WithMemo(replays.NewMemo(db)))
 }

@@ -1,5 +1,6 @@
 // Package checkers knows what a checker is: a reference by content hash and
-// limits, where checkers are kept (a content-addressed Source), and the
+// limits, where checkers are kept (a content-addressed Source: the
+// Registry over the services' store, a Dir, or Modules), and the
 // Runner that replays them in the wasm sandbox, wasm modules as they are and
 // Python checkers through the interpreter of checkers/python.
 package checkers
@@ -232,6 +233,10 @@ type Job struct {
 	// NoMemo runs the checker even when its outcome is memoised, and does
 	// not memoise the result: for measurement.
 	NoMemo bool
+	// Limits, when set, replaces the limits Ref asks for, wholly: a fuel
+	// of 0 runs unmetered, and Timeout is the backstop. Such a job is
+	// never memoised: for `assay check` and measurement.
+	Limits *wasm.Limits
 
 	module []byte // the checker's bytes, when the batch has read them
 }
@@ -259,7 +264,7 @@ func (r *Runner) Do(ctx context.Context, job Job) Result {
 		key     MemoKey
 		useMemo bool
 	)
-	if r.memo != nil && !job.NoMemo {
+	if r.memo != nil && !job.NoMemo && job.Limits == nil {
 		key, useMemo = Key(ref, job.Input, r.sb.Engine())
 		if useMemo {
 			if o, ok := r.memo.Get(key); ok && o.CheckerSHA256 == ref.SHA256 {
@@ -275,14 +280,18 @@ func (r *Runner) Do(ctx context.Context, job Job) Result {
 		}
 	}
 	r.runs.Add(1)
+	lim := ref.Limits()
+	if job.Limits != nil {
+		lim = *job.Limits
+	}
 	var o wasm.Outcome
 	if ref.Kind == KindPython {
-		o = python.Run(ctx, r.sb, b, ref.ArtifactType, job.Input, ref.Limits())
+		o = python.Run(ctx, r.sb, b, ref.ArtifactType, job.Input, lim)
 	} else {
 		// The Source found b by its SHA-256: no need to hash it again.
 		var sum [32]byte
 		hex.Decode(sum[:], []byte(ref.SHA256))
-		o = r.sb.RunSum(ctx, sum, b, job.Input, ref.Limits())
+		o = r.sb.RunSum(ctx, sum, b, job.Input, lim)
 	}
 	if useMemo {
 		r.memo.Put(key, o)
@@ -366,6 +375,33 @@ func (r *Runner) runJobs(ctx context.Context, jobs []Job, opts BatchOptions) ([]
 		}
 	}
 	return results, err
+}
+
+// Validate reports whether b is a checker of the given kind that the
+// Runner's sandbox can run (see the function Validate): what the services
+// check an uploaded checker with.
+func (r *Runner) Validate(ctx context.Context, kind string, b []byte) error {
+	return Validate(ctx, r.sb, kind, b)
+}
+
+// Modules is a Source over checkers held in memory, each found by the
+// SHA-256 of its bytes: for one checker read from a file, as `assay
+// check` runs it.
+func Modules(modules ...[]byte) Source {
+	m := memSource{}
+	for _, b := range modules {
+		m[SHA256(b)] = b
+	}
+	return m
+}
+
+type memSource map[string][]byte
+
+func (m memSource) Checker(sum string) ([]byte, error) {
+	if b, ok := m[sum]; ok {
+		return b, nil
+	}
+	return nil, fmt.Errorf("%w: %s", ErrNotFound, sum)
 }
 
 // Validate reports whether b is a checker of the given kind that sb can

@@ -166,3 +166,34 @@ func TestRunner_RunPython(t *testing.T) {
 		})
 	}
 }
+
+// TestRunner_jobLimits: a Job's own Limits replace its Ref's wholly (fuel
+// 0 runs unmetered), and such a job is never memoised; Modules is a
+// Source of the checkers it was given and of nothing else.
+func TestRunner_jobLimits(t *testing.T) {
+	primes, err := os.ReadFile("../fixtures/checkers/primes.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := wasm.NewSandbox(context.Background(), wasm.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close(context.Background())
+	r := checkers.NewRunner(sb, checkers.Modules(primes), checkers.WithMemo(checkers.NewMemo(checkers.MemoConfig{})))
+	// The Ref asks for 500 fuel, which primes exhausts; the Job's limits win.
+	job := checkers.Job{Ref: checkers.Ref{SHA256: checkers.SHA256(primes), Fuel: 500}, Input: wasm.Input{Artifact: []byte("100 25")},
+		Limits: &wasm.Limits{Fuel: 0, MemoryMiB: wasm.DefaultMemoryMiB, Timeout: wasm.DefaultTimeout}}
+	for i := range 2 {
+		res := r.Do(context.Background(), job)
+		if res.Err != nil || res.Outcome.Kind != wasm.KindPass || res.Outcome.FuelLimit != 0 || res.Memo {
+			t.Fatalf("run %d: %v %s (fuel limit %d, memo %v), want an unmetered pass, run", i, res.Err, res.Outcome.Kind, res.Outcome.FuelLimit, res.Memo)
+		}
+	}
+	if r.Runs() != 2 {
+		t.Errorf("%d runs, want 2: a job with its own limits is not memoised", r.Runs())
+	}
+	if res := r.Do(context.Background(), checkers.Job{Ref: checkers.Ref{SHA256: strings.Repeat("0", 64)}}); !errors.Is(res.Err, checkers.ErrNotFound) {
+		t.Errorf("a checker Modules was not given: %v, want ErrNotFound", res.Err)
+	}
+}

@@ -92,12 +92,15 @@ func cmdCheck(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		MemoryMiB: uint32(*memoryMiB),
 		Timeout:   *timeout,
 	}
-	var out wasm.Outcome
-	if *kind == checkers.KindPython {
-		out = python.Run(ctx, sb, module, *artType, in, lim)
-	} else {
-		out = sb.Run(ctx, module, in, lim)
+	// The court's runner, over this one checker, with the flags' limits
+	// as they are (--fuel 0 unmetered, --timeout the backstop).
+	ref := checkers.Ref{SHA256: checkers.SHA256(module), Kind: *kind, ArtifactType: *artType}
+	res := checkers.NewRunner(sb, checkers.Modules(module)).Do(ctx, checkers.Job{Ref: ref, Input: in, NoMemo: true, Limits: &lim})
+	if res.Err != nil {
+		fmt.Fprintf(stderr, "assay check: %v\n", res.Err)
+		return exitUsage
 	}
+	out := res.Outcome
 	// Run returned, so its guest has stopped; Close has nothing to wait for.
 	closeCtx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()

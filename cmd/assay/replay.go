@@ -135,7 +135,7 @@ func cmdReplay(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if !*noMemo {
 		opts = append(opts, checkers.WithMemo(checkers.NewMemo(checkers.MemoConfig{})))
 	}
-	runner := checkers.NewRunner(sb, oneChecker{sum: ref.SHA256, b: module}, opts...)
+	runner := checkers.NewRunner(sb, checkers.Modules(module), opts...)
 	job := checkers.Job{Ref: ref, Input: in, NoMemo: *noMemo}
 
 	first := runner.Do(ctx, job)
@@ -284,17 +284,4 @@ func roundDur(ns int64) time.Duration {
 		return d.Round(time.Microsecond)
 	}
 	return d.Round(100 * time.Microsecond)
-}
-
-// oneChecker is a Source of one checker: the file assay replay was given.
-type oneChecker struct {
-	sum string
-	b   []byte
-}
-
-func (o oneChecker) Checker(sum string) ([]byte, error) {
-	if sum != o.sum {
-		return nil, fmt.Errorf("%w: %s", checkers.ErrNotFound, sum)
-	}
-	return o.b, nil
 }

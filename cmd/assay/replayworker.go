@@ -11,12 +11,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/runtime/replays"
 	"github.com/assayhq/assay/runtime/store"
 	"github.com/assayhq/assay/storage"
 	"github.com/assayhq/assay/storage/postgres"
-	"github.com/assayhq/assay/wasm"
 )
 
 // nodeName names this process among the nodes sharing a store: host and
@@ -60,31 +58,38 @@ func queueFor(db store.Store) (store.Queue, error) {
 	return nil, fmt.Errorf("no job queue for a store of type %T", db)
 }
 
-// startReplayWorker runs this node's replay worker on q, the job queue
-// kept in db, so that replays any node queues (replays.Submit) run here
-// too, on sb with checkers from src. The returned function stops the worker
-// and waits for it; jobs it holds, run or cut short, are released for
-// another node to claim at once.
-func startReplayWorker(ctx context.Context, q store.Queue, db store.Store, sb *wasm.Sandbox, src checkers.Source, log *slog.Logger) (stop func(), err error) {
+// newReplayWorker returns this node's replay worker on q, replaying on
+// runner (the server's one runner), so that replays any node queues
+// (replays.Submit) run here too; nil when ASSAY_REPLAY_SLOTS=-1 turns it
+// off.
+func newReplayWorker(q store.Queue, runner replays.TaskRunner, log *slog.Logger) (*replays.Worker, error) {
 	slots, lease, err := replayWorkerConfig(os.Getenv)
 	if err != nil {
 		return nil, err
 	}
 	if slots < 0 {
 		log.Info("replay worker off (ASSAY_REPLAY_SLOTS=-1)")
-		return func() {}, nil
+		return nil, nil
 	}
-	runner := checkers.NewRunner(sb, replays.CachedSource(src, replays.CheckerCacheBytes), checkers.WithMemo(replays.NewMemo(db)))
-	w := replays.NewWorker(replays.WorkerConfig{Queue: q, Runner: runner, Name: nodeName(),
-		Slots: slots, Lease: lease, Logger: log})
+	log.Info("replay worker", "queue", replays.QueueName, "name", nodeName(), "slots", cmp.Or(slots, runtime.GOMAXPROCS(0)))
+	return replays.NewWorker(replays.WorkerConfig{Queue: q, Runner: runner, Name: nodeName(),
+		Slots: slots, Lease: lease, Logger: log}), nil
+}
+
+// startReplayWorker runs w until the returned function is called; that
+// stops the worker and waits for it, and jobs it holds, run or cut short,
+// are released for another node to claim at once. A nil w does nothing.
+func startReplayWorker(ctx context.Context, w *replays.Worker, log *slog.Logger) (stop func()) {
+	if w == nil {
+		return func() {}
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { w.Run(ctx) })
-	log.Info("replay worker", "queue", replays.QueueName, "name", nodeName(), "slots", cmp.Or(slots, runtime.GOMAXPROCS(0)))
 	return func() {
 		cancel()
 		wg.Wait()
 		st := w.Stats()
 		log.Info("replay worker stopped", "claimed", st.Claimed, "completed", st.Completed, "lost", st.Lost, "released", st.Abandoned, "retried", st.Retried, "purged", st.Purged)
-	}, nil
+	}
 }

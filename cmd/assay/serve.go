@@ -20,9 +20,13 @@ import (
 	"github.com/assayhq/assay/adjudicate"
 	"github.com/assayhq/assay/adjudicate/jury"
 	"github.com/assayhq/assay/api"
+	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/runtime/escrow"
 	"github.com/assayhq/assay/runtime/market"
 	"github.com/assayhq/assay/runtime/matters"
+	"github.com/assayhq/assay/runtime/receipt"
+	"github.com/assayhq/assay/runtime/replays"
+	"github.com/assayhq/assay/runtime/store"
 	"github.com/assayhq/assay/wasm"
 )
 
@@ -184,19 +188,6 @@ func serveWith(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) e
 	if err != nil {
 		return fmt.Errorf("juror: %w", err)
 	}
-	court, err := escrow.New(ctx, escrow.Config{Store: db, Signer: keys, Sandbox: sb, Juror: juror, Now: time.Now})
-	if err != nil {
-		return err
-	}
-	replayQueue, err := queueFor(db)
-	if err != nil {
-		return err
-	}
-	stopReplays, err := startReplayWorker(ctx, replayQueue, db, sb, court.Checkers(), log)
-	if err != nil {
-		return err
-	}
-	defer stopReplays()
 	// ASSAY_TEST_CLOCK=1 lets the operator move the market's clock forward
 	// (POST /market/clock), so that end-to-end tests close windows.
 	marketNow := time.Now
@@ -207,14 +198,11 @@ func serveWith(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) e
 		advance = func(d time.Duration) { skew.Add(int64(d)) }
 		log.Warn("market test clock: POST /market/clock moves it forward; for tests only")
 	}
-	bazaar, err := market.New(market.Config{Store: db, Signer: keys, Sandbox: sb, Checkers: court.Checkers(), Now: marketNow})
+	svc, err := wire(ctx, db, keys, sb, juror, marketNow, log)
 	if err != nil {
 		return err
 	}
-	judgments, err := matters.New(matters.Config{Store: db, Signer: keys, Now: time.Now})
-	if err != nil {
-		return err
-	}
+	defer startReplayWorker(ctx, svc.worker, log)()
 	log.Info("judgment matters", "auth", string(mattersAuth), "routes", "/api/v1/economic/matters")
 	if mattersAuth == api.MattersOpen {
 		log.Warn("judgment matters in open mode: identities come from request bodies, no signatures are checked; for local use only")
@@ -223,10 +211,10 @@ func serveWith(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) e
 	// them and not for connections that merely linger.
 	var inflight atomic.Int64
 	app := api.New(api.Config{
-		Court: court, Keys: keys, OperatorToken: os.Getenv("ASSAY_OPERATOR_TOKEN"),
+		Court: svc.court, Keys: keys, OperatorToken: os.Getenv("ASSAY_OPERATOR_TOKEN"),
 		JurorName: jurorName, JurorModel: jurorModel, Version: version, Logger: log,
-		InFlight: &inflight, Matters: judgments, MattersAuth: mattersAuth,
-		Market: bazaar, AdvanceMarketClock: advance, ReplayQueue: replayQueue,
+		InFlight: &inflight, Matters: svc.matters, MattersAuth: mattersAuth,
+		Market: svc.market, AdvanceMarketClock: advance, ReplayQueue: svc.queue, Replays: svc.replays,
 	})
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -258,4 +246,49 @@ func serveWith(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) e
 	case <-time.After(time.Second):
 	}
 	return nil
+}
+
+// services are the parts of one assay serve, wired once: one checker
+// runner (one pool, one memo, one cache of checkers' bytes over the
+// registry in the store), handed to the court, the market, POST /replays
+// and the replay worker as the interfaces each declares.
+type services struct {
+	runner  *checkers.Runner
+	court   *escrow.Service
+	market  *market.Service
+	matters *matters.Service
+	replays *replays.Service
+	queue   store.Queue
+	worker  *replays.Worker // nil when ASSAY_REPLAY_SLOTS=-1
+}
+
+// wire builds the services on db, signing with keys and running checkers
+// in sb; the market's clock is marketNow. The worker is built, not started.
+func wire(ctx context.Context, db store.Store, keys *receipt.Keyring, sb *wasm.Sandbox, juror adjudicate.Juror, marketNow func() time.Time, log *slog.Logger) (*services, error) {
+	// The memo lives on the store: it survives restarts, and every node
+	// on one store shares it. Checkers' bytes, named by their hash, are
+	// read from the store once.
+	runner := checkers.NewRunner(sb, replays.Checkers(db), checkers.WithMemo(replays.NewMemo(db)))
+	court, err := escrow.New(ctx, escrow.Config{Store: db, Signer: keys, Runner: runner, Validator: runner, Juror: juror, Now: time.Now})
+	if err != nil {
+		return nil, err
+	}
+	queue, err := queueFor(db)
+	if err != nil {
+		return nil, err
+	}
+	worker, err := newReplayWorker(queue, runner, log)
+	if err != nil {
+		return nil, err
+	}
+	bazaar, err := market.New(market.Config{Store: db, Signer: keys, Runner: runner, Now: marketNow})
+	if err != nil {
+		return nil, err
+	}
+	judgments, err := matters.New(matters.Config{Store: db, Signer: keys, Now: time.Now})
+	if err != nil {
+		return nil, err
+	}
+	return &services{runner: runner, court: court, market: bazaar, matters: judgments,
+		replays: replays.NewService(runner), queue: queue, worker: worker}, nil
 }

@@ -2,6 +2,8 @@ package layout_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"io"
@@ -49,9 +51,9 @@ var allowed = map[string][]string{
 	"wasm":       {},
 	"checkers":   {"wasm"},
 	"adjudicate": {"checkers", "wasm"},
-	"runtime":    {"adjudicate", "checkers", "wasm"},
+	"runtime":    {"adjudicate", "checkers", "wasm"}, // wasm and checkers narrowed by TestRuntimeHoldsNoSandbox
 	"storage":    {"runtime"},
-	"api":        {"runtime", "adjudicate", "checkers", "wasm"},
+	"api":        {"runtime", "adjudicate"},
 	"cmd":        {""}, // anything
 	"internal":   {""},
 	"fixtures":   {""},
@@ -111,6 +113,132 @@ func TestImportArrows(t *testing.T) {
 			if !permitted {
 				t.Errorf("%s imports %s: %s may import only %v", p.ImportPath, imp, from, ok)
 			}
+		}
+	}
+}
+
+// runtimeWasm is what runtime's production code may name from wasm: the
+// outcome model (Outcome, its Kind and the Kind constants) and what a run
+// is given (Input, Limits). Never Sandbox, NewSandbox or Config: runtime
+// neither builds nor holds a sandbox.
+var runtimeWasm = map[string]bool{"Outcome": true, "Kind": true, "Input": true, "Limits": true}
+
+// runtimeCheckersNever is what runtime's production code may not name
+// from checkers: building a Runner (it is handed one, as an interface of
+// its own) or validating in a sandbox. *checkers.Runner itself may appear
+// only in an interface guard, var _ I = (*checkers.Runner)(nil).
+var runtimeCheckersNever = map[string]bool{"NewRunner": true, "RunnerOption": true, "WithMemo": true,
+	"WithPool": true, "NewPool": true, "Validate": true}
+
+// TestRuntimeHoldsNoSandbox: runtime uses wasm's outcome types at most and
+// never builds or holds a sandbox or a runner; the server wires one runner
+// (cmd/assay) and hands it to the services.
+func TestRuntimeHoldsNoSandbox(t *testing.T) {
+	for _, p := range list(t) {
+		if layer(p.ImportPath) != "runtime" {
+			continue
+		}
+		for _, f := range p.GoFiles {
+			path := filepath.Join(p.Dir, f)
+			file, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range violations(file) {
+				t.Errorf("%s: %s", path, v)
+			}
+		}
+	}
+}
+
+// violations lists what file names from wasm and checkers against
+// runtimeWasm and runtimeCheckersNever.
+func violations(file *ast.File) []string {
+	names := map[string]string{} // local name -> wasm or checkers
+	for _, imp := range file.Imports {
+		path := strings.Trim(imp.Path.Value, `"`)
+		for _, l := range []string{"wasm", "checkers"} {
+			if path == module+"/"+l {
+				name := l
+				if imp.Name != nil {
+					name = imp.Name.Name
+				}
+				names[name] = l
+			}
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	guards := map[*ast.SelectorExpr]bool{} // *checkers.Runner inside var _ I = (*checkers.Runner)(nil)
+	ast.Inspect(file, func(n ast.Node) bool {
+		vs, ok := n.(*ast.ValueSpec)
+		if !ok || len(vs.Names) != len(vs.Values) {
+			return true
+		}
+		for i, name := range vs.Names {
+			if name.Name != "_" {
+				continue
+			}
+			// (*X)(nil): a conversion of nil to a pointer type.
+			if call, ok := vs.Values[i].(*ast.CallExpr); ok && len(call.Args) == 1 {
+				if paren, ok := call.Fun.(*ast.ParenExpr); ok {
+					if star, ok := paren.X.(*ast.StarExpr); ok {
+						if sel, ok := star.X.(*ast.SelectorExpr); ok {
+							guards[sel] = true
+						}
+					}
+				}
+			}
+		}
+		return true
+	})
+	var out []string
+	ast.Inspect(file, func(n ast.Node) bool {
+		sel, ok := n.(*ast.SelectorExpr)
+		if !ok {
+			return true
+		}
+		id, ok := sel.X.(*ast.Ident)
+		if !ok {
+			return true
+		}
+		switch names[id.Name] {
+		case "wasm":
+			if name := sel.Sel.Name; !runtimeWasm[name] && !strings.HasPrefix(name, "Kind") {
+				out = append(out, fmt.Sprintf("names wasm.%s: runtime may name only wasm's outcome types (Outcome, Kind*, Input, Limits)", name))
+			}
+		case "checkers":
+			if name := sel.Sel.Name; runtimeCheckersNever[name] || name == "Runner" && !guards[sel] {
+				out = append(out, fmt.Sprintf("names checkers.%s: runtime is handed the server's runner as an interface; it never builds or holds one", name))
+			}
+		}
+		return true
+	})
+	return out
+}
+
+// TestViolations: the rule catches what it is for, and passes what runtime
+// may do.
+func TestViolations(t *testing.T) {
+	for _, c := range []struct {
+		src  string
+		want int
+	}{
+		{`package p; import "github.com/assayhq/assay/wasm"; var o wasm.Outcome; var k = wasm.KindTimeout; func f(wasm.Input, wasm.Limits) {}`, 0},
+		{`package p; import "github.com/assayhq/assay/wasm"; var sb *wasm.Sandbox`, 1},
+		{`package p; import w "github.com/assayhq/assay/wasm"; var _, _ = w.NewSandbox(nil, w.Config{})`, 2},
+		{`package p; import "github.com/assayhq/assay/checkers"; type R interface{ Run() }; var _ R = (*checkers.Runner)(nil); var ref checkers.Ref`, 0},
+		{`package p; import "github.com/assayhq/assay/checkers"; type S struct{ r *checkers.Runner }`, 1},
+		{`package p; import "github.com/assayhq/assay/checkers"; var r = checkers.NewRunner(nil, nil, checkers.WithMemo(nil))`, 2},
+		{`package p; import "github.com/assayhq/assay/checkers"; var err = checkers.Validate(nil, nil, "", nil)`, 1},
+	} {
+		file, err := parser.ParseFile(token.NewFileSet(), "p.go", c.src, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := violations(file); len(got) != c.want {
+			t.Errorf("%s: %d violations %q, want %d", c.src, len(got), got, c.want)
 		}
 	}
 }

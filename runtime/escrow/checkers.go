@@ -4,34 +4,35 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"regexp"
-	"time"
 
 	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/store"
 )
 
-// CheckerInfo is a stored checker's metadata.
-type CheckerInfo struct {
-	SHA256    string    `json:"sha256"`
-	Kind      string    `json:"kind"`
-	Size      int       `json:"size"`
-	CreatedAt time.Time `json:"created_at"`
-}
+// CheckerInfo is a stored checker's metadata, as the checker registry
+// keeps it.
+type CheckerInfo = checkers.Info
+
+// Checker kinds an upload may be, for the API's content types.
+const (
+	CheckerWasm   = checkers.KindWasm
+	CheckerPython = checkers.KindPython
+)
 
 var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
-// PutChecker validates a checker of the given kind and stores it by the
-// SHA-256 of its bytes. Storing a checker that is already stored answers
-// its metadata again (Reply.Created false).
+// PutChecker validates a checker of the given kind and stores it in the
+// checker registry (checkers.Registry) by the SHA-256 of its bytes.
+// Storing a checker that is already stored answers its metadata again
+// (Reply.Created false).
 //
 // # Errors
 //
 // unsupported_checker_kind for a kind other than wasm or python, checker_too_large,
-// invalid_checker when the sandbox rejects the module (nothing is
-// stored), checkers_unavailable when there is no sandbox.
+// invalid_checker when the Validator rejects the module (nothing is
+// stored), checkers_unavailable when there is no Validator.
 func (s *Service) PutChecker(ctx context.Context, kind string, module []byte, idem Idem) (Reply, error) {
 	if r, err := s.replay(ctx, idem); err != nil || r != nil {
 		return deref(r), err
@@ -43,7 +44,7 @@ func (s *Service) PutChecker(ctx context.Context, kind string, module []byte, id
 		return Reply{}, fault.New(fault.Invalid, "invalid_checker", "the request body must be the checker's bytes")
 	case len(module) > MaxCheckerBytes:
 		return Reply{}, fault.New(fault.TooLarge, "checker_too_large", "a checker is at most %d bytes", MaxCheckerBytes)
-	case s.sandbox == nil:
+	case s.valid == nil:
 		return Reply{}, fault.New(fault.Unavailable, "checkers_unavailable", "this server runs no sandbox")
 	}
 	sum := checkers.SHA256(module)
@@ -51,7 +52,7 @@ func (s *Service) PutChecker(ctx context.Context, kind string, module []byte, id
 		body, _ := json.Marshal(info)
 		return s.mutate(ctx, idem, func(store.Tx) (Reply, error) { return Reply{Body: body}, nil })
 	}
-	if err := checkers.Validate(ctx, s.sandbox, kind, module); err != nil {
+	if err := s.valid.Validate(ctx, kind, module); err != nil {
 		if ctx.Err() != nil {
 			return Reply{}, ctx.Err()
 		}
@@ -59,17 +60,17 @@ func (s *Service) PutChecker(ctx context.Context, kind string, module []byte, id
 	}
 	info := CheckerInfo{SHA256: sum, Kind: kind, Size: len(module), CreatedAt: s.now().UTC()}
 	return s.mutate(ctx, idem, func(tx store.Tx) (Reply, error) {
-		if b, err := tx.Get(checkerKey(sum)); err == nil {
+		if b, err := tx.Get(checkers.InfoKey(sum)); err == nil {
 			return Reply{Body: b}, nil
 		}
 		body, err := json.Marshal(info)
 		if err != nil {
 			return Reply{}, err
 		}
-		if err := tx.Set(checkerBytesKey(sum), module); err != nil {
+		if _, err := checkers.PutBytes(tx, module); err != nil {
 			return Reply{}, err
 		}
-		return Reply{Body: body, Created: true}, tx.Set(checkerKey(sum), body)
+		return Reply{Body: body, Created: true}, tx.Set(checkers.InfoKey(sum), body)
 	})
 }
 
@@ -79,33 +80,11 @@ func (s *Service) Checker(ctx context.Context, sum string) (CheckerInfo, error) 
 		return CheckerInfo{}, fault.New(fault.Invalid, "invalid_sha256", "a checker is named by the lowercase hex SHA-256 of its bytes")
 	}
 	var info CheckerInfo
-	err := s.st.View(ctx, func(tx store.Tx) error { return store.GetJSON(tx, checkerKey(sum), &info) })
+	err := s.st.View(ctx, func(tx store.Tx) error { return store.GetJSON(tx, checkers.InfoKey(sum), &info) })
 	if errors.Is(err, store.ErrNotFound) {
 		return info, fault.New(fault.NotFound, "checker_not_found", "no checker with sha256 %s", sum)
 	}
 	return info, err
-}
-
-// Checkers returns the stored checkers as a checkers.Source, for a
-// checkers.Runner.
-func (s *Service) Checkers() checkers.Source { return source{s.st} }
-
-type source struct{ st store.Store }
-
-var _ checkers.Source = source{}
-
-// Checker implements checkers.Source.
-func (src source) Checker(sum string) ([]byte, error) {
-	var b []byte
-	err := src.st.View(context.Background(), func(tx store.Tx) error {
-		var err error
-		b, err = tx.Get(checkerBytesKey(sum))
-		return err
-	})
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("%w: %s", checkers.ErrNotFound, sum)
-	}
-	return b, err
 }
 
 func deref(r *Reply) Reply {

@@ -16,9 +16,7 @@ import (
 	"github.com/assayhq/assay/runtime/ledger"
 	"github.com/assayhq/assay/runtime/rail"
 	"github.com/assayhq/assay/runtime/receipt"
-	"github.com/assayhq/assay/runtime/replays"
 	"github.com/assayhq/assay/runtime/store"
-	"github.com/assayhq/assay/wasm"
 )
 
 // Status is a contract's state.
@@ -64,25 +62,36 @@ type Signer interface {
 	Sign(kind, id string, subject any) (receipt.Receipt, error)
 }
 
-// Validator checks an uploaded checker module; *wasm.Sandbox implements it.
+// Runner replays the checkers a contract's criteria name; the server's
+// one *checkers.Runner implements it.
+type Runner = adjudicate.Runner
+
+// Validator checks an uploaded checker of a kind (checkers.KindWasm or
+// checkers.KindPython); *checkers.Runner implements it.
 type Validator interface {
-	// Validate reports whether module is a checker the sandbox can run.
-	Validate(ctx context.Context, module []byte) error
+	// Validate reports whether module is a checker of kind that the
+	// runner can run.
+	Validate(ctx context.Context, kind string, module []byte) error
 }
 
 // Interface guards.
 var (
 	_ Signer    = (*receipt.Keyring)(nil)
-	_ Validator = (*wasm.Sandbox)(nil)
+	_ Runner    = (*checkers.Runner)(nil)
+	_ Validator = (*checkers.Runner)(nil)
 )
 
 // Config configures a Service. Store and Signer are required.
 type Config struct {
 	Store  store.Store
 	Signer Signer
-	// Sandbox runs and validates checkers. Nil: checkers cannot be
-	// uploaded, and a dispute whose criteria name one is escalated.
-	Sandbox *wasm.Sandbox
+	// Runner replays checkers: the server's one runner, reading the
+	// registry in Store (runtime/replays.Checkers). Nil: a dispute whose
+	// criteria name a checker is escalated.
+	Runner Runner
+	// Validator checks uploaded checkers, usually the same runner. Nil:
+	// checkers cannot be uploaded.
+	Validator Validator
 	// Juror answers semantic criteria: adjudicate/jury's LLM jury, wired
 	// by cmd/assay. Nil: semantic criteria get no answer and a dispute
 	// that reaches them is escalated.
@@ -103,24 +112,22 @@ type Config struct {
 
 // Service is the escrow court over a store. It is safe for concurrent use.
 type Service struct {
-	st      store.Store
-	signer  Signer
-	sandbox *wasm.Sandbox
-	runner  adjudicate.Runner
-	juror   adjudicate.Juror
-	now     func() time.Time
-	newID   func() string
-	rail    rail.Rail
-	prefix  string
-	plans   *adjudicate.Cache
-	seq     atomic.Uint64 // last activity sequence number handed out
+	st     store.Store
+	signer Signer
+	valid  Validator
+	runner adjudicate.Runner
+	juror  adjudicate.Juror
+	now    func() time.Time
+	newID  func() string
+	rail   rail.Rail
+	prefix string
+	plans  *adjudicate.Cache
+	seq    atomic.Uint64 // last activity sequence number handed out
 	// node tells this process's activity events from those of other
 	// nodes serving the court from the same store, which number theirs
 	// from the same last sequence number: random per process, so that no
 	// two nodes write one key.
 	node string
-	// replayer is runner as built from the sandbox: nil without one.
-	replayer *checkers.Runner
 }
 
 // New returns a Service on cfg.Store. It reads the last activity sequence
@@ -130,15 +137,16 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		return nil, errors.New("escrow: Config.Store and Config.Signer are required")
 	}
 	s := &Service{
-		st:      cfg.Store,
-		signer:  cfg.Signer,
-		sandbox: cfg.Sandbox,
-		juror:   cfg.Juror,
-		now:     cfg.Now,
-		newID:   cfg.NewID,
-		rail:    cfg.Rail,
-		prefix:  cfg.ContractPrefix,
-		plans:   adjudicate.NewCache(4096),
+		st:     cfg.Store,
+		signer: cfg.Signer,
+		valid:  cfg.Validator,
+		runner: cfg.Runner,
+		juror:  cfg.Juror,
+		now:    cfg.Now,
+		newID:  cfg.NewID,
+		rail:   cfg.Rail,
+		prefix: cfg.ContractPrefix,
+		plans:  adjudicate.NewCache(4096),
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -151,13 +159,6 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	}
 	if s.prefix == "" {
 		s.prefix = "esc-"
-	}
-	if s.sandbox != nil {
-		// The memo lives on the store: it survives restarts, and every
-		// node on one store shares it. Checkers' bytes, named by their
-		// hash, are read from the store once.
-		s.replayer = checkers.NewRunner(s.sandbox, replays.CachedSource(s.Checkers(), replays.CheckerCacheBytes), checkers.WithMemo(replays.NewMemo(s.st)))
-		s.runner = s.replayer
 	}
 	last, err := s.lastSeq(ctx)
 	if err != nil {
@@ -172,9 +173,9 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	return s, nil
 }
 
-// Runner returns the Runner that replays the court's checkers, with its
-// pool and its memo; nil when the court runs no sandbox.
-func (s *Service) Runner() *checkers.Runner { return s.replayer }
+// Runner returns the Runner that replays the court's checkers
+// (Config.Runner); nil when the court has none.
+func (s *Service) Runner() Runner { return s.runner }
 
 // HasJuror reports whether semantic criteria can be decided here.
 func (s *Service) HasJuror() bool { return s.juror != nil }

@@ -13,11 +13,13 @@ import (
 	"time"
 
 	"github.com/assayhq/assay/adjudicate"
+	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/runtime/escrow"
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/ledger"
 	"github.com/assayhq/assay/runtime/receipt"
+	"github.com/assayhq/assay/runtime/replays"
 	"github.com/assayhq/assay/runtime/store"
 	"github.com/assayhq/assay/storage"
 	"github.com/assayhq/assay/wasm"
@@ -58,7 +60,10 @@ func withSandbox(tb testing.TB) option {
 			tb.Fatal(err)
 		}
 		tb.Cleanup(func() { _ = sb.Close(context.Background()) })
-		c.Sandbox = sb
+		// As assay serve wires it: one runner over the registry in the
+		// court's store, validating uploads too.
+		r := checkers.NewRunner(sb, replays.Checkers(c.Store), checkers.WithMemo(replays.NewMemo(c.Store)))
+		c.Runner, c.Validator = r, r
 	}
 }
 

@@ -14,7 +14,6 @@ const (
 	keyActivity     = "escrow/activity/"     // <seq:020d>-<node> -> Event
 	keyReputation   = "escrow/reputation/"   // <did>/<role>/<shard:02d> -> counts
 	keyChecker      = "checker/"             // <sha256> -> CheckerInfo
-	keyCheckerBytes = "checker-bytes/"       // <sha256> -> module bytes
 )
 
 // repShards is how many counters one agent's reputation in one role is
@@ -28,9 +27,6 @@ func activityKey(seq uint64, node string) string {
 	return fmt.Sprintf("%s%020d-%s", keyActivity, seq, node)
 }
 func checkerKey(sum string) string { return keyChecker + sum }
-func checkerBytesKey(sum string) string {
-	return keyCheckerBytes + sum
-}
 
 func reputationPrefix(did string) string { return keyReputation + url.PathEscape(did) + "/" }
 

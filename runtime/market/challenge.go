@@ -173,7 +173,7 @@ func (s *Service) Challenge(ctx context.Context, listingID string, req Challenge
 			return Reply{}, err
 		}
 		p.ChallengeID = cid
-		if out != nil && decisiveFail(*out) {
+		if out != nil && !out.Pass && out.Kind.Decides() {
 			c.Basis = BasisReplay
 			err = s.uphold(tx, c, p, l, "the seller's checker failed on replay with the challenger's evidence: "+string(out.Kind), now)
 		} else {

@@ -332,10 +332,11 @@ func (s *Service) Publish(ctx context.Context, req PublishRequest, key idem.Idem
 	var out *wasm.Outcome
 	if l.Checker != nil {
 		if source != nil {
-			// The runner reads the source from the store; keep it before
-			// the replay. Sources are content-addressed and immutable, so
-			// one kept for a refused listing harms nothing.
-			if err := s.st.Update(ctx, func(tx store.Tx) error { return tx.Set(keyChecker+l.Checker.SHA256, source) }); err != nil {
+			// The runner reads the source from the checker registry;
+			// keep it there before the replay. Sources are
+			// content-addressed and immutable, so one kept for a refused
+			// listing harms nothing.
+			if err := s.st.Update(ctx, func(tx store.Tx) error { _, err := checkers.PutBytes(tx, source); return err }); err != nil {
 				return Reply{}, err
 			}
 		}

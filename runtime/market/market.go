@@ -17,7 +17,6 @@ import (
 	"github.com/assayhq/assay/runtime/ident"
 	"github.com/assayhq/assay/runtime/rail"
 	"github.com/assayhq/assay/runtime/receipt"
-	"github.com/assayhq/assay/runtime/replays"
 	"github.com/assayhq/assay/runtime/store"
 	"github.com/assayhq/assay/wasm"
 )
@@ -101,14 +100,12 @@ var (
 type Config struct {
 	Store  store.Store
 	Signer Signer
-	// Sandbox replays checkers. Nil: listings with a checker are refused
-	// (checkers_unavailable), and level-2 listings still work.
-	Sandbox *wasm.Sandbox
-	// Checkers is where wasm checkers named by SHA-256 are found: the
-	// court's registry (escrow.Service.Checkers), filled by POST /checkers.
-	// Python checker sources arrive with their listing and are kept by the
-	// market.
-	Checkers checkers.Source
+	// Runner replays checkers: the server's one runner, reading the
+	// checker registry in Store (runtime/replays.Checkers), where POST
+	// /checkers puts wasm checkers and Publish a listing's Python source.
+	// Nil: listings with a checker are refused (checkers_unavailable), and
+	// level-2 listings still work.
+	Runner Runner
 	// Rail is the payment rail; rail.Dev when nil.
 	Rail rail.Rail
 	// Now is the clock; time.Now when nil.
@@ -154,7 +151,7 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Store == nil || cfg.Signer == nil {
 		return nil, errors.New("market: Config.Store and Config.Signer are required")
 	}
-	s := &Service{st: cfg.Store, signer: cfg.Signer, rail: cfg.Rail, now: cfg.Now, newID: cfg.NewID,
+	s := &Service{st: cfg.Store, signer: cfg.Signer, runner: cfg.Runner, rail: cfg.Rail, now: cfg.Now, newID: cfg.NewID,
 		rand: cfg.Rand, house: cfg.HousePrefix, platform: cfg.PlatformAccount, ident: cfg.Identity, common: commonPostings}
 	if s.rail == nil {
 		s.rail = rail.Dev{}
@@ -174,26 +171,21 @@ func New(cfg Config) (*Service, error) {
 	if s.platform == "" {
 		s.platform = "platform:market"
 	}
-	if cfg.Sandbox != nil {
-		// The memo lives on the store: it survives restarts, and every
-		// node on one store shares it.
-		s.runner = checkers.NewRunner(cfg.Sandbox, replays.CachedSource(source{st: cfg.Store, next: cfg.Checkers}, replays.CheckerCacheBytes), checkers.WithMemo(replays.NewMemo(cfg.Store)))
-	}
 	if err := s.buildIndex(context.Background()); err != nil {
 		return nil, fmt.Errorf("market: build the search index: %w", err)
 	}
 	return s, nil
 }
 
-// NewWithRunner is New with a given Runner in place of the sandbox's: for
-// tests and for a runner that memoises or scales out.
+// NewWithRunner is New with r as cfg.Runner.
 func NewWithRunner(cfg Config, r Runner) (*Service, error) {
-	s, err := New(cfg)
-	if err == nil {
-		s.runner = r
-	}
-	return s, err
+	cfg.Runner = r
+	return New(cfg)
 }
+
+// Runner returns the Runner the market replays checkers on (Config.Runner);
+// nil when it has none.
+func (s *Service) Runner() Runner { return s.runner }
 
 // identity is Config.Identity, or the agent id itself.
 func (s *Service) identity(ctx context.Context, agent string) string {
@@ -223,7 +215,6 @@ const (
 	keyArtifact  = "market/artifact/"  // <id> -> the artifact as published (JSON)
 	keySearch    = "market/search/"    // <id> -> searchDoc
 	keyFP        = "market/fp/"        // <fingerprint>/<id> -> ""
-	keyChecker   = "market/checker/"   // <sha256> -> python checker source
 	keyPurchase  = "market/purchase/"  // <id> -> Purchase
 	keyBought    = "market/bought/"    // <listing>/<buyer> -> purchase id
 	keyOpen      = "market/open/"      // <listing>/<purchase> -> "": purchases whose window is open
@@ -289,39 +280,6 @@ func (s *Service) sign(tx store.Tx, kind, rid string, at time.Time, subject any,
 		return nil, err
 	}
 	return receipt.Put(tx, r, at, parties...)
-}
-
-// source finds python checker sources kept by the market, then anything
-// else in next.
-type source struct {
-	st   store.Store
-	next checkers.Source
-}
-
-// Checker implements checkers.Source.
-func (src source) Checker(sum string) ([]byte, error) {
-	var b []byte
-	err := src.st.View(context.Background(), func(tx store.Tx) error {
-		var err error
-		b, err = tx.Get(keyChecker + sum)
-		return err
-	})
-	if err == nil {
-		return b, nil
-	}
-	if !errors.Is(err, store.ErrNotFound) {
-		return nil, err
-	}
-	if src.next == nil {
-		return nil, fmt.Errorf("%w: %s", checkers.ErrNotFound, sum)
-	}
-	return src.next.Checker(sum)
-}
-
-// decisiveFail reports whether an outcome fails the artifact: every kind
-// but pass, except a timeout (not reproducible) and a rejected checker.
-func decisiveFail(o wasm.Outcome) bool {
-	return !o.Pass && o.Kind != wasm.KindTimeout && o.Kind != wasm.KindInvalidChecker
 }
 
 // signedOutcome is an outcome as receipts carry it: without the wall time,

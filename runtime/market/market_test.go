@@ -3,6 +3,7 @@ package market_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"github.com/assayhq/assay/runtime/ledger"
 	"github.com/assayhq/assay/runtime/market"
 	"github.com/assayhq/assay/runtime/receipt"
+	"github.com/assayhq/assay/runtime/replays"
 	"github.com/assayhq/assay/storage"
 	"github.com/assayhq/assay/wasm"
 )
@@ -62,7 +64,10 @@ func newEnv(tb testing.TB) *env {
 		tb.Fatal(err)
 	}
 	var n atomic.Uint64
-	svc, err := market.New(market.Config{Store: db, Signer: keys, Sandbox: sb, Checkers: dir, Now: ck.Now,
+	// The registry in the store (python sources the market keeps), then
+	// the fixture checkers, memoised on the store.
+	runner := checkers.NewRunner(sb, firstOf{replays.Checkers(db), dir}, checkers.WithMemo(replays.NewMemo(db)))
+	svc, err := market.New(market.Config{Store: db, Signer: keys, Runner: runner, Now: ck.Now,
 		NewID: func() string { return fmt.Sprintf("%016x", n.Add(1)) }, Rand: func(n int) int { return 0 }})
 	if err != nil {
 		tb.Fatal(err)
@@ -432,6 +437,18 @@ func TestService_Level3(t *testing.T) {
 			t.Fatalf("level %d with %d buyers: want alice once", v.Level, v.ConfirmedBuyers)
 		}
 	})
+}
+
+// firstOf is a Source that tries each of its Sources in turn.
+type firstOf []checkers.Source
+
+func (f firstOf) Checker(sum string) ([]byte, error) {
+	for _, src := range f[:len(f)-1] {
+		if b, err := src.Checker(sum); !errors.Is(err, checkers.ErrNotFound) {
+			return b, err
+		}
+	}
+	return f[len(f)-1].Checker(sum)
 }
 
 // runnerOf is a real memoising runner over the fixture checkers.

@@ -579,7 +579,7 @@ func (s *Service) recordSample(ctx context.Context, id string, o wasm.Outcome, m
 			if l.Level == 1 && l.ConfirmedBuyers >= SamplesForLevel3 && l.ReplaysFailed == 0 {
 				l.Level, r.Promoted = 3, true
 			}
-		case decisiveFail(o):
+		case !o.Pass && o.Kind.Decides():
 			l.ReplaysFailed++
 			l.Status, r.Pulled = ListingPulled, true
 			r.NotCounted = "the replay failed"

@@ -142,16 +142,27 @@ func jsonLen(s string) int {
 	return n
 }
 
+// BatchRunner replays one checker on many inputs at once, on its pool and
+// through its memo; *checkers.Runner is one.
+type BatchRunner interface {
+	RunBatch(ctx context.Context, ref checkers.Ref, inputs []wasm.Input, opts checkers.BatchOptions) ([]checkers.Result, error)
+}
+
+var _ BatchRunner = (*checkers.Runner)(nil)
+
 // Service replays batches on one node's Runner: its pool and its memo.
 type Service struct {
-	runner *checkers.Runner
+	runner BatchRunner
 	// Timeout bounds a batch that Replay runs; 0 means BatchTimeout.
 	Timeout time.Duration
 }
 
 // NewService returns a Service on runner; nil answers every batch
 // checkers_unavailable.
-func NewService(runner *checkers.Runner) *Service { return &Service{runner: runner} }
+func NewService(runner BatchRunner) *Service { return &Service{runner: runner} }
+
+// Runner returns the runner the Service replays on.
+func (s *Service) Runner() BatchRunner { return s.runner }
 
 // Replay runs req's checker against each of its artifacts, in parallel on
 // the runner's pool, and answers the outcomes in the order of the

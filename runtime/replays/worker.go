@@ -200,6 +200,9 @@ func NewWorker(cfg WorkerConfig) *Worker {
 	return &Worker{cfg: cfg, log: log}
 }
 
+// Runner returns the runner the Worker replays on (WorkerConfig.Runner).
+func (w *Worker) Runner() TaskRunner { return w.cfg.Runner }
+
 // Stats returns the counts so far.
 func (w *Worker) Stats() WorkerStats {
 	return WorkerStats{Claimed: w.stats.claimed.Load(), Completed: w.stats.completed.Load(),
