@@ -29,7 +29,7 @@
 //	ledger/entry/<account>/<transfer>/<leg>  one leg of a transfer (append-only)
 //	ledger/shard/<account>/<currency>/<n>    what the account's legs in the currency add up to, for transfers whose id hashes to n (0-511): the balance bound
 //	idem/<scope>/<key>                   a stored response for an idempotency key (escrow: idem/escrow/<key>)
-//	checker/<sha256>                     checker metadata; checker-bytes/<sha256> its bytes
+//	checker/<sha256>                     checker metadata (checkers.InfoKey); checker-bytes/<sha256> its bytes (checkers.BytesKey), the court's uploads and the market's Python sources alike: checkers.Registry's layout
 //	matters/matter/<id>                  a judgment Matter (private projection)
 //	matters/tenant/<sha256(tenant)>/<id> index: every Matter of a tenant
 //	matters/open/<sha256(tenant)>/<id>   index: a tenant's open Matters
@@ -41,7 +41,7 @@
 //	market/listing/<id>                  a market listing; market/artifact/<id> its artifact, market/search/<id> its tokens
 //	market/fp/<fingerprint>/<id>         index: listings by problem fingerprint
 //	market/tok/<token>/<id>              index: active listings by search token -> the listing's token count; market/tok-index its build state
-//	market/checker/<sha256>              a python checker's source, kept by the market
+//	market/checker/<sha256>              legacy: a python checker's source as the market kept it before the one registry; still read (checkers.Registry), never written
 //	market/purchase/<id>                 a purchase; market/bought/<listing>/<buyer> -> its id
 //	market/open/<listing>/<purchase>     index: purchases whose window is open
 //	market/due/<unixnano:020d>/<purchase>  index: when a held purchase settles

@@ -12,6 +12,7 @@ import (
 
 	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/runtime/escrow"
+	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/market"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/replays"
@@ -71,7 +72,7 @@ func TestWire_oneRunner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.court.PutChecker(ctx, escrow.CheckerWasm, pass, escrow.Idem{}); err != nil {
+	if _, err := svc.court.PutChecker(ctx, escrow.CheckerWasm, pass, idem.Idem{}); err != nil {
 		t.Fatal(err)
 	}
 	ref := checkers.Ref{SHA256: checkers.SHA256(pass)}

@@ -2,10 +2,14 @@ package escrow
 
 // Error codes: the Code of every fault.Error the service returns, named once.
 const (
+	ECodeCheckerNotFound     = "checker_not_found"
+	ECodeCheckerTooLarge     = "checker_too_large"
+	ECodeCheckersUnavailable = "checkers_unavailable"
 	ECodeCommitUnknown       = "commit_unknown"
 	ECodeContractNotFound    = "contract_not_found"
 	ECodeDeadlinePassed      = "deadline_passed"
 	ECodeInvalidAccount      = "invalid_account"
+	ECodeInvalidChecker      = "invalid_checker"
 	ECodeInvalidCurrency     = "invalid_currency"
 	ECodeInvalidDeadlineTick = "invalid_deadline_tick"
 	ECodeInvalidDeliverBy    = "invalid_deliver_by"
@@ -13,6 +17,7 @@ const (
 	ECodeInvalidDID          = "invalid_did"
 	ECodeInvalidPrice        = "invalid_price"
 	ECodeInvalidReviewWindow = "invalid_review_window"
+	ECodeInvalidSHA256       = "invalid_sha256"
 	ECodeInvalidState        = "invalid_state"
 	ECodeInvalidVerdict      = "invalid_verdict"
 	ECodeMissingField        = "missing_field"
@@ -21,4 +26,5 @@ const (
 	ECodeSameParty           = "same_party"
 	ECodeSellerBanned        = "seller_banned"
 	ECodeUnknownChecker      = "unknown_checker"
+	ECodeUnsupportedKind     = "unsupported_checker_kind"
 )

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/assayhq/assay/adjudicate"
+	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/ident"
@@ -206,7 +207,7 @@ func (s *Service) Create(ctx context.Context, req CreateRequest, ik idem.Idem) (
 	// a creation a moment earlier would have missed too.
 	err = s.st.View(ctx, func(tx store.Tx) error {
 		for i, ref := range plan.Checkers() {
-			if _, err := tx.Get(checkerKey(ref.SHA256)); errors.Is(err, store.ErrNotFound) {
+			if _, err := tx.Get(checkers.InfoKey(ref.SHA256)); errors.Is(err, store.ErrNotFound) {
 				return fault.New(fault.Invalid, ECodeUnknownChecker, "acceptance.checkers[%d]: no checker with sha256 %s; upload it with POST /checkers first", i, ref.SHA256)
 			} else if err != nil {
 				return err

@@ -7,10 +7,6 @@ import (
 	"github.com/assayhq/assay/runtime/store"
 )
 
-// Idem is idem.Idem, for checkers.go until it moves to checkers/; the
-// court's other methods name idem.Idem.
-type Idem = idem.Idem
-
 // idemScope is the scope of the court's keys.
 const idemScope = "escrow"
 

@@ -13,7 +13,6 @@ const (
 	keyAdjudication = "escrow/adjudication/" // <id> -> adjudication
 	keyActivity     = "escrow/activity/"     // <seq:020d>-<node> -> Event
 	keyReputation   = "escrow/reputation/"   // <did>/<role>/<shard:02d> -> counts
-	keyChecker      = "checker/"             // <sha256> -> CheckerInfo
 )
 
 // repShards is how many counters one agent's reputation in one role is
@@ -26,7 +25,6 @@ func adjudicationKey(id string) string { return keyAdjudication + id }
 func activityKey(seq uint64, node string) string {
 	return fmt.Sprintf("%s%020d-%s", keyActivity, seq, node)
 }
-func checkerKey(sum string) string { return keyChecker + sum }
 
 func reputationPrefix(did string) string { return keyReputation + url.PathEscape(did) + "/" }
 

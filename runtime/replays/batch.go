@@ -190,7 +190,7 @@ func (s *Service) Replay(ctx context.Context, req Request) (Response, error) {
 	results, err := s.runner.RunBatch(ctx, req.Checker, inputs, checkers.BatchOptions{NoMemo: req.NoMemo})
 	switch {
 	case errors.Is(err, checkers.ErrNotFound):
-		return Response{}, fault.New(fault.NotFound, "checker_not_found", "no checker with sha256 %s; upload it with POST /checkers first", req.Checker.SHA256)
+		return Response{}, fault.New(fault.NotFound, ECodeCheckerNotFound, "no checker with sha256 %s; upload it with POST /checkers first", req.Checker.SHA256)
 	case err != nil && parent.Err() != nil:
 		return Response{}, parent.Err()
 	case err != nil && ctx.Err() != nil:
@@ -222,44 +222,44 @@ func (s *Service) Replay(ctx context.Context, req Request) (Response, error) {
 }
 
 func batchTimeout(n int, bound time.Duration) error {
-	return fault.New(fault.Unavailable, "batch_timeout", "the batch of %d did not finish within %s; send fewer artifacts, or give the checker less fuel", n, bound)
+	return fault.New(fault.Unavailable, ECodeBatchTimeout, "the batch of %d did not finish within %s; send fewer artifacts, or give the checker less fuel", n, bound)
 }
 
 // inputs checks req and decodes its artifacts and evidence.
 func (s *Service) inputs(req Request) ([]wasm.Input, error) {
 	switch {
 	case s.runner == nil:
-		return nil, fault.New(fault.Unavailable, "checkers_unavailable", "this server runs no sandbox, so it cannot replay checkers")
+		return nil, fault.New(fault.Unavailable, ECodeCheckersUnavailable, "this server runs no sandbox, so it cannot replay checkers")
 	case req.Checker.SHA256 == "":
-		return nil, fault.New(fault.Invalid, "missing_field", "checker.sha256 is required")
+		return nil, fault.New(fault.Invalid, ECodeMissingField, "checker.sha256 is required")
 	case len(req.Artifacts) == 0:
-		return nil, fault.New(fault.Invalid, "missing_field", "artifacts is required: a list of 1 to %d artifacts", MaxBatch)
+		return nil, fault.New(fault.Invalid, ECodeMissingField, "artifacts is required: a list of 1 to %d artifacts", MaxBatch)
 	case len(req.Artifacts) > MaxBatch:
-		return nil, fault.New(fault.TooLarge, "batch_too_large", "a batch is at most %d artifacts; this one has %d", MaxBatch, len(req.Artifacts))
+		return nil, fault.New(fault.TooLarge, ECodeBatchTooLarge, "a batch is at most %d artifacts; this one has %d", MaxBatch, len(req.Artifacts))
 	case req.Encoding != "" && req.Encoding != EncodingJSON && req.Encoding != EncodingBase64:
-		return nil, fault.New(fault.Invalid, "invalid_encoding", "encoding is %q or %q, not %q", EncodingJSON, EncodingBase64, req.Encoding)
+		return nil, fault.New(fault.Invalid, ECodeInvalidEncoding, "encoding is %q or %q, not %q", EncodingJSON, EncodingBase64, req.Encoding)
 	}
 	if err := req.Checker.Validate(); err != nil {
-		return nil, fault.New(fault.Invalid, "invalid_checker", "%v", err)
+		return nil, fault.New(fault.Invalid, ECodeInvalidChecker, "%v", err)
 	}
 	var evidence []byte
 	if len(req.Evidence) > 0 {
 		var err error
 		if evidence, err = decodeValue(req.Evidence, req.Encoding); err != nil {
-			return nil, fault.New(fault.Invalid, "invalid_evidence", "evidence: %v", err)
+			return nil, fault.New(fault.Invalid, ECodeInvalidEvidence, "evidence: %v", err)
 		}
 		if len(evidence) > MaxArtifactBytes {
-			return nil, fault.New(fault.TooLarge, "artifact_too_large", "evidence is %d bytes; at most %d", len(evidence), MaxArtifactBytes)
+			return nil, fault.New(fault.TooLarge, ECodeArtifactTooLarge, "evidence is %d bytes; at most %d", len(evidence), MaxArtifactBytes)
 		}
 	}
 	inputs := make([]wasm.Input, len(req.Artifacts))
 	for i, raw := range req.Artifacts {
 		b, err := decodeValue(raw, req.Encoding)
 		if err != nil {
-			return nil, fault.New(fault.Invalid, "invalid_artifact", "artifacts[%d]: %v", i, err)
+			return nil, fault.New(fault.Invalid, ECodeInvalidArtifact, "artifacts[%d]: %v", i, err)
 		}
 		if len(b) > MaxArtifactBytes {
-			return nil, fault.New(fault.TooLarge, "artifact_too_large", "artifacts[%d] is %d bytes; at most %d", i, len(b), MaxArtifactBytes)
+			return nil, fault.New(fault.TooLarge, ECodeArtifactTooLarge, "artifacts[%d] is %d bytes; at most %d", i, len(b), MaxArtifactBytes)
 		}
 		inputs[i] = wasm.Input{Artifact: b, Evidence: evidence}
 	}

@@ -85,7 +85,7 @@ func TaskIDs(batch string, n int) []string {
 // queued then.
 func Submit(ctx context.Context, q store.Queue, batch string, tasks []Task) ([]string, error) {
 	if batch == "" || len(batch) > MaxBatchID || store.CheckJobID(batch) != nil {
-		return nil, fault.New(fault.Invalid, "replay_invalid", "batch id must be 1 to %d printable ASCII characters other than space", MaxBatchID)
+		return nil, fault.New(fault.Invalid, ECodeReplayInvalid, "batch id must be 1 to %d printable ASCII characters other than space", MaxBatchID)
 	}
 	ids := TaskIDs(batch, len(tasks))
 	jobs := make([]store.Job, len(tasks))
@@ -227,7 +227,7 @@ func (s *Service) ReplayQueued(ctx context.Context, q store.Queue, batch string,
 		case parent.Err() != nil:
 			return Response{}, parent.Err()
 		case ctx.Err() != nil:
-			return Response{}, fault.New(fault.Unavailable, "batch_timeout", "the batch of %d was not done by the nodes' workers within %s; send fewer artifacts, or give the checker less fuel", len(inputs), QueuedTimeout)
+			return Response{}, fault.New(fault.Unavailable, ECodeBatchTimeout, "the batch of %d was not done by the nodes' workers within %s; send fewer artifacts, or give the checker less fuel", len(inputs), QueuedTimeout)
 		}
 		return Response{}, err
 	}
@@ -236,7 +236,7 @@ func (s *Service) ReplayQueued(ctx context.Context, q store.Queue, batch string,
 		switch r.Code {
 		case "":
 		case CodeCheckerNotFound:
-			return Response{}, fault.New(fault.NotFound, "checker_not_found", "no checker with sha256 %s; upload it with POST /checkers first", req.Checker.SHA256)
+			return Response{}, fault.New(fault.NotFound, ECodeCheckerNotFound, "no checker with sha256 %s; upload it with POST /checkers first", req.Checker.SHA256)
 		case CodeAbandoned:
 			return Response{}, fault.New(fault.Unavailable, CodeAbandoned, "artifact %d: %s", i, r.Error)
 		default:
