@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -196,7 +197,35 @@ func schemaOf[T any]() *jsonschema.Schema {
 		panic(fmt.Sprintf("api: schema of %T: %v", *new(T), err))
 	}
 	resolveRaw(s, fmt.Sprintf("%T", *new(T)))
+	splitNullable(s)
 	return s
+}
+
+// splitNullable spells each nullable type that For derives for pointers
+// and slices (["null", "object"]) as anyOf a null branch and a typed one:
+// one type to a schema is what the most clients read (the Inspector warns
+// of type arrays as unportable).
+func splitNullable(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	for _, p := range s.Properties {
+		splitNullable(p)
+	}
+	splitNullable(s.Items)
+	splitNullable(s.AdditionalProperties)
+	for _, b := range s.AnyOf {
+		splitNullable(b)
+	}
+	if len(s.Types) != 2 || !slices.Contains(s.Types, "null") {
+		return
+	}
+	typed := *s
+	typed.Types, typed.Type, typed.Description = nil, s.Types[0], ""
+	if typed.Type == "null" {
+		typed.Type = s.Types[1]
+	}
+	*s = jsonschema.Schema{Description: s.Description, AnyOf: []*jsonschema.Schema{{Type: "null"}, &typed}}
 }
 
 // resolveRaw replaces every raw property under s with its rawSchemas
@@ -249,6 +278,9 @@ func inputSchema[In any](tool string) *jsonschema.Schema {
 				}
 			}
 			walk(p, path)
+		}
+		for _, b := range s.AnyOf { // a nullable object's properties
+			walk(b, parent)
 		}
 	}
 	walk(s, "")
