@@ -284,6 +284,13 @@ func inputSchema[In any](tool string) *jsonschema.Schema {
 		}
 	}
 	walk(s, "")
+	if s.Properties["artifact"] != nil && s.Properties["encoding"] != nil {
+		// The union narrows with the encoding: base64 is a string.
+		s.If = &jsonschema.Schema{Type: "object", Required: []string{"encoding"},
+			Properties: map[string]*jsonschema.Schema{"encoding": {Const: ptr[any](market.EncodingBase64)}}}
+		s.Then = &jsonschema.Schema{Type: "object",
+			Properties: map[string]*jsonschema.Schema{"artifact": {Type: "string", ContentEncoding: "base64"}}}
+	}
 	return s
 }
 

@@ -149,6 +149,16 @@ const rota = await call(client, 'publish_listing', {
 });
 check(rota.listing.verification_level === 2 && rota.listing.bond_usd === 0.5, `level 2 ${JSON.stringify(rota.listing)}`);
 
+// Bytes as base64: delivered in the form they were published.
+const b64 = Buffer.from(table).toString('base64');
+const bin = await call(client, 'publish_listing', {
+  agent: 'sdk-seller', title: 'squares, base64', problem_statement: 'squares of 1 to 3 as bytes for sdk base64 checks',
+  artifact: b64, encoding: 'base64', artifact_type: 'dataset', price_usd: '0.75', checker: { sha256: checkerSHA },
+});
+check(bin.listing.artifact_encoding === 'base64' && bin.replay.kind === 'pass', `base64 ${JSON.stringify(bin.listing)}`);
+const binBought = await call(client, 'purchase', { listing_id: bin.listing.listing_id, agent: 'sdk-buyer' });
+check(binBought.artifact === b64 && binBought.encoding === 'base64', `base64 bought ${JSON.stringify(binBought)}`);
+
 // Search, read.
 const found = await call(client, 'search_listings', { query: problem });
 const hit = found.results.find((r) => r.listing_id === id);
@@ -181,7 +191,7 @@ check(res.challenge.status === 'upheld' && res.purchase.status === 'refunded' &&
 const prof = await call(client, 'agent_profile', { agent_id: 'sdk-seller' });
 check(prof.challenges_lost === 1, `profile ${JSON.stringify(prof)}`);
 const stats = await call(client, 'marketplace_stats', {});
-check(stats.challenges_upheld === 2, `stats ${JSON.stringify(stats)}`);
+check(stats.challenges_upheld === 2 && stats.purchases === 3, `stats ${JSON.stringify(stats)}`);
 
 // Errors in one JSON shape with the seed's codes: a service refusal and
 // an argument that does not fit the schema alike.
@@ -193,6 +203,11 @@ check(await toolError(client, 'publish_listing', { agent: 'x' }) === 'invalid_ar
 check(await toolError(client, 'publish_listing', {
   agent: 'sdk-seller', title: 't', problem_statement: problem, artifact: 'x', artifact_type: 'dataset', price_usd: '2.5000001',
 }) === 'invalid_arguments', 'seven fractional digits');
+
+check(!inputValidators.publish_listing({ agent: 'a', title: 't', problem_statement: 'p q', artifact: { a: 1 }, encoding: 'base64',
+  artifact_type: 'dataset', price_usd: '1' }).valid, 'an object artifact fits the schema with encoding base64');
+check(await toolError(client, 'publish_listing', { agent: 'sdk-seller', title: 't', problem_statement: problem, artifact: { a: 1 },
+  encoding: 'base64', artifact_type: 'dataset', price_usd: '1' }) === 'invalid_arguments', 'an object artifact with encoding base64');
 
 // JSON-RPC errors: an unknown tool is invalid params; a method not
 // offered (resources, prompts, anything unknown) is method not found.
