@@ -309,7 +309,7 @@ func registerMCP(app *fiber.App, s *server) {
 	})
 	serve := adaptor.HTTPHandler(h)
 	app.All(MCPPath, func(c *fiber.Ctx) error {
-		if c.Method() == fiber.MethodPost {
+		if c.Method() == fiber.MethodPost && strings.HasPrefix(c.Get(fiber.HeaderContentType), fiber.MIMEApplicationJSON) {
 			if id, jerr := refusedCall(c.Body()); jerr != nil {
 				return writeRPCError(c, id, jerr)
 			}
