@@ -296,9 +296,13 @@ func inputSchema[In any](tool string) *jsonschema.Schema {
 
 // registerMCP serves the seed's nine tools over MCP at MCPPath: each calls
 // the market.Service method its REST route calls, and answers the REST
-// body as structured content. Errors are tool errors whose text is the
-// REST error body. resolve_challenge takes the operator's bearer token in
-// the HTTP Authorization header, as the REST route does.
+// body as structured content, which the tool's output schema describes.
+// A refusal by the market or of arguments that do not fit the input
+// schema is a tool error (isError) whose text is the REST error body; a
+// request the protocol refuses is a JSON-RPC error (-32601 for a method
+// not offered: only tools are; -32602 for bad params or an unknown tool).
+// resolve_challenge takes the operator's bearer token in the HTTP
+// Authorization header, as the REST route does.
 func registerMCP(app *fiber.App, s *server) {
 	srv := newMCPServer(s)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
