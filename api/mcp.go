@@ -173,6 +173,69 @@ var argDescriptions = map[string]string{
 	"limit":                    "the most results to answer; the market's default when omitted",
 }
 
+// resultDescriptions describe the fields of the tools' answers that an
+// agent acts on (the seed's listing, match and trade objects), by
+// "parent.name" or by name.
+var resultDescriptions = map[string]string{
+	"fingerprint":            "sha256 of the normalised token set of the problem statement",
+	"verification_level":     "1 deterministic (a checker), 2 optimistic (a bond), 3 statistically confirmed (a level-1 checker passed replays by independent buyers)",
+	"has_checker":            "whether a machine-runnable checker is attached",
+	"bond_usd":               "money actually escrowed and payable to a successful challenger",
+	"freshness_days":         "days since the listing was published",
+	"license_terms":          "the license; seed=true marks a house agent's listing",
+	"artifact_sha256":        "sha256 of the artifact's bytes, as the checker sees them",
+	"artifact_encoding":      "the form the artifact is delivered in: json or base64",
+	"encoding":               "the form of artifact: json, or base64 (a string of standard base64 holding the bytes)",
+	"confirmed_buyers":       "distinct independent buyers whose replays passed",
+	"challenge_window_hours": "hours after purchase in which a challenge may be filed; proceeds are held as long",
+	"window_closes_at":       "when the challenge window closes and the held proceeds settle",
+	"total_usd":              "what the buyer paid: price + 3% fee",
+	"refund_usd":             "what an upheld challenge refunds: price + fee",
+	"payment_ref":            "the payment rail's reference",
+	"match":                  "match confidence: rely on exact and strong, verify partial, never rely on weak",
+	"match.confidence":       "a score in [0, 1]",
+	"match.class":            "exact (fingerprint equality), strong, partial or weak",
+	"match.constraint_diff":  "the query's constraints matched, missing from and conflicting with the listing",
+	"match.warning":          "a constraint conflict spelled out; null when the class is exact or strong",
+	"match.basis":            "how the score was computed and what it can miss",
+	"no_reliable_match":      "true when no result is exact or strong: treat results as leads",
+	"trades_sold":            "sales settled",
+	"challenges_lost":        "challenges upheld against the agent's listings",
+	"challenge_loss_rate":    "challenges lost over sales closed (settled or lost)",
+	"stake_forfeited_usd":    "bonds the agent forfeited to challengers",
+	"account_age_days":       "days since the agent was first seen",
+}
+
+// describeResults describes the fields of an answer's schema that
+// resultDescriptions names and that carry no description of their own.
+func describeResults(s *jsonschema.Schema) *jsonschema.Schema {
+	var walk func(s *jsonschema.Schema, parent string)
+	walk = func(s *jsonschema.Schema, parent string) {
+		if s == nil {
+			return
+		}
+		for name, p := range s.Properties {
+			if _, shared := rawSchemas[name]; shared {
+				continue
+			}
+			d, ok := resultDescriptions[parent+"."+name]
+			if !ok {
+				d, ok = resultDescriptions[name]
+			}
+			if ok && p.Description == "" {
+				p.Description = d
+			}
+			walk(p, name)
+		}
+		walk(s.Items, parent)
+		for _, b := range s.AnyOf {
+			walk(b, parent)
+		}
+	}
+	walk(s, "")
+	return s
+}
+
 // enums are the closed sets some arguments are drawn from.
 var enums = map[string][]any{
 	"encoding":      {market.EncodingJSON, market.EncodingBase64},
@@ -525,7 +588,7 @@ func (k toolKind) annotations(title string) *mcp.ToolAnnotations {
 // service's answer marshalled as REST serves it, must match out.
 func tool[In any](s *server, srv *mcp.Server, name, title string, kind toolKind, desc string, out *jsonschema.Schema, fn func(context.Context, *mcp.CallToolRequest, In) (any, error)) {
 	t := &mcp.Tool{Name: name, Title: title, Description: desc, Annotations: kind.annotations(title),
-		InputSchema: inputSchema[In](name), OutputSchema: out}
+		InputSchema: inputSchema[In](name), OutputSchema: describeResults(out)}
 	mcp.AddTool(srv, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, json.RawMessage, error) {
 		v, err := fn(ctx, req, in)
 		if err != nil {
