@@ -1,24 +1,28 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/adaptor"
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/market"
 	"github.com/assayhq/assay/runtime/receipt"
+	"github.com/assayhq/assay/runtime/store"
 )
 
 // MCPPath is where the market's MCP tools are served (streamable HTTP).
@@ -73,30 +77,295 @@ type (
 	challengedOut struct {
 		Challenge market.Challenge `json:"challenge"`
 		Purchase  market.Purchase  `json:"purchase"`
-		Receipt   json.RawMessage  `json:"receipt,omitempty"`
+		Receipt   json.RawMessage  `json:"receipt"`
 	}
 )
 
-// schemaTypes are how the market's wire types read in JSON Schema.
+// schemaTypes are how the market's wire types read in JSON Schema. A
+// json.RawMessage has no schema of its own (an empty schema, which
+// encodes as the boolean true that stock clients refuse): rawSchemas says
+// what each raw property is, by name, and schemaOf refuses a raw property
+// it does not name.
 var schemaTypes = map[reflect.Type]*jsonschema.Schema{
-	reflect.TypeFor[json.RawMessage](): {}, // any JSON value
-	reflect.TypeFor[market.USD]():      {Type: "number", Description: "US dollars"},
-	reflect.TypeFor[time.Time]():       {Type: "string", Format: "date-time"},
+	reflect.TypeFor[json.RawMessage](): rawSchema,
+	reflect.TypeFor[market.USD](): {Type: "number", Minimum: ptr(0.0),
+		Description: "US dollars, exact to the micro-dollar (at most six fractional digits)"},
+	reflect.TypeFor[time.Time](): {Type: "string", Format: "date-time"},
 }
+
+// rawSchema marks a json.RawMessage in a derived schema (For clones it,
+// so the mark is its comment) until rawSchemas replaces it.
+var rawSchema = &jsonschema.Schema{Comment: rawMark}
+
+const rawMark = "assay: raw JSON"
+
+func isRaw(s *jsonschema.Schema) bool { return s != nil && s.Comment == rawMark }
+
+// amountSchema is an amount a client states: a decimal string, parsed
+// exactly, or a JSON number written with no exponent.
+func amountSchema(desc string) *jsonschema.Schema {
+	return &jsonschema.Schema{
+		Description: desc + ". US dollars as a decimal string (exact, e.g. \"2.50\") or a JSON number without exponent; at most six fractional digits, never rounded",
+		AnyOf: []*jsonschema.Schema{
+			{Type: "string", Pattern: `^(0|[1-9][0-9]*)(\.[0-9]{1,6})?$`},
+			{Type: "number", Minimum: ptr(0.0)},
+		},
+	}
+}
+
+// jsonValue is any JSON value but null, spelled out so that every
+// branch has a type.
+func jsonValue(desc string) *jsonschema.Schema {
+	return &jsonschema.Schema{Description: desc, AnyOf: []*jsonschema.Schema{
+		{Type: "string"}, {Type: "object"}, {Type: "array"}, {Type: "number"}, {Type: "boolean"},
+	}}
+}
+
+// receiptSchema is a signed receipt as the market answers it.
+var receiptSchema = func() *jsonschema.Schema {
+	s := schemaOf[receipt.Receipt]()
+	s.Description = "the signed receipt (W3C VC shape): verify it offline with assay verify or POST /verify"
+	s.AdditionalProperties = nil // a receipt's own package says what it holds
+	return s
+}()
+
+// rawSchemas are the schemas of the raw properties, by name.
+var rawSchemas = map[string]*jsonschema.Schema{
+	"price_usd":              amountSchema("the listing's price"),
+	"est_recompute_cost_usd": amountSchema("what recomputing the artifact would cost a buyer, shown in search results; 0 when omitted"),
+	"artifact": jsonValue("the artifact. With encoding json (the default) any JSON value: a string is delivered and checked as its text, " +
+		"anything else as its JSON text. With encoding base64 a string of standard base64, for bytes that are not UTF-8 text. " +
+		"At most " + fmt.Sprint(market.MaxArtifactBytes) + " bytes; withheld until purchase, then delivered in the form it was published"),
+	"evidence": jsonValue("the evidence: a failing input, a counterexample or checker output. A string is given to the seller's checker " +
+		"at /in/evidence as its text, anything else as its JSON text; at most " + fmt.Sprint(market.MaxEvidenceBytes) + " bytes of UTF-8"),
+	"credentialSubject": {Type: "object", Description: "what the receipt attests, canonicalised with RFC 8785 and hashed into proof.subjectHash"},
+	"receipt":           nil, // receiptSchema, set by init
+}
+
+func init() { rawSchemas["receipt"] = receiptSchema }
+
+// argDescriptions describe the tools' arguments that the market's types
+// carry without a description, by "tool.path" or by path, where a path
+// is a property's name, or its parent's and its own joined by a dot.
+var argDescriptions = map[string]string{
+	"publish_listing.agent":    "the seller's agent id; a level-2 bond is escrowed from its wallet",
+	"purchase.agent":           "the buyer's agent id; its wallet pays price + 3% fee",
+	"deactivate_listing.agent": "the seller that published the listing",
+	"challenge_listing.agent":  "the buyer that bought the listing",
+	"challenge_listing.reason": "why the artifact fails, for the record and the operator",
+	"resolve_challenge.reason": "the operator's reasons, recorded in the resolution",
+	"title":                    "a one-line title buyers see",
+	"problem_statement":        "the problem the artifact solves, as text; buyers find it by its fingerprint (sha256 of the normalised token set) or by words",
+	"encoding":                 "how artifact is sent: json (the default) or base64",
+	"artifact_type":            "what the artifact is",
+	"license_terms":            "the license, in free text; house agents' listings get seed=true",
+	"checker":                  "a checker, for level 1: the market replays it on the artifact before publication and on challenges; omit for level 2 (bonded)",
+	"checker.kind":             "python or wasm; inferred from source or sha256 when omitted",
+	"checker.source":           "python assertion source: completion is pass, an exception fails",
+	"checker.sha256":           "the sha256 of a checker uploaded with POST /checkers",
+	"checker.fuel":             "the fuel limit of a run (instructions, deterministic); the default when omitted",
+	"checker.memory_mib":       "the memory limit of a run in MiB; the default when omitted",
+	"verification_level":       "1 (a checker) or 2 (a bond); inferred when omitted; 3 is earned by replays, 4 is reserved",
+	"purpose":                  "the purpose memo, written into the receipt for the operator's compliance record",
+	"verdict":                  "uphold (refund the buyer, pay the bond, pull the listing) or reject (the purchase settles)",
+	"query":                    "the problem as text, matched by its words and constraints",
+	"query_fingerprint":        "sha256 of the normalised token set of the problem, computed locally so that the text never leaves the caller",
+	"limit":                    "the most results to answer; the market's default when omitted",
+}
+
+// resultDescriptions describe the fields of the tools' answers that an
+// agent acts on (the seed's listing, match and trade objects), by
+// "parent.name" or by name.
+var resultDescriptions = map[string]string{
+	"fingerprint":            "sha256 of the normalised token set of the problem statement",
+	"verification_level":     "1 deterministic (a checker), 2 optimistic (a bond), 3 statistically confirmed (a level-1 checker passed replays by independent buyers)",
+	"has_checker":            "whether a machine-runnable checker is attached",
+	"bond_usd":               "money actually escrowed and payable to a successful challenger",
+	"freshness_days":         "days since the listing was published",
+	"license_terms":          "the license; seed=true marks a house agent's listing",
+	"artifact_sha256":        "sha256 of the artifact's bytes, as the checker sees them",
+	"artifact_encoding":      "the form the artifact is delivered in: json or base64",
+	"encoding":               "the form of artifact: json, or base64 (a string of standard base64 holding the bytes)",
+	"confirmed_buyers":       "distinct independent buyers whose replays passed",
+	"challenge_window_hours": "hours after purchase in which a challenge may be filed; proceeds are held as long",
+	"window_closes_at":       "when the challenge window closes and the held proceeds settle",
+	"total_usd":              "what the buyer paid: price + 3% fee",
+	"refund_usd":             "what an upheld challenge refunds: price + fee",
+	"payment_ref":            "the payment rail's reference",
+	"match":                  "match confidence: rely on exact and strong, verify partial, never rely on weak",
+	"match.confidence":       "a score in [0, 1]",
+	"match.class":            "exact (fingerprint equality), strong, partial or weak",
+	"match.constraint_diff":  "the query's constraints matched, missing from and conflicting with the listing",
+	"match.warning":          "a constraint conflict spelled out; null when the class is exact or strong",
+	"match.basis":            "how the score was computed and what it can miss",
+	"no_reliable_match":      "true when no result is exact or strong: treat results as leads",
+	"trades_sold":            "sales settled",
+	"challenges_lost":        "challenges upheld against the agent's listings",
+	"challenge_loss_rate":    "challenges lost over sales closed (settled or lost)",
+	"stake_forfeited_usd":    "bonds the agent forfeited to challengers",
+	"account_age_days":       "days since the agent was first seen",
+}
+
+// describeResults describes the fields of an answer's schema that
+// resultDescriptions names and that carry no description of their own.
+func describeResults(s *jsonschema.Schema) *jsonschema.Schema {
+	var walk func(s *jsonschema.Schema, parent string)
+	walk = func(s *jsonschema.Schema, parent string) {
+		if s == nil {
+			return
+		}
+		for name, p := range s.Properties {
+			if _, shared := rawSchemas[name]; shared {
+				continue
+			}
+			d, ok := resultDescriptions[parent+"."+name]
+			if !ok {
+				d, ok = resultDescriptions[name]
+			}
+			if ok && p.Description == "" {
+				p.Description = d
+			}
+			walk(p, name)
+		}
+		walk(s.Items, parent)
+		for _, b := range s.AnyOf {
+			walk(b, parent)
+		}
+	}
+	walk(s, "")
+	return s
+}
+
+// enums are the closed sets some arguments are drawn from.
+var enums = map[string][]any{
+	"encoding":      {market.EncodingJSON, market.EncodingBase64},
+	"artifact_type": anys(market.ArtifactTypes),
+	"checker.kind":  {"python", "wasm"},
+	"verdict":       {"uphold", "reject"},
+}
+
+func anys(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+func ptr[T any](v T) *T { return &v }
 
 func schemaOf[T any]() *jsonschema.Schema {
 	s, err := jsonschema.For[T](&jsonschema.ForOptions{TypeSchemas: schemaTypes})
 	if err != nil {
 		panic(fmt.Sprintf("api: schema of %T: %v", *new(T), err))
 	}
+	resolveRaw(s, fmt.Sprintf("%T", *new(T)))
+	splitNullable(s)
+	return s
+}
+
+// splitNullable spells each nullable type that For derives for pointers
+// and slices (["null", "object"]) as anyOf a null branch and a typed one:
+// one type to a schema is what the most clients read (the Inspector warns
+// of type arrays as unportable).
+func splitNullable(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	for _, p := range s.Properties {
+		splitNullable(p)
+	}
+	splitNullable(s.Items)
+	splitNullable(s.AdditionalProperties)
+	for _, b := range s.AnyOf {
+		splitNullable(b)
+	}
+	if len(s.Types) != 2 || !slices.Contains(s.Types, "null") {
+		return
+	}
+	typed := *s
+	typed.Types, typed.Type, typed.Description = nil, s.Types[0], ""
+	if typed.Type == "null" {
+		typed.Type = s.Types[1]
+	}
+	*s = jsonschema.Schema{Description: s.Description, AnyOf: []*jsonschema.Schema{{Type: "null"}, &typed}}
+}
+
+// resolveRaw replaces every raw property under s with its rawSchemas
+// entry, and panics on one it has none for.
+func resolveRaw(s *jsonschema.Schema, where string) {
+	if s == nil {
+		return
+	}
+	for name, p := range s.Properties {
+		if isRaw(p) {
+			r, ok := rawSchemas[name]
+			if !ok || r == nil {
+				panic(fmt.Sprintf("api: %s.%s is raw JSON with no schema in rawSchemas", where, name))
+			}
+			s.Properties[name] = r
+			continue
+		}
+		resolveRaw(p, where+"."+name)
+	}
+	if isRaw(s.Items) {
+		panic(fmt.Sprintf("api: %s[] is raw JSON with no schema", where))
+	}
+	resolveRaw(s.Items, where+"[]")
+	if isRaw(s.AdditionalProperties) {
+		panic(fmt.Sprintf("api: %s{} is raw JSON with no schema", where))
+	}
+	resolveRaw(s.AdditionalProperties, where+"{}")
+}
+
+// inputSchema is In's schema with the arguments described (argDescriptions)
+// and closed sets enumerated (enums).
+func inputSchema[In any](tool string) *jsonschema.Schema {
+	s := schemaOf[In]()
+	var walk func(s *jsonschema.Schema, parent string)
+	walk = func(s *jsonschema.Schema, parent string) {
+		for name, p := range s.Properties {
+			path := name
+			if parent != "" {
+				path = parent + "." + name
+			}
+			if _, shared := rawSchemas[name]; !shared {
+				// Derived for this property alone: safe to annotate.
+				if d, ok := argDescriptions[tool+"."+path]; ok {
+					p.Description = d
+				} else if d, ok := argDescriptions[path]; ok && p.Description == "" {
+					p.Description = d
+				}
+				if e, ok := enums[path]; ok {
+					p.Enum = e
+				}
+			}
+			walk(p, path)
+		}
+		for _, b := range s.AnyOf { // a nullable object's properties
+			walk(b, parent)
+		}
+	}
+	walk(s, "")
+	if s.Properties["artifact"] != nil && s.Properties["encoding"] != nil {
+		// The union narrows with the encoding: base64 is a string.
+		s.If = &jsonschema.Schema{Type: "object", Required: []string{"encoding"},
+			Properties: map[string]*jsonschema.Schema{"encoding": {Const: ptr[any](market.EncodingBase64)}}}
+		s.Then = &jsonschema.Schema{Type: "object",
+			Properties: map[string]*jsonschema.Schema{"artifact": {Type: "string", ContentEncoding: "base64"}}}
+	}
 	return s
 }
 
 // registerMCP serves the seed's nine tools over MCP at MCPPath: each calls
 // the market.Service method its REST route calls, and answers the REST
-// body as structured content. Errors are tool errors whose text is the
-// REST error body. resolve_challenge takes the operator's bearer token in
-// the HTTP Authorization header, as the REST route does.
+// body as structured content, which the tool's output schema describes.
+// A refusal by the market or of arguments that do not fit the input
+// schema is a tool error (isError) whose text is the REST error body; a
+// request the protocol refuses is a JSON-RPC error (-32601 for a method
+// not offered: only tools are; -32602 for bad params or an unknown tool).
+// resolve_challenge takes the operator's bearer token in the HTTP
+// Authorization header, as the REST route does.
 func registerMCP(app *fiber.App, s *server) {
 	srv := newMCPServer(s)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
@@ -107,11 +376,76 @@ func registerMCP(app *fiber.App, s *server) {
 	})
 	serve := adaptor.HTTPHandler(h)
 	app.All(MCPPath, func(c *fiber.Ctx) error {
+		if c.Method() == fiber.MethodPost && strings.HasPrefix(c.Get(fiber.HeaderContentType), fiber.MIMEApplicationJSON) {
+			if id, jerr := refusedCall(c.Body()); jerr != nil {
+				return writeRPCError(c, id, jerr)
+			}
+		}
 		if err := serve(c); err != nil {
 			return err
 		}
 		return codedHTTPError(c)
 	})
+}
+
+// mcpMethods are the JSON-RPC calls /mcp answers: the lifecycle, and the
+// tools, the one capability it advertises. Notifications pass as the
+// protocol has them.
+var mcpMethods = map[string]bool{"initialize": true, "ping": true, "tools/list": true, "tools/call": true, "server/discover": true}
+
+func offered(method string) bool {
+	return mcpMethods[method] || strings.HasPrefix(method, "notifications/")
+}
+
+func notOffered(method string) *jsonrpc.Error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
+		Message: fmt.Sprintf("method %.80q is not offered: this server has tools only (tools/list, tools/call)", method)}
+}
+
+// refusedCall is the JSON-RPC error that a body holding one call is
+// answered, as JSON-RPC says, before the SDK sees it: -32601 for a method
+// that is not offered (the SDK refuses one it does not know with plain
+// text and HTTP 400), -32602 for a call that needs params and has none.
+// Anything else is the SDK's to answer.
+func refusedCall(body []byte) (jsonrpc.ID, *jsonrpc.Error) {
+	msg, err := jsonrpc.DecodeMessage(body)
+	if err != nil {
+		return jsonrpc.ID{}, nil
+	}
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok || !req.IsCall() {
+		return jsonrpc.ID{}, nil
+	}
+	if !offered(req.Method) {
+		return req.ID, notOffered(req.Method)
+	}
+	if p := bytes.TrimSpace(req.Params); (req.Method == "tools/call" || req.Method == "initialize") && (len(p) == 0 || string(p) == "null") {
+		return req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s needs params", req.Method)}
+	}
+	return jsonrpc.ID{}, nil
+}
+
+// writeRPCError answers a JSON-RPC error response, with HTTP 200 as the
+// SDK answers its own.
+func writeRPCError(c *fiber.Ctx, id jsonrpc.ID, jerr *jsonrpc.Error) error {
+	b, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: jerr})
+	if err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	return c.Status(http.StatusOK).Send(b)
+}
+
+// offeredOnly answers -32601 for a method that the SDK knows but this
+// server does not offer (resources, prompts, completion, logging), in a
+// batch as well as alone.
+func offeredOnly(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if !offered(method) {
+			return nil, notOffered(method)
+		}
+		return next(ctx, method, req)
+	}
 }
 
 // codedHTTPError gives an error the MCP handler answered in plain text
@@ -163,17 +497,18 @@ func codedToolErrors(next mcp.MethodHandler) mcp.MethodHandler {
 
 func newMCPServer(s *server) *mcp.Server {
 	m := s.cfg.Market
-	srv := mcp.NewServer(&mcp.Implementation{Name: "assay-market", Title: "Assay artifact market (SOLVED v0.2.3)", Version: s.cfg.Version}, nil)
-	srv.AddReceivingMiddleware(codedToolErrors)
-	tool(s, srv, "search_listings", "Search active listings by query (problem text) or query_fingerprint (sha256 of the normalised token set, computed locally). Exact fingerprint hits first; every result carries match confidence, class, constraint_diff, warning and basis; no_reliable_match is true when no result is exact or strong.",
+	srv := mcp.NewServer(&mcp.Implementation{Name: "assay-market", Title: "Assay artifact market (SOLVED v0.2.3)", Version: s.cfg.Version},
+		&mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}}) // tools only: no logging, resources or prompts
+	srv.AddReceivingMiddleware(offeredOnly, codedToolErrors)
+	tool(s, srv, "search_listings", "Search listings", read, "Search active listings by query (problem text) or query_fingerprint (sha256 of the normalised token set, computed locally). Exact fingerprint hits first; every result carries match confidence, class, constraint_diff, warning and basis; no_reliable_match is true when no result is exact or strong.",
 		schemaOf[market.Results](), func(ctx context.Context, _ *mcp.CallToolRequest, in market.SearchRequest) (any, error) {
 			return m.Search(ctx, in)
 		})
-	tool(s, srv, "get_listing", "A listing's full detail with its seller's numeric reputation; the artifact is withheld until purchase.",
+	tool(s, srv, "get_listing", "Get a listing", read, "A listing's full detail with its seller's numeric reputation; the artifact is withheld until purchase.",
 		schemaOf[market.View](), func(ctx context.Context, _ *mcp.CallToolRequest, in getListingIn) (any, error) {
 			return m.Get(ctx, in.ListingID)
 		})
-	tool(s, srv, "purchase", "Buy a listing as agent: debits price + 3% fee, delivers the artifact at once with a signed receipt and the recourse terms; proceeds are held until the challenge window closes.",
+	tool(s, srv, "purchase", "Buy a listing", destructive, "Buy a listing as agent: debits price + 3% fee, delivers the artifact at once with a signed receipt and the recourse terms; proceeds are held until the challenge window closes.",
 		schemaOf[market.Bought](), func(ctx context.Context, _ *mcp.CallToolRequest, in purchaseIn) (any, error) {
 			i, err := mcpIdem("purchase", in.IdempotencyKey, in)
 			if err != nil {
@@ -181,7 +516,7 @@ func newMCPServer(s *server) *mcp.Server {
 			}
 			return mutation(m.Buy(ctx, in.ListingID, in.PurchaseRequest, i))
 		})
-	tool(s, srv, "publish_listing", "Publish an artifact as agent. With a checker (python source, or a wasm checker's sha256) the market replays it on the artifact first: a pass lists at level 1 with no bond, a failure refuses the listing. Without one it is level 2 and a bond of max(20% of price, $0.50) is escrowed from the seller's wallet. price_usd is a decimal string or number with at most six fractional digits.",
+	tool(s, srv, "publish_listing", "Publish a listing", additive, "Publish an artifact as agent. With a checker (python source, or a wasm checker's sha256) the market replays it on the artifact first: a pass lists at level 1 with no bond, a failure refuses the listing. Without one it is level 2 and a bond of max(20% of price, $0.50) is escrowed from the seller's wallet. price_usd is a decimal string or number with at most six fractional digits.",
 		schemaOf[market.Published](), func(ctx context.Context, _ *mcp.CallToolRequest, in publishIn) (any, error) {
 			i, err := mcpIdem("publish_listing", in.IdempotencyKey, in)
 			if err != nil {
@@ -189,7 +524,7 @@ func newMCPServer(s *server) *mcp.Server {
 			}
 			return mutation(m.Publish(ctx, in.PublishRequest, i))
 		})
-	tool(s, srv, "deactivate_listing", "Retire a listing as its seller; a level-2 bond comes back once no challenge window is open.",
+	tool(s, srv, "deactivate_listing", "Retire a listing", destructive, "Retire a listing as its seller; a level-2 bond comes back once no challenge window is open.",
 		schemaOf[deactivatedOut](), func(ctx context.Context, _ *mcp.CallToolRequest, in deactivateIn) (any, error) {
 			i, err := mcpIdem("deactivate_listing", in.IdempotencyKey, in)
 			if err != nil {
@@ -197,7 +532,7 @@ func newMCPServer(s *server) *mcp.Server {
 			}
 			return mutation(m.Deactivate(ctx, in.ListingID, in.DeactivateRequest, i))
 		})
-	tool(s, srv, "challenge_listing", "Challenge a purchase within its window, with evidence (a failing input, a counterexample, checker output). At levels 1 and 3 the seller's checker is replayed with the evidence at /in/evidence: a failing replay upholds the challenge at once (refund, listing pulled); otherwise the operator decides.",
+	tool(s, srv, "challenge_listing", "Challenge a purchase", destructive, "Challenge a purchase within its window, with evidence (a failing input, a counterexample, checker output). At levels 1 and 3 the seller's checker is replayed with the evidence at /in/evidence: a failing replay upholds the challenge at once (refund, listing pulled); otherwise the operator decides.",
 		schemaOf[challengedOut](), func(ctx context.Context, _ *mcp.CallToolRequest, in challengeIn) (any, error) {
 			i, err := mcpIdem("challenge_listing", in.IdempotencyKey, in)
 			if err != nil {
@@ -205,7 +540,7 @@ func newMCPServer(s *server) *mcp.Server {
 			}
 			return mutation(m.Challenge(ctx, in.ListingID, in.ChallengeRequest, i))
 		})
-	tool(s, srv, "resolve_challenge", "Operator only (Authorization: Bearer <operator token> on the HTTP request): uphold or reject an open challenge.",
+	tool(s, srv, "resolve_challenge", "Resolve a challenge (operator)", destructive, "Operator only (Authorization: Bearer <operator token> on the HTTP request): uphold or reject an open challenge.",
 		schemaOf[challengedOut](), func(ctx context.Context, req *mcp.CallToolRequest, in resolveIn) (any, error) {
 			if err := s.checkOperator(authorization(req), mcpOperator); err != nil {
 				return nil, err
@@ -214,23 +549,46 @@ func newMCPServer(s *server) *mcp.Server {
 			if err != nil {
 				return nil, err
 			}
-			return mutation(m.Resolve(ctx, in.ChallengeID, in.ResolveRequest, i))
+			r, err := m.Resolve(ctx, in.ChallengeID, in.ResolveRequest, i)
+			if err != nil {
+				return nil, err
+			}
+			return withReceipt(ctx, m, r.Body)
 		})
-	tool(s, srv, "agent_profile", "An agent's public numeric reputation: trades_sold, challenges_lost, challenge_loss_rate, stake_forfeited_usd, account_age_days.",
+	tool(s, srv, "agent_profile", "Agent reputation", read, "An agent's public numeric reputation: trades_sold, challenges_lost, challenge_loss_rate, stake_forfeited_usd, account_age_days.",
 		schemaOf[market.Profile](), func(ctx context.Context, _ *mcp.CallToolRequest, in profileIn) (any, error) {
 			return m.AgentProfile(ctx, in.AgentID)
 		})
-	tool(s, srv, "marketplace_stats", "Live market totals; house (seed=true) agents are left out of organic-demand figures.",
+	tool(s, srv, "marketplace_stats", "Market statistics", read, "Live market totals; house (seed=true) agents are left out of organic-demand figures.",
 		schemaOf[market.Stats](), func(ctx context.Context, _ *mcp.CallToolRequest, _ statsIn) (any, error) {
 			return m.Stats(ctx)
 		})
 	return srv
 }
 
+// toolKind is what a tool does to the market, as its annotations say.
+type toolKind int
+
+const (
+	read        toolKind = iota // reads only; calling again changes nothing
+	additive                    // adds (a listing); idempotent with idempotency_key
+	destructive                 // moves money or retires something; idempotent with idempotency_key
+)
+
+// annotations are the hints of a tool of kind k titled title. Every tool
+// acts on this market alone (not an open world). A mutation is marked
+// idempotent because it takes idempotency_key: a retry with the same key
+// and arguments answers the first call's result and changes nothing.
+func (k toolKind) annotations(title string) *mcp.ToolAnnotations {
+	return &mcp.ToolAnnotations{Title: title, ReadOnlyHint: k == read, DestructiveHint: ptr(k == destructive),
+		IdempotentHint: true, OpenWorldHint: ptr(false)}
+}
+
 // tool adds a tool whose input schema is In's and whose output, the
 // service's answer marshalled as REST serves it, must match out.
-func tool[In any](s *server, srv *mcp.Server, name, desc string, out *jsonschema.Schema, fn func(context.Context, *mcp.CallToolRequest, In) (any, error)) {
-	t := &mcp.Tool{Name: name, Description: desc, InputSchema: schemaOf[In](), OutputSchema: out}
+func tool[In any](s *server, srv *mcp.Server, name, title string, kind toolKind, desc string, out *jsonschema.Schema, fn func(context.Context, *mcp.CallToolRequest, In) (any, error)) {
+	t := &mcp.Tool{Name: name, Title: title, Description: desc, Annotations: kind.annotations(title),
+		InputSchema: inputSchema[In](name), OutputSchema: describeResults(out)}
 	mcp.AddTool(srv, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, json.RawMessage, error) {
 		v, err := fn(ctx, req, in)
 		if err != nil {
@@ -242,6 +600,35 @@ func tool[In any](s *server, srv *mcp.Server, name, desc string, out *jsonschema
 		b, err := receipt.Marshal(v)
 		return nil, b, err
 	})
+}
+
+// withReceipt is a challenge's answer with the receipt of the
+// challenge's last state added, as challenge_listing answers it, when the
+// service's answer has none (resolve_challenge's).
+func withReceipt(ctx context.Context, m *market.Service, body json.RawMessage) (json.RawMessage, error) {
+	var out map[string]json.RawMessage
+	if err := json.Unmarshal(body, &out); err != nil {
+		return nil, err
+	}
+	if _, ok := out["receipt"]; ok {
+		return body, nil
+	}
+	var c market.Challenge
+	if err := json.Unmarshal(out["challenge"], &c); err != nil {
+		return nil, err
+	}
+	if len(c.Receipts) == 0 {
+		return nil, fmt.Errorf("api: challenge %s has no receipt", c.ID)
+	}
+	err := m.Store().View(ctx, func(tx store.Tx) error {
+		rc, err := receipt.Get(tx, c.Receipts[len(c.Receipts)-1])
+		out["receipt"] = rc
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return receipt.Marshal(out)
 }
 
 // mutation answers a mutation's stored or fresh body.

@@ -1,0 +1,71 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMCP_officialSDK drives /mcp of a real server with the official
+// TypeScript MCP SDK (testdata/mcp/flow.mjs, @modelcontextprotocol/sdk
+// pinned by its package-lock.json): listTools with the SDK's own schema
+// checks, every input and output schema compiled by the SDK's validator,
+// then publish -> search -> purchase -> challenge -> resolve through
+// callTool with the SDK's output-schema validation on, and the protocol's
+// errors (coded tool errors, -32601, -32602). It runs `npm ci` when
+// node_modules is absent, and skips when node or npm is not installed.
+func TestMCP_officialSDK(t *testing.T) {
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed: /mcp is not tested with the official TypeScript SDK", tool)
+		}
+	}
+	dir := filepath.Join("testdata", "mcp")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		ci := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund")
+		ci.Dir = dir
+		if out, err := ci.CombinedOutput(); err != nil {
+			t.Fatalf("npm ci in %s: %v\n%s", dir, err, out)
+		}
+	}
+
+	s := start(t, t.TempDir(), "ASSAY_OPERATOR_TOKEN=op")
+	wasmBytes, err := os.ReadFile("../fixtures/checkers/squares.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := s.do(t, "POST", "/checkers", wasmBytes, "Content-Type", "application/wasm")
+	if up.status != http.StatusCreated {
+		t.Fatalf("upload %d %s", up.status, up.body)
+	}
+	sum := up.obj(t)["sha256"].(string)
+	for agent, amount := range map[string]string{"sdk-buyer": "20", "sdk-seller-b": "1"} {
+		if r := s.post(t, "/market/wallets/"+agent+"/deposit", fmt.Sprintf(`{"amount_usd":%q}`, amount)); r.status != http.StatusCreated {
+			t.Fatalf("deposit %d %s", r.status, r.body)
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	node := exec.CommandContext(ctx, "node", "flow.mjs", s.base, "op", sum)
+	node.Dir = dir
+	out, err := node.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the official SDK's client: %v\n%s\nserver:\n%s", err, out, s.out)
+	}
+	if !strings.HasPrefix(string(out), "ok: ") {
+		t.Fatalf("the official SDK's client did not finish: %s", out)
+	}
+	t.Logf("%s", strings.TrimSpace(string(out)))
+	if r := s.get(t, "/ledger"); r.obj(t)["balanced"] != true {
+		t.Fatalf("ledger %s", r.body)
+	}
+}
