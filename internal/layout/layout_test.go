@@ -51,7 +51,8 @@ var allowed = map[string][]string{
 	"adjudicate": {"checkers", "wasm"},
 	"runtime":    {"adjudicate", "checkers", "wasm"},
 	"storage":    {"runtime"},
-	"api":        {"runtime", "adjudicate", "checkers", "wasm"},
+	"api":        {"runtime", "adjudicate", "checkers", "wasm", "web"},
+	"web":        {},   // the console's embedded files: imports nothing of the project
 	"cmd":        {""}, // anything
 	"internal":   {""},
 	"fixtures":   {""},
