@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -282,9 +283,50 @@ func TestConsole(t *testing.T) {
 		})
 	}
 
-	// And back: the untouched text verifies again.
+	// And back: the untouched receipt verifies again, and so does the same
+	// receipt with every object's keys in reverse order and other spacing,
+	// as RFC 8785 canonicalises it.
 	if _, valid := verify(t, receiptText); valid != "true" {
 		t.Errorf("the court's receipt after the tampered ones: %s", valid)
+	}
+	var v any
+	if err := json.Unmarshal([]byte(receiptText), &v); err != nil {
+		t.Fatal(err)
+	}
+	reversed := reverseKeys(v)
+	if strings.Contains(receiptText, reversed[:40]) {
+		t.Fatalf("reversed receipt %.80s… reads as the original", reversed)
+	}
+	if result, valid := verify(t, reversed); valid != "true" {
+		t.Errorf("the court's receipt with its keys reversed: %s (%q)", valid, result)
+	}
+}
+
+// reverseKeys writes v as JSON with every object's keys in reverse sorted
+// order: the same value as encoding/json's, in other bytes.
+func reverseKeys(v any) string {
+	switch v := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sort.Sort(sort.Reverse(sort.StringSlice(keys)))
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			kb, _ := json.Marshal(k)
+			parts[i] = string(kb) + ": " + reverseKeys(v[k])
+		}
+		return "{ " + strings.Join(parts, ", ") + " }"
+	case []any:
+		parts := make([]string, len(v))
+		for i, e := range v {
+			parts[i] = reverseKeys(e)
+		}
+		return "[ " + strings.Join(parts, ", ") + " ]"
+	default:
+		b, _ := json.Marshal(v)
+		return string(b)
 	}
 }
 
