@@ -241,7 +241,7 @@ async function searchListings(ev) {
       el('td', {}, el('code', {}, l.listing_id)), el('td', {}, l.title), el('td', { class: 'num' }, l.verification_level),
       el('td', { class: 'num' }, `$${l.price_usd}`), el('td', {}, l.seller ? l.seller.agent_id : ''),
       el('td', { class: 'num' }, l.match ? l.match.confidence.toFixed(2) : ''))));
-    fill($('#listings-note'), `${r.count} listings${r.no_reliable_match ? ' (no reliable match)' : ''}${r.advisory ? ` · ${r.advisory}` : ''}`);
+    fill($('#listings-note'), `${r.count} listing${r.count === 1 ? '' : 's'}${r.no_reliable_match ? ' (no reliable match)' : ''}${r.advisory ? ` · ${r.advisory}` : ''}`);
   } catch (e) { fill($('#listings-note'), `search failed (${e.message})`); }
 }
 
