@@ -33,6 +33,9 @@ const updateScreenshot = "ASSAY_UPDATE_SCREENSHOT"
 // it; the browser exits when tb ends.
 func browser(tb testing.TB) context.Context {
 	tb.Helper()
+	if testing.Short() {
+		tb.Skip("e2e: starts a browser")
+	}
 	path := chromiumPath
 	if _, err := os.Stat(path); err != nil {
 		p, err := exec.LookPath("chromium")
@@ -80,8 +83,8 @@ func browser(tb testing.TB) context.Context {
 // the refund's receipt in the browser: valid as the court signed it, invalid
 // once its subject, signature, key or envelope is changed.
 func TestConsole(t *testing.T) {
+	ctx := browser(t) // first, so that without a browser the test skips at once
 	s := start(t, t.TempDir())
-	ctx := browser(t)
 
 	refund := s.deliveredCase(t, "did:e2e:seller", rows100, `{"rows":3}`)
 	if r := s.post(t, "/contracts/"+refund+"/dispute", `{"reason":"short"}`); r.status != 200 || subjectOf(t, r.obj(t))["verdict"] != "refund" {
