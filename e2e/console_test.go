@@ -161,25 +161,27 @@ func TestConsole(t *testing.T) {
 	saveScreenshot(t, "console.png", shot, true)
 
 	// The console's reading of the Prometheus text format, on a sample
-	// exposition: checker runs summed by outcome kind, other families and
-	// histograms left out.
-	sums, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]float64](`(() => {
-		const text = [
-			'# HELP assay_checker_runs_total Checker runs.',
-			'# TYPE assay_checker_runs_total counter',
-			'assay_checker_runs_total{engine="compiler",kind="wasm",outcome="pass"} 3',
-			'assay_checker_runs_total{engine="compiler",kind="python",outcome="pass"} 2',
-			'assay_checker_runs_total{engine="compiler",kind="wasm",outcome="fuel_exhausted"} 1e0',
-			'assay_http_requests_total{route="/a \\"b\\"",method="GET",status="200"} 7',
-			'assay_checker_run_duration_seconds_bucket{kind="wasm",le="+Inf"} 6',
-			'garbage line',
-		].join('\n');
-		const sums = {};
-		for (const s of checkerRuns(parseMetrics(text))) sums[outcomeOf(s)] = (sums[outcomeOf(s)] || 0) + s.value;
-		return sums;
-	})()`))
-	if err != nil || len(sums) != 2 || sums["pass"] != 5 || sums["fuel_exhausted"] != 1 {
-		t.Errorf("checker runs by outcome from a sample exposition: %v, %v; want pass 5, fuel_exhausted 1", sums, err)
+	// exposition: runs started, memo hits and runs by outcome kind; other
+	// families, histograms and bad lines left out.
+	figures, err := chromedp.Run(ctx, chromedp.Evaluate[struct {
+		Runs      float64            `json:"runs"`
+		MemoHits  float64            `json:"memoHits"`
+		ByOutcome map[string]float64 `json:"byOutcome"`
+	}](`replayFigures(parseMetrics([
+		'# HELP assay_checker_runs_total Checker runs.',
+		'# TYPE assay_checker_runs_total counter',
+		'assay_checker_runs_total{engine="compiler",kind="wasm",outcome="pass"} 3',
+		'assay_checker_runs_total{engine="compiler",kind="python",outcome="pass"} 2',
+		'assay_checker_runs_total{engine="compiler",kind="wasm",outcome="fuel_exhausted"} 1e0',
+		'assay_checker_runs_started_total 7',
+		'assay_replay_memo_hits_total{tier="memory"} 4',
+		'assay_replay_memo_hits_total{tier="store"} 1',
+		'assay_http_requests_total{route="/a \\"b\\"",method="GET",status="200"} 7',
+		'assay_checker_run_duration_seconds_bucket{kind="wasm",outcome="pass",le="+Inf"} 6',
+		'garbage line',
+	].join('\n')))`))
+	if err != nil || figures.Runs != 7 || figures.MemoHits != 5 || len(figures.ByOutcome) != 2 || figures.ByOutcome["pass"] != 5 || figures.ByOutcome["fuel_exhausted"] != 1 {
+		t.Errorf("replay figures from a sample exposition: %+v, %v; want 7 runs, 5 memo hits, pass 5, fuel_exhausted 1", figures, err)
 	}
 
 	// The browser asks GET / for HTML and gets the console; curl's */*

@@ -121,13 +121,23 @@ function parseMetrics(text) {
   return out;
 }
 
-// checkerRuns are the samples of assay_ counters of checker runs or replays
-// that carry an outcome kind.
-function checkerRuns(samples) {
-  return samples.filter((s) => /^assay_.*(check|replay|run).*_total$/.test(s.name)
-    && (s.labels.outcome !== undefined || s.labels.kind_outcome !== undefined || s.labels.outcome_kind !== undefined));
+// replayFigures reads what the console shows of replays from the samples:
+// checker runs started (assay_checker_runs_started_total, or else the sum of
+// the runs by outcome), memo hits (assay_replay_memo_hits_total), and runs by
+// outcome kind (the assay_ counters of checker runs with an outcome label).
+function replayFigures(samples) {
+  const sum = (name) => samples.filter((s) => s.name === name).reduce((n, s) => n + s.value, 0);
+  const has = (name) => samples.some((s) => s.name === name);
+  const byOutcome = {};
+  let outcomes = 0;
+  for (const s of samples) {
+    if (!/^assay_.*(check|replay|run).*_total$/.test(s.name) || s.labels.outcome === undefined) continue;
+    byOutcome[s.labels.outcome] = (byOutcome[s.labels.outcome] || 0) + s.value;
+    outcomes += s.value;
+  }
+  const runs = has('assay_checker_runs_started_total') ? sum('assay_checker_runs_started_total') : outcomes;
+  return { runs, memoHits: sum('assay_replay_memo_hits_total'), byOutcome };
 }
-const outcomeOf = (s) => s.labels.outcome ?? s.labels.outcome_kind ?? s.labels.kind_outcome;
 
 // ---- Charts (inline SVG) ----
 
@@ -257,17 +267,17 @@ async function loadMetrics() {
     return;
   }
   body.classList.remove('muted');
-  const runs = checkerRuns(parseMetrics(text));
-  const byOutcome = {};
-  let total = 0;
-  for (const s of runs) { byOutcome[outcomeOf(s)] = (byOutcome[outcomeOf(s)] || 0) + s.value; total += s.value; }
+  const f = replayFigures(parseMetrics(text));
+  // Throughput: checks answered (runs and memo hits) per second between polls.
   const h = state.metricsHistory;
-  h.push({ t: performance.now() / 1000, total });
+  h.push({ t: performance.now() / 1000, total: f.runs + f.memoHits });
   if (h.length > 60) h.shift();
   const rates = h.slice(1).map((p, i) => Math.max(0, (p.total - h[i].total) / Math.max(1e-3, p.t - h[i].t)));
   const last = rates.length ? rates[rates.length - 1] : 0;
-  fill(body, el('p', {}, `${total} checker runs · ${last.toFixed(1)}/s now`), sparkline(rates),
-    Object.keys(byOutcome).length ? barChart(Object.entries(byOutcome).sort()) : el('p', { class: 'muted' }, 'no checker runs yet'));
+  const outcomes = Object.entries(f.byOutcome).sort();
+  fill(body, el('p', { id: 'replay-figures' }, `${f.runs} checker runs · ${f.memoHits} memo hits · ${last.toFixed(1)}/s now`),
+    sparkline(rates),
+    outcomes.length ? barChart(outcomes) : el('p', { class: 'muted' }, 'no outcome kinds yet'));
 }
 
 // ---- Case page ----
