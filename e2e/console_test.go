@@ -8,10 +8,12 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -110,6 +112,10 @@ func TestConsole(t *testing.T) {
 		t.Fatalf("publish %d %s", pub.status, pub.body)
 	}
 	listing := pub.obj(t)["listing"].(map[string]any)["listing_id"].(string)
+	// A replay batch: three runs of the checker, one failing.
+	if r := s.post(t, "/replays", `{"checker":{"sha256":"`+up.obj(t)["sha256"].(string)+`"},"artifacts":["1 1\n2 4\n3 9\n","1 1\n2 5\n","1 1\n"],"no_memo":true}`); r.status != 200 {
+		t.Fatalf("replays %d %s", r.status, r.body)
+	}
 
 	// The overview: cases with verdict, tier and payout; the ledger; the
 	// market; the metrics card, whichever way /metrics answers.
@@ -140,6 +146,8 @@ func TestConsole(t *testing.T) {
 		}
 	} else if !strings.Contains(replays, "checker runs") {
 		t.Errorf("replays card %q with /metrics: want its checker runs", replays)
+	} else if n, ok := sample(m.body, "assay_checker_runs_started_total"); ok && !strings.Contains(replays, fmt.Sprintf("%v checker runs", n)) {
+		t.Errorf("replays card %q; /metrics says %v runs started", replays, n)
 	}
 	if market := text(t, ctx, `#market`); !strings.Contains(market, "active listings\t1") && !strings.Contains(market, "active listings 1") {
 		t.Errorf("market card %q: want 1 active listing", market)
@@ -333,6 +341,18 @@ func reverseKeys(v any) string {
 		b, _ := json.Marshal(v)
 		return string(b)
 	}
+}
+
+// sample is the value of the unlabelled sample name in a Prometheus text
+// exposition.
+func sample(exposition []byte, name string) (float64, bool) {
+	for _, line := range strings.Split(string(exposition), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return f, err == nil
+		}
+	}
+	return 0, false
 }
 
 // text is the visible text of the element sel (a CSS selector) selects.
