@@ -168,6 +168,20 @@ func TestConsole(t *testing.T) {
 	}
 	saveScreenshot(t, "console.png", shot, true)
 
+	// Live: a case created while the page is open appears without a reload.
+	created := s.post(t, "/contracts", `{"buyer":"did:e2e:buyer","seller":"did:e2e:late","price":7}`)
+	if created.status != 200 {
+		t.Fatalf("create %d %s", created.status, created.body)
+	}
+	late := created.obj(t)["contract_id"].(string)
+	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := chromedp.Do(wctx, chromedp.WaitVisible(chromedp.CSS(`tr[data-contract="`+late+`"]`))); err != nil {
+		t.Errorf("a new case on the open console: %v", err)
+	} else if row := text(t, ctx, `tr[data-contract="`+late+`"]`); !strings.Contains(row, "created") || !strings.Contains(row, "7 credits") {
+		t.Errorf("new case row %q", row)
+	}
+
 	// The console's reading of the Prometheus text format, on a sample
 	// exposition: runs started, memo hits and runs by outcome kind; other
 	// families, histograms and bad lines left out.
