@@ -137,6 +137,9 @@ func TestConsole(t *testing.T) {
 			t.Errorf("case row %q: want resolved, %s, tier0, %s", c.row, c.verdict, c.payee)
 		}
 	}
+	if chart, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.CSS(`#verdicts svg title`))); err != nil || chart != "verdicts: refund 1, release 1" {
+		t.Errorf("verdicts chart %q, %v", chart, err)
+	}
 	if !strings.Contains(ledger, "balanced") || !strings.Contains(ledger, "credits") {
 		t.Errorf("ledger card %q", ledger)
 	}

@@ -141,10 +141,11 @@ function replayFigures(samples) {
 
 // ---- Charts (inline SVG) ----
 
-function barChart(entries, width = 260) {
+function barChart(title, entries, width = 260) {
   const max = Math.max(1, ...entries.map(([, n]) => n));
   const rowH = 18;
-  const chart = svg('svg', { class: 'chart', width, height: entries.length * rowH + 2, role: 'img' });
+  const chart = svg('svg', { class: 'chart', width, height: entries.length * rowH + 2, role: 'img', 'aria-label': title },
+    svg('title', {}, `${title}: ${entries.map(([k, n]) => `${k} ${n}`).join(', ')}`));
   entries.forEach(([label, n], i) => {
     const w = Math.max(1, Math.round((width - 130) * n / max));
     chart.append(
@@ -155,8 +156,8 @@ function barChart(entries, width = 260) {
   return chart;
 }
 
-function sparkline(points, width = 260, height = 48) {
-  const chart = svg('svg', { class: 'chart spark', width, height, role: 'img' });
+function sparkline(title, points, width = 260, height = 48) {
+  const chart = svg('svg', { class: 'chart spark', width, height, role: 'img', 'aria-label': title }, svg('title', {}, title));
   if (points.length < 2) return chart;
   const max = Math.max(1e-9, ...points);
   const step = width / (points.length - 1);
@@ -226,7 +227,7 @@ async function loadActivity() {
   const body = $('#verdicts .body');
   body.classList.remove('muted');
   const entries = Object.entries(counts).sort();
-  fill(body, entries.length ? barChart(entries) : el('p', { class: 'muted' }, 'no verdicts yet'),
+  fill(body, entries.length ? barChart('verdicts', entries) : el('p', { class: 'muted' }, 'no verdicts yet'),
     Object.keys(tiers).length ? el('p', { class: 'muted' }, 'decided by ', Object.entries(tiers).sort().map(([t, n]) => `${t} ${n}`).join(', ')) : null);
 }
 
@@ -276,8 +277,8 @@ async function loadMetrics() {
   const last = rates.length ? rates[rates.length - 1] : 0;
   const outcomes = Object.entries(f.byOutcome).sort();
   fill(body, el('p', { id: 'replay-figures' }, `${f.runs} checker runs · ${f.memoHits} memo hits · ${last.toFixed(1)}/s now`),
-    sparkline(rates),
-    outcomes.length ? barChart(outcomes) : el('p', { class: 'muted' }, 'no outcome kinds yet'));
+    sparkline('checks answered per second, last three minutes', rates),
+    outcomes.length ? barChart('checker runs by outcome kind', outcomes) : el('p', { class: 'muted' }, 'no outcome kinds yet'));
 }
 
 // ---- Case page ----
