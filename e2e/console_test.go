@@ -63,6 +63,8 @@ func browser(tb testing.TB) context.Context {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-extensions", true),
+		// A container's /dev/shm is often too small for the renderer.
+		chromedp.Flag("disable-dev-shm-usage", true),
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelBrowser := chromedp.NewContext(actx, chromedp.WithLogf(tb.Logf))
