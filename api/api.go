@@ -118,6 +118,7 @@ func New(cfg Config) *fiber.App {
 	s.checkerRoutes(app)
 	s.mattersRoutes(app)
 	registerMarket(app, s)
+	s.consoleRoutes(app)
 	for path, h := range hints {
 		app.Get(path, hint(h))
 	}
@@ -125,6 +126,9 @@ func New(cfg Config) *fiber.App {
 }
 
 func (s *server) skill(c *fiber.Ctx) error {
+	if c.Path() == "/" && wantsHTML(c) {
+		return sendConsole(c, consoleFiles, "index.html")
+	}
 	c.Set(fiber.HeaderContentType, "text/markdown; charset=utf-8")
 	return c.SendString(strings.ReplaceAll(skill, "{{BASE}}", c.BaseURL()))
 }
