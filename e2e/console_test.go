@@ -151,7 +151,7 @@ func TestConsole(t *testing.T) {
 		}
 	} else if !strings.Contains(replays, "checker runs") {
 		t.Errorf("replays card %q with /metrics: want its checker runs", replays)
-	} else if n, ok := sample(m.body, "assay_checker_runs_started_total"); ok && !strings.Contains(replays, fmt.Sprintf("%v checker runs", n)) {
+	} else if n, ok := metricSample(m.body, "assay_checker_runs_started_total"); ok && !strings.Contains(replays, fmt.Sprintf("%v checker runs", n)) {
 		t.Errorf("replays card %q; /metrics says %v runs started", replays, n)
 	}
 	if market := text(t, ctx, `#market`); !strings.Contains(market, "active listings\t1") && !strings.Contains(market, "active listings 1") {
@@ -362,9 +362,9 @@ func reverseKeys(v any) string {
 	}
 }
 
-// sample is the value of the unlabelled sample name in a Prometheus text
+// metricSample is the value of the unlabelled sample name in a Prometheus text
 // exposition.
-func sample(exposition []byte, name string) (float64, bool) {
+func metricSample(exposition []byte, name string) (float64, bool) {
 	for _, line := range strings.Split(string(exposition), "\n") {
 		if v, ok := strings.CutPrefix(line, name+" "); ok {
 			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)

@@ -3,7 +3,6 @@ package wasm
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -69,12 +68,6 @@ func runBytes(memoryMiB uint32) int64 {
 // meter.MaxTableSize elements, initial size and growth alike, and a
 // module at meter.MaxTables tables; wazero keeps an element in a word.
 const tableBytes = meter.MaxTables * meter.MaxTableSize * 8
-
-// compileSlots is how many compilations run at once: one per core the Go
-// scheduler uses. A compilation of a module at the meter's upload limits
-// peaks at about 0.3 GiB (BenchmarkCompilePeak; see the package
-// documentation).
-func compileSlots() int { return runtime.GOMAXPROCS(0) }
 
 // freeOS returns memory to the operating system after a run whose memory
 // was large, at most once per interval: a large run's pages would

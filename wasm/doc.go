@@ -57,7 +57,8 @@
 //   - Every module passes meter.CheckLimits (code size, functions, locals
 //     per function and in all, nesting depth and its sum, br_table targets
 //     per instruction and in all, tables, segments) before either engine
-//     compiles it, and at most GOMAXPROCS compilations run at once.
+//     compiles it, and at most Config.Guests compilations (GOMAXPROCS by
+//     default) run at once, and as many guests.
 //     BenchmarkCompilePeak measured a compilation's peak resident memory
 //     on the compiler at 0.3 GiB for CPython (6.6 MB, the largest) and
 //     0.23 GiB for the costliest synthetic module at the limits (65,535
@@ -65,7 +66,7 @@
 //   - After a run whose memory reached 256 MiB, memory is returned to the
 //     operating system (debug.FreeOSMemory, at most every 10 s).
 //
-// So the sandbox's peak memory is at most the budget plus GOMAXPROCS times
+// So the sandbox's peak memory is at most the budget plus Config.Guests times
 // about 0.3 GiB, with two exceptions: per-instance bookkeeping proportional to
 // the module (bounded by the upload limits, not by the budget) and the
 // compiled code of every checker the Sandbox has compiled, which it keeps

@@ -204,8 +204,14 @@ func (s *Sandbox) runOn(ctx context.Context, e *engine, sum [32]byte, module []b
 		return out.end(KindTimeout, "waiting for memory: "+stopDetail(ctx, parent, lim), start)
 	}
 	defer release()
-	// The backstop starts once the run may run: waiting for memory, on
-	// the caller's context and Close, does not use it up.
+	select {
+	case s.guests <- struct{}{}:
+		defer func() { <-s.guests }()
+	case <-ctx.Done():
+		return out.end(KindTimeout, "waiting for a core: "+stopDetail(ctx, parent, lim), start)
+	}
+	// The backstop starts once the run may run: waiting for memory or a
+	// core, on the caller's context and Close, does not use it up.
 	ctx, cancel := context.WithTimeout(ctx, lim.Timeout)
 	defer cancel()
 	if ctx.Err() != nil {

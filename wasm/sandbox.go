@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -52,6 +53,14 @@ type Config struct {
 	// of the machine's memory. See the package documentation for the
 	// process's whole bound.
 	MemoryBudgetMiB int
+	// Guests bounds how many guests run at once, whoever runs them, and
+	// how many compilations: a run past it waits for a slot (on its
+	// caller's context, not its backstop). 0 means GOMAXPROCS when the
+	// Sandbox is made. A server that makes GOMAXPROCS one more than
+	// Guests (assay serve does) always has a core's worth of scheduling
+	// left for its requests and the garbage collector, whatever the
+	// guests do.
+	Guests int
 }
 
 // freeInterval is the least time between two returns of memory to the
@@ -81,6 +90,7 @@ type Sandbox struct {
 	snaps     *snapCache
 	mem       *memBudget    // what runs may hold: the budget less the snapshot cache's bound
 	compiles  chan struct{} // a slot per compilation running
+	guests    chan struct{} // a slot per guest running (Config.Guests)
 	free      freeOS
 	// copyMax is the largest snapshot image replays copy rather than map
 	// copy-on-write, and noAdapt keeps larger ones mapped whatever their
@@ -152,12 +162,17 @@ func NewSandbox(ctx context.Context, cfg Config) (*Sandbox, error) {
 	// The snapshot cache takes at most a quarter of the budget; runs get
 	// the rest.
 	snapBytes = min(snapBytes, budget/4)
+	slots := cfg.Guests
+	if slots <= 0 {
+		slots = runtime.GOMAXPROCS(0)
+	}
 	s := &Sandbox{
 		cfg:      cfg,
 		cache:    cache,
 		snaps:    newSnapCache(cfg.SnapshotEntries, snapBytes),
 		mem:      newMemBudget(budget - snapBytes),
-		compiles: make(chan struct{}, compileSlots()),
+		compiles: make(chan struct{}, slots),
+		guests:   make(chan struct{}, slots),
 		copyMax:  defaultCopyMax,
 		free:     freeOS{interval: freeInterval},
 	}

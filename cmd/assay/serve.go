@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -34,6 +35,10 @@ func init() { register("serve", "run the escrow court's HTTP server", cmdServe) 
 
 // version is set at build time with -ldflags "-X main.version=…".
 var version = "dev"
+
+// cores is GOMAXPROCS as the Go runtime chose it at start, before serve
+// raises it: how many guests and compilations run at once.
+var cores = runtime.GOMAXPROCS(0)
 
 // shutdownGrace bounds how long in-flight requests may take to finish
 // after SIGINT or SIGTERM.
@@ -171,7 +176,14 @@ func serveWith(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) e
 			log.Error("close store", "err", err)
 		}
 	}()
-	sb, err := wasm.NewSandbox(ctx, wasm.Config{CacheDir: filepath.Join(dir, "cache"), MemoryBudgetMiB: cfg.MemoryBudgetMiB})
+	// Guests get the cores the Go runtime found (container limits
+	// included), and the scheduler one more, so that requests and the
+	// garbage collector always have a core's worth of scheduling however
+	// many checkers spin. GOMAXPROCS set by the operator is left alone.
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(cores + 1)
+	}
+	sb, err := wasm.NewSandbox(ctx, wasm.Config{CacheDir: filepath.Join(dir, "cache"), MemoryBudgetMiB: cfg.MemoryBudgetMiB, Guests: cores})
 	if err != nil {
 		return err
 	}
