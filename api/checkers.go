@@ -5,7 +5,6 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/runtime/escrow"
 	"github.com/assayhq/assay/runtime/fault"
 )
@@ -26,9 +25,9 @@ func (s *server) putChecker(c *fiber.Ctx) error {
 	var kind string
 	switch strings.TrimSpace(strings.ToLower(ct)) {
 	case "application/wasm":
-		kind = checkers.KindWasm
+		kind = escrow.CheckerWasm
 	case "text/x-python":
-		kind = checkers.KindPython
+		kind = escrow.CheckerPython
 	default:
 		return fault.New(fault.Invalid, codeUnsupportedCheckerKind, "send the checker's bytes with Content-Type: application/wasm, or Python source with text/x-python, not %q", ct)
 	}

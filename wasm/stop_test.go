@@ -377,14 +377,34 @@ func TestSandbox_memoryBudget(t *testing.T) {
 			t.Errorf("refused after %s, not at once", took)
 		}
 	})
-	t.Run("ErrDeadlineWaiting", func(t *testing.T) {
+	t.Run("ErrCallerEndsWait", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		go sb.Run(ctx, spin, wasm.Input{}, wasm.Limits{MemoryMiB: 64, Timeout: time.Hour})
 		time.Sleep(100 * time.Millisecond)
-		out := sb.Run(context.Background(), pass, wasm.Input{}, wasm.Limits{Fuel: 1000, MemoryMiB: 64, Timeout: 200 * time.Millisecond})
+		wait, stop := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer stop()
+		out := sb.Run(wait, pass, wasm.Input{}, wasm.Limits{Fuel: 1000, MemoryMiB: 64, Timeout: time.Hour})
 		if out.Kind != wasm.KindTimeout || !strings.Contains(out.Detail, "waiting for memory") {
 			t.Errorf("kind %s %q, want a timeout waiting for memory", out.Kind, out.Detail)
+		}
+	})
+	// The backstop starts when a run is admitted: waiting for memory does
+	// not use it up (it did, and turned disputes into timeouts).
+	t.Run("OKBackstopAfterWait", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		spun := make(chan wasm.Outcome)
+		go func() { spun <- sb.Run(ctx, spin, wasm.Input{}, wasm.Limits{MemoryMiB: 64, Timeout: time.Hour}) }()
+		time.Sleep(100 * time.Millisecond)
+		passed := make(chan wasm.Outcome)
+		go func() {
+			passed <- sb.Run(context.Background(), pass, wasm.Input{}, wasm.Limits{Fuel: 1000, MemoryMiB: 64, Timeout: 200 * time.Millisecond})
+		}()
+		time.Sleep(500 * time.Millisecond) // past the waiting run's backstop
+		cancel()
+		<-spun
+		if out := <-passed; out.Kind != wasm.KindPass {
+			t.Errorf("kind %s %q, want a pass once admitted", out.Kind, out.Detail)
 		}
 	})
 }
