@@ -16,6 +16,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/assayhq/assay/internal/metrics"
 	"github.com/assayhq/assay/runtime/escrow"
 	"github.com/assayhq/assay/runtime/market"
 	"github.com/assayhq/assay/runtime/matters"
@@ -59,6 +60,11 @@ type Config struct {
 	// spreads a batch over, for every node sharing the store to run; nil
 	// runs every batch on this node.
 	ReplayQueue store.Queue
+	// Metrics, when set, records every request and is served at GET
+	// /metrics (observe.go).
+	Metrics *metrics.Metrics
+	// LogRequests logs one line per request to Logger at info (observe.go).
+	LogRequests bool
 }
 
 //go:embed skill.md
@@ -99,6 +105,13 @@ func New(cfg Config) *fiber.App {
 		})
 	}
 
+	if cfg.Metrics != nil || cfg.LogRequests {
+		var log *slog.Logger
+		if cfg.LogRequests {
+			log = cfg.Logger
+		}
+		app.Use(observe(log, cfg.Metrics))
+	}
 	app.Use(edges)
 
 	app.Get("/", s.skill)
@@ -108,6 +121,9 @@ func New(cfg Config) *fiber.App {
 	app.Get("/agentfacts", s.agentFacts)
 	app.Get("/.well-known/agent-facts", s.agentFacts)
 	app.Get("/.well-known/assay-keys", s.keys)
+	if cfg.Metrics != nil {
+		app.Get("/metrics", metricsHandler(cfg.Metrics))
+	}
 
 	s.courtRoutes(app)
 	s.receiptRoutes(app)
