@@ -34,6 +34,7 @@ type Metrics struct {
 	runWall         *prometheus.HistogramVec
 	commitDuration  prometheus.Histogram
 	syncBatch       prometheus.Histogram
+	retries         prometheus.Counter
 	receipts        *prometheus.CounterVec
 
 	statuses sync.Map // int -> string, so that a status is formatted once
@@ -82,13 +83,17 @@ func New() *Metrics {
 			Help:    "Commits made durable by one group fsync (badger).",
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256},
 		}),
+		retries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "assay_store_retries_total",
+			Help: "Store transactions run again after a conflict (badger) or a serialisation failure or deadlock (PostgreSQL).",
+		}),
 		receipts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "assay_receipts_signed_total",
 			Help: "Receipts signed, by receipt kind.",
 		}, []string{"kind"}),
 	}
 	reg.MustRegister(m.requests, m.requestDuration, m.runs, m.runFuel, m.runWall,
-		m.commitDuration, m.syncBatch, m.receipts,
+		m.commitDuration, m.syncBatch, m.retries, m.receipts,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -156,6 +161,14 @@ func (m *Metrics) ObserveSyncBatch(commits int) {
 		return
 	}
 	m.syncBatch.Observe(float64(commits))
+}
+
+// ObserveRetry counts a store transaction run again after a conflict.
+func (m *Metrics) ObserveRetry() {
+	if m == nil {
+		return
+	}
+	m.retries.Inc()
 }
 
 // ReceiptSigned counts a signed receipt of kind (bounded: the receipt
