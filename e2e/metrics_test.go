@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -208,5 +209,54 @@ func TestMetrics_off(t *testing.T) {
 	s.stop(t)
 	if strings.Contains(s.out.String(), "msg=request") {
 		t.Errorf("--log-requests=false logged requests:\n%s", s.out)
+	}
+}
+
+// TestMetrics_benchCourt: assay bench court reports the servers' own
+// latency from /metrics: every request of the run, by route, and none
+// when the server has no /metrics.
+func TestMetrics_benchCourt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("e2e: starts a server")
+	}
+	type lat struct {
+		Requests int64
+		P50      int64 `json:"p50_ns"`
+		P99      int64 `json:"p99_ns"`
+	}
+	var res struct {
+		Cases  int
+		Server *struct {
+			lat
+			Routes map[string]lat
+		}
+		ServerNote string `json:"server_note"`
+	}
+	bench := func(s *server) {
+		out, err := exec.Command(binary, "bench", "court", "--base", s.base, "--clients", "4", "--cases", "40", "--json").Output()
+		if err != nil {
+			t.Fatalf("assay bench court: %v\n%s", err, out)
+		}
+		res.Server = nil
+		if err := json.Unmarshal(out, &res); err != nil || res.Cases != 40 {
+			t.Fatalf("%v: %s", err, out)
+		}
+	}
+	bench(start(t, t.TempDir()))
+	sv := res.Server
+	if sv == nil {
+		t.Fatalf("no server-side latency: %s", res.ServerNote)
+	}
+	if sv.Requests != 160 || sv.P50 <= 0 || sv.P99 < sv.P50 {
+		t.Errorf("server-side: %+v, want 160 requests and 0 < p50 <= p99", sv.lat)
+	}
+	for route, want := range map[string]int64{"POST /contracts": 40, "POST /contracts/:id/fund": 40, "POST /contracts/:id/dispute": 20, "POST /contracts/:id/accept": 20} {
+		if got := sv.Routes[route].Requests; got != want {
+			t.Errorf("%s: %d requests, want %d (%v)", route, got, want, sv.Routes)
+		}
+	}
+	bench(startServe(t, t.TempDir(), []string{"--metrics=false"}, nil, 30*time.Second))
+	if res.Server != nil || !strings.Contains(res.ServerNote, "no /metrics") {
+		t.Errorf("against --metrics=false: server %v, note %q", res.Server, res.ServerNote)
 	}
 }

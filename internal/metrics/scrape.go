@@ -80,11 +80,34 @@ type Histogram struct {
 // Histogram merges the histograms of family name whose labels include
 // want (nil: all).
 func (s Scrape) Histogram(name string, want map[string]string) Histogram {
+	return s.HistogramWhere(name, func(m *dto.Metric) bool { return matches(m, want) })
+}
+
+// LabelValues lists, sorted, the values label takes in family name.
+func (s Scrape) LabelValues(name, label string) []string {
+	seen := map[string]bool{}
+	var vs []string
+	if f := s[name]; f != nil {
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && !seen[l.GetValue()] {
+					seen[l.GetValue()] = true
+					vs = append(vs, l.GetValue())
+				}
+			}
+		}
+	}
+	sort.Strings(vs)
+	return vs
+}
+
+// HistogramWhere merges the histograms of family name that keep keeps.
+func (s Scrape) HistogramWhere(name string, keep func(*dto.Metric) bool) Histogram {
 	byBound := map[float64]float64{}
 	var total float64
 	if f := s[name]; f != nil {
 		for _, m := range f.GetMetric() {
-			if m.Histogram == nil || !matches(m, want) {
+			if m.Histogram == nil || !keep(m) {
 				continue
 			}
 			for _, b := range m.Histogram.GetBucket() {
@@ -103,6 +126,36 @@ func (s Scrape) Histogram(name string, want map[string]string) Histogram {
 		h.Counts = append(h.Counts, byBound[b])
 	}
 	return h
+}
+
+// Label returns the value of m's label name, "" when it has none.
+func Label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+// Add is h and other merged: the observations of both.
+func (h Histogram) Add(other Histogram) Histogram {
+	byBound := map[float64]float64{}
+	for i, b := range h.Bounds {
+		byBound[b] += h.Counts[i]
+	}
+	for i, b := range other.Bounds {
+		byBound[b] += other.Counts[i]
+	}
+	var sum Histogram
+	for b := range byBound {
+		sum.Bounds = append(sum.Bounds, b)
+	}
+	sort.Float64s(sum.Bounds)
+	for _, b := range sum.Bounds {
+		sum.Counts = append(sum.Counts, byBound[b])
+	}
+	return sum
 }
 
 // Sub is h less an earlier scrape of the same histogram: what was
