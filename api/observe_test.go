@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
 
 	"github.com/assayhq/assay/api"
 	"github.com/assayhq/assay/internal/metrics"
@@ -140,5 +142,49 @@ func TestObserve_NoMetricsRoute(t *testing.T) {
 	app := mustApp(t)
 	if r := do(t, app, call{method: "GET", path: "/metrics"}); r.status != 404 {
 		t.Errorf("GET /metrics without Config.Metrics: %d, want 404", r.status)
+	}
+}
+
+// BenchmarkObserve: what the request middleware costs a request, with
+// neither, metrics, request logs (text, to a discarding writer) or both.
+func BenchmarkObserve(b *testing.B) {
+	for _, c := range []struct {
+		name      string
+		log, metr bool
+	}{{"Off", false, false}, {"Metrics", false, true}, {"Logs", true, false}, {"Both", true, true}} {
+		b.Run(c.name, func(b *testing.B) {
+			var m *metrics.Metrics
+			if c.metr {
+				m = metrics.New()
+			}
+			keys, err := receipt.OpenKeyring(receipt.KeyringConfig{Dir: b.TempDir(), Now: time.Now, Rand: rand.NewChaCha8([32]byte{3})})
+			if err != nil {
+				b.Fatal(err)
+			}
+			db, err := storage.Open("", storage.Options{InMemory: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			court, err := escrow.New(context.Background(), escrow.Config{Store: db, Signer: keys, Now: time.Now})
+			if err != nil {
+				b.Fatal(err)
+			}
+			app := api.New(api.Config{Court: court, Keys: keys, Version: "test", Metrics: m, LogRequests: c.log,
+				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			h := app.Handler()
+			var fc fasthttp.RequestCtx
+			b.ReportAllocs()
+			for b.Loop() {
+				fc.Request.Reset()
+				fc.Response.Reset()
+				fc.Request.Header.SetMethod("GET")
+				fc.Request.SetRequestURI("/healthz")
+				h(&fc)
+				if fc.Response.StatusCode() != 200 {
+					b.Fatal(fc.Response.StatusCode())
+				}
+			}
+		})
 	}
 }
