@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,6 +37,24 @@ func newLogger(format string, w io.Writer) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return nil, fmt.Errorf("--log-format must be text or json, not %q", format)
+}
+
+// envBool reads the boolean $key (strconv.ParseBool: 1, t, true, 0, f,
+// false, …), def when unset.
+//
+// # Errors
+//
+// A value ParseBool refuses, naming the variable.
+func envBool(key string, def bool) (bool, error) {
+	v := os.Getenv(key)
+	if v == "" {
+		return def, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return def, fmt.Errorf("$%s must be true or false, not %q", key, v)
+	}
+	return b, nil
 }
 
 // countingSigner signs with Keyring and counts each receipt by kind.

@@ -63,8 +63,10 @@ func cmdServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	config := configFlags(fs, os.Getenv, withStore|withKeys)
 	mattersAuth := fs.String("matters-auth", envOr("ASSAY_MATTERS_AUTH", string(api.MattersSigned)), "judgment routes' `MODE` ($ASSAY_MATTERS_AUTH): signed (RFC 9421 principals) or open (identities from the body, local use only)")
 	logFormat := fs.String("log-format", envOr("ASSAY_LOG_FORMAT", "text"), "the log's `FORMAT` ($ASSAY_LOG_FORMAT): text or json")
-	logRequests := fs.Bool("log-requests", envOr("ASSAY_LOG_REQUESTS", "true") == "true", "log one line per request at info ($ASSAY_LOG_REQUESTS)")
-	withMetrics := fs.Bool("metrics", envOr("ASSAY_METRICS", "true") == "true", "serve Prometheus metrics at GET /metrics ($ASSAY_METRICS)")
+	logRequests, err1 := envBool("ASSAY_LOG_REQUESTS", true)
+	withMetrics, err2 := envBool("ASSAY_METRICS", true)
+	fs.BoolVar(&logRequests, "log-requests", logRequests, "log one line per request at info ($ASSAY_LOG_REQUESTS)")
+	fs.BoolVar(&withMetrics, "metrics", withMetrics, "serve Prometheus metrics at GET /metrics ($ASSAY_METRICS)")
 	debugAddr := fs.String("debug-addr", envOr("ASSAY_DEBUG_ADDR", ""), "serve net/http/pprof at `ADDR` ($ASSAY_DEBUG_ADDR), e.g. 127.0.0.1:6060, never on --addr; empty: off")
 	memoryBudget := fs.String("memory-budget", envOr("ASSAY_MEMORY_BUDGET", ""), "`MiB` checker runs may hold at once, snapshots included ($ASSAY_MEMORY_BUDGET); runs wait for room (default half the machine's memory)")
 	fs.Usage = func() {
@@ -97,6 +99,10 @@ func cmdServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "assay serve: %v\n", err)
 		return exitUsage
 	}
+	if err := errors.Join(err1, err2); err != nil {
+		fmt.Fprintf(stderr, "assay serve: %v\n", err)
+		return exitUsage
+	}
 	if _, err := newLogger(*logFormat, io.Discard); err != nil {
 		fmt.Fprintf(stderr, "assay serve: %v\n", err)
 		return exitUsage
@@ -109,7 +115,7 @@ func cmdServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cfg := serveConfig{Addr: *addr, Data: c.Data, Store: c.Store, Keys: c.Keys, MattersAuth: api.MattersAuth(*mattersAuth), MemoryBudgetMiB: budget,
-		LogFormat: *logFormat, LogRequests: *logRequests, Metrics: *withMetrics, DebugAddr: *debugAddr}
+		LogFormat: *logFormat, LogRequests: logRequests, Metrics: withMetrics, DebugAddr: *debugAddr}
 	if err := serveWith(ctx, cfg, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "assay serve: %v\n", err)
 		return exitNo
