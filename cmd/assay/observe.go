@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -19,7 +20,9 @@ import (
 	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/internal/metrics"
 	"github.com/assayhq/assay/runtime/receipt"
+	"github.com/assayhq/assay/runtime/replays"
 	"github.com/assayhq/assay/runtime/store"
+	"github.com/assayhq/assay/wasm"
 )
 
 // newLogger returns serve's logger writing to w in format "text" or
@@ -97,6 +100,43 @@ func registerRunner(m *metrics.Metrics, r *checkers.Runner) error {
 		)
 	}
 	return m.Register(cs...)
+}
+
+// observeRun returns what records a checker run in m: the hook a runner
+// calls after each run in the sandbox (memo hits are not runs), with the
+// checker's kind ("" is wasm), the sandbox's engine and the outcome.
+// checkers.Runner has no such hook yet; it is to be wired as
+// checkers.WithObserver(observeRun(m)) once it has (see the branch's
+// report).
+func observeRun(m *metrics.Metrics) func(kind, engine string, o wasm.Outcome) {
+	return func(kind, engine string, o wasm.Outcome) {
+		m.ObserveRun(cmp.Or(kind, checkers.KindWasm), string(o.Kind), engine, o.FuelUsed, time.Duration(o.WallNS))
+	}
+}
+
+// registerWorker exports what this node's replay worker counts: jobs
+// claimed (leases taken), completed, lost (a result refused because the
+// lease ran out and another worker retook the job), retried after a
+// store error, and released at shutdown.
+func registerWorker(m *metrics.Metrics, w *replays.Worker) error {
+	if w == nil {
+		return nil
+	}
+	stat := func(f func(replays.WorkerStats) int64) func() float64 {
+		return func() float64 { return float64(f(w.Stats())) }
+	}
+	return m.Register(
+		metrics.CounterFunc("assay_replay_jobs_claimed_total", "Replay jobs this node's worker claimed from the queue (leases taken).",
+			stat(func(s replays.WorkerStats) int64 { return s.Claimed })),
+		metrics.CounterFunc("assay_replay_jobs_completed_total", "Replay jobs whose result this node's worker recorded.",
+			stat(func(s replays.WorkerStats) int64 { return s.Completed })),
+		metrics.CounterFunc("assay_replay_jobs_lost_total", "Replay results refused because the lease ran out first and the job was retaken.",
+			stat(func(s replays.WorkerStats) int64 { return s.Lost })),
+		metrics.CounterFunc("assay_replay_jobs_retried_total", "Replay jobs given back to the queue after a transient store error.",
+			stat(func(s replays.WorkerStats) int64 { return s.Retried })),
+		metrics.CounterFunc("assay_replay_jobs_released_total", "Replay jobs released unrun or cut short when the worker stopped.",
+			stat(func(s replays.WorkerStats) int64 { return s.Abandoned })),
+	)
 }
 
 // heldTTL bounds how often a scrape reads the ledger's hold accounts.

@@ -4,15 +4,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/internal/metrics"
 	"github.com/assayhq/assay/runtime/ledger"
+	"github.com/assayhq/assay/runtime/replays"
 	"github.com/assayhq/assay/runtime/store"
 	"github.com/assayhq/assay/storage"
+	"github.com/assayhq/assay/wasm"
 )
 
 func TestNewLogger(t *testing.T) {
@@ -66,5 +70,49 @@ func TestHeldIn(t *testing.T) {
 	}
 	if !slices.Equal(hs, want) {
 		t.Errorf("held %+v, want %+v", hs, want)
+	}
+}
+
+// TestObserveRun: a run's outcome lands in assay_checker_runs_total by
+// kind (wasm when unnamed), outcome kind and engine, and in the fuel and
+// wall-time histograms.
+func TestObserveRun(t *testing.T) {
+	m := metrics.New()
+	obs := observeRun(m)
+	obs("", "compiler", wasm.Outcome{Kind: wasm.KindPass, FuelUsed: 5000, WallNS: int64(time.Millisecond)})
+	obs("python", "compiler", wasm.Outcome{Kind: wasm.KindFuelExhausted, FuelUsed: 1e9, WallNS: int64(time.Second)})
+	db, err := storage.Open("", storage.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	w := replays.NewWorker(replays.WorkerConfig{Queue: storage.NewQueue(db, storage.QueueConfig{}),
+		Runner: checkers.NewRunner(nil, nil), Name: "test"})
+	if err := registerWorker(m, w); err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	sc, err := metrics.Parse(rec.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"assay_replay_jobs_claimed_total", "assay_replay_jobs_lost_total", "assay_replay_jobs_retried_total"} {
+		if sc[name] == nil {
+			t.Errorf("no %s", name)
+		}
+	}
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+	}{
+		{"assay_checker_runs_total", map[string]string{"kind": "wasm", "outcome": "pass", "engine": "compiler"}},
+		{"assay_checker_runs_total", map[string]string{"kind": "python", "outcome": "fuel_exhausted"}},
+		{"assay_checker_fuel_used", map[string]string{"kind": "python"}},
+		{"assay_checker_run_duration_seconds", map[string]string{"kind": "wasm"}},
+	} {
+		if got := sc.Sum(c.name, c.labels); got != 1 {
+			t.Errorf("%s%v = %v, want 1", c.name, c.labels, got)
+		}
 	}
 }
