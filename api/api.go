@@ -16,6 +16,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/assayhq/assay/internal/metrics"
 	"github.com/assayhq/assay/runtime/escrow"
 	"github.com/assayhq/assay/runtime/market"
 	"github.com/assayhq/assay/runtime/matters"
@@ -63,6 +64,11 @@ type Config struct {
 	// Replays runs POST /replays on this node: the server's one runner
 	// (runtime/replays.NewService). Nil answers checkers_unavailable.
 	Replays *replays.Service
+	// Metrics, when set, records every request and is served at GET
+	// /metrics (observe.go).
+	Metrics *metrics.Metrics
+	// LogRequests logs one line per request to Logger at info (observe.go).
+	LogRequests bool
 }
 
 //go:embed skill.md
@@ -103,6 +109,13 @@ func New(cfg Config) *fiber.App {
 		})
 	}
 
+	if cfg.Metrics != nil || cfg.LogRequests {
+		var log *slog.Logger
+		if cfg.LogRequests {
+			log = cfg.Logger
+		}
+		app.Use(observe(log, cfg.Metrics))
+	}
 	app.Use(edges)
 
 	app.Get("/", s.skill)
@@ -112,6 +125,9 @@ func New(cfg Config) *fiber.App {
 	app.Get("/agentfacts", s.agentFacts)
 	app.Get("/.well-known/agent-facts", s.agentFacts)
 	app.Get("/.well-known/assay-keys", s.keys)
+	if cfg.Metrics != nil {
+		app.Get("/metrics", metricsHandler(cfg.Metrics))
+	}
 
 	s.courtRoutes(app)
 	s.receiptRoutes(app)

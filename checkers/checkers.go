@@ -177,6 +177,9 @@ type Runner struct {
 	memo *Memo
 	pool *Pool
 	runs atomic.Int64
+	// observe, when set, is told of every run in the sandbox (not of memo
+	// hits): the checker's kind, the engine and the outcome.
+	observe func(kind, engine string, o wasm.Outcome)
 }
 
 // RunnerOption configures NewRunner.
@@ -189,6 +192,14 @@ func WithMemo(m *Memo) RunnerOption { return func(r *Runner) { r.memo = m } }
 // WithPool makes the Runner's batches share p; by default a Runner has a
 // Pool of its own, sized to GOMAXPROCS.
 func WithPool(p *Pool) RunnerOption { return func(r *Runner) { r.pool = p } }
+
+// WithObserver makes the Runner call fn after every run in the sandbox,
+// with the checker's kind (KindWasm or KindPython), the sandbox's engine
+// and the outcome; memo hits are not runs. fn must be quick and safe for
+// concurrent calls: a metrics counter, say.
+func WithObserver(fn func(kind, engine string, o wasm.Outcome)) RunnerOption {
+	return func(r *Runner) { r.observe = fn }
+}
 
 // NewRunner returns a Runner over sb and src.
 func NewRunner(sb *wasm.Sandbox, src Source, opts ...RunnerOption) *Runner {
@@ -292,6 +303,13 @@ func (r *Runner) Do(ctx context.Context, job Job) Result {
 		var sum [32]byte
 		hex.Decode(sum[:], []byte(ref.SHA256))
 		o = r.sb.RunSum(ctx, sum, b, job.Input, lim)
+	}
+	if r.observe != nil {
+		kind := ref.Kind
+		if kind == "" {
+			kind = KindWasm
+		}
+		r.observe(kind, r.sb.Engine(), o)
 	}
 	if useMemo {
 		r.memo.Put(key, o)

@@ -22,6 +22,9 @@ type DB struct {
 	db   *badger.DB
 	dir  string
 	sync *groupSync // nil in memory
+
+	onCommit func(time.Duration)
+	onRetry  func()
 }
 
 // Interface guard.
@@ -34,6 +37,16 @@ type Options struct {
 	InMemory bool
 	// Logger receives badger's warnings and errors; nil discards them.
 	Logger *slog.Logger
+	// OnCommit, when set, is told how long each Update that wrote took,
+	// from its start to its commit being durable, retries included: for
+	// metrics.
+	OnCommit func(time.Duration)
+	// OnSync, when set, is told how many commits each group sync made
+	// durable (not called in memory).
+	OnSync func(commits int)
+	// OnRetry, when set, is called each time an Update runs again after a
+	// conflict.
+	OnRetry func()
 }
 
 // Open opens (creating if need be) the badger store in dir.
@@ -53,9 +66,9 @@ func Open(dir string, opt Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
 	}
-	d := &DB{db: db, dir: dir}
+	d := &DB{db: db, dir: dir, onCommit: opt.OnCommit, onRetry: opt.OnRetry}
 	if !opt.InMemory {
-		d.sync = newGroupSync(d.syncFiles)
+		d.sync = newGroupSync(d.syncFiles, opt.OnSync)
 	}
 	return d, nil
 }
@@ -65,6 +78,10 @@ func (d *DB) Close() error { return wrap(d.db.Close()) }
 
 // Update implements store.Store.
 func (d *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
+	var start time.Time
+	if d.onCommit != nil {
+		start = time.Now()
+	}
 	backoff := 50 * time.Microsecond
 	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {
@@ -91,10 +108,19 @@ func (d *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
 			if err := d.sync.wait(); err != nil {
 				return errors.Join(err, store.ErrCommitUnknown)
 			}
+			if d.onCommit != nil {
+				d.onCommit(time.Since(start))
+			}
 			return nil
+		}
+		if err == nil && t.wrote && d.onCommit != nil {
+			d.onCommit(time.Since(start)) // in memory
 		}
 		if !errors.Is(err, badger.ErrConflict) || attempt == maxAttempts {
 			return wrap(err)
+		}
+		if d.onRetry != nil {
+			d.onRetry()
 		}
 		// Another transaction wrote what this one read: run it again on
 		// the new state, after a short pause that grows with contention.

@@ -14,18 +14,22 @@ import (
 // one for everybody waiting. With many concurrent committers one fsync
 // serves them all, where badger's SyncWrites would run one per commit.
 type groupSync struct {
-	sync func() error
+	sync   func() error
+	onSync func(commits int) // nil, or told each sync's batch size
 
 	mu      sync.Mutex
 	cond    sync.Cond
 	next    uint64 // the generation of the next sync to start
 	done    uint64 // every generation below this one has finished
 	running bool
+	joined  int   // callers waiting for the next sync to start
 	err     error // the first failed sync: the store is broken from then on
 }
 
-func newGroupSync(fn func() error) *groupSync {
-	g := &groupSync{sync: fn, next: 1, done: 1}
+// newGroupSync returns a groupSync running fn; onSync, when not nil, is
+// told how many commits each sync made durable.
+func newGroupSync(fn func() error, onSync func(commits int)) *groupSync {
+	g := &groupSync{sync: fn, onSync: onSync, next: 1, done: 1}
 	g.cond.L = &g.mu
 	return g
 }
@@ -42,6 +46,7 @@ func (g *groupSync) wait() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	want := g.next // the next sync to start covers this caller's commit
+	g.joined++
 	for g.done <= want && g.err == nil {
 		if g.running {
 			g.cond.Wait()
@@ -51,7 +56,12 @@ func (g *groupSync) wait() error {
 		gen := g.next
 		g.next++
 		g.running = true
+		batch := g.joined
+		g.joined = 0
 		g.mu.Unlock()
+		if g.onSync != nil {
+			g.onSync(batch)
+		}
 		err := g.sync()
 		g.mu.Lock()
 		g.running = false

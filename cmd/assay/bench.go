@@ -8,12 +8,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/assayhq/assay/internal/metrics"
 )
 
 func init() {
@@ -79,6 +82,17 @@ func cmdBenchCourt(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%.0f cases/s, %.0f requests/s\n", res.CasesPerSec, res.RequestsPerSec)
 		fmt.Fprintf(stdout, "case latency p50 %s p99 %s; request latency p50 %s p99 %s\n",
 			time.Duration(res.CaseP50NS), time.Duration(res.CaseP99NS), time.Duration(res.RequestP50NS), time.Duration(res.RequestP99NS))
+		if sv := res.Server; sv != nil {
+			fmt.Fprintf(stdout, "server-side (/metrics, from histogram buckets): %d requests, p50 %s p99 %s\n",
+				sv.Requests, time.Duration(sv.P50NS).Round(time.Microsecond), time.Duration(sv.P99NS).Round(time.Microsecond))
+			for _, r := range slices.Sorted(maps.Keys(sv.Routes)) {
+				l := sv.Routes[r]
+				fmt.Fprintf(stdout, "  %-4s %-26s %6d  p50 %-10s p99 %s\n", l.Method, l.Route, l.Requests,
+					time.Duration(l.P50NS).Round(time.Microsecond), time.Duration(l.P99NS).Round(time.Microsecond))
+			}
+		} else {
+			fmt.Fprintf(stdout, "server-side latency: %s\n", res.ServerNote)
+		}
 		if res.Errors > 0 {
 			fmt.Fprintf(stdout, "%d cases failed; first error: %s\n", res.Errors, res.FirstError)
 		}
@@ -113,6 +127,94 @@ type courtResult struct {
 	CaseP99NS      int64   `json:"case_p99_ns"`
 	RequestP50NS   int64   `json:"request_p50_ns"`
 	RequestP99NS   int64   `json:"request_p99_ns"`
+	// Server is what the servers' /metrics saw of the run; nil, with
+	// ServerNote saying why, when a base serves no /metrics.
+	Server     *serverLatency `json:"server,omitempty"`
+	ServerNote string         `json:"server_note,omitempty"`
+}
+
+// serverLatency is the servers' request latency over a run: the change
+// of assay_http_request_duration_seconds between a scrape of every base
+// before and one after, summed over the bases, /metrics and /health left
+// out. Percentiles are estimated within the histogram's buckets, as
+// Prometheus' histogram_quantile does.
+type serverLatency struct {
+	Requests int64                   `json:"requests"`
+	P50NS    int64                   `json:"p50_ns"`
+	P99NS    int64                   `json:"p99_ns"`
+	Routes   map[string]routeLatency `json:"routes"` // by "METHOD route"
+}
+
+type routeLatency struct {
+	Method   string `json:"method"`
+	Route    string `json:"route"`
+	Requests int64  `json:"requests"`
+	P50NS    int64  `json:"p50_ns"`
+	P99NS    int64  `json:"p99_ns"`
+}
+
+// requestHistogram is the request latency histogram's name.
+const requestHistogram = "assay_http_request_duration_seconds"
+
+// scrapeBases scrapes every base's /metrics.
+//
+// # Errors
+//
+// A base that does not answer, or answers /metrics with other than 200
+// (a server run with --metrics=false, or one older than /metrics).
+func scrapeBases(ctx context.Context, client *http.Client, bases []string) ([]metrics.Scrape, error) {
+	var out []metrics.Scrape
+	for _, b := range bases {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, b+"/metrics", nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode != http.StatusOK {
+			resp.Body.Close()
+			return nil, fmt.Errorf("no /metrics at %s (%s)", b, resp.Status)
+		}
+		sc, err := metrics.Parse(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s/metrics: %w", b, err)
+		}
+		out = append(out, sc)
+	}
+	return out, nil
+}
+
+// latencyDelta is the request latency the scrapes after saw that the ones
+// before had not.
+func latencyDelta(before, after []metrics.Scrape) *serverLatency {
+	ns := func(h metrics.Histogram, q float64) int64 { return int64(h.Quantile(q) * 1e9) }
+	var all metrics.Histogram
+	byRoute := map[[2]string]metrics.Histogram{}
+	for i := range after {
+		for _, r := range after[i].LabelValues(requestHistogram, "route") {
+			if r == "/metrics" || r == "/health" {
+				continue
+			}
+			for _, m := range after[i].LabelValues(requestHistogram, "method") {
+				want := map[string]string{"route": r, "method": m}
+				d := after[i].Histogram(requestHistogram, want).Sub(before[i].Histogram(requestHistogram, want))
+				if d.Count() == 0 {
+					continue
+				}
+				k := [2]string{m, r}
+				byRoute[k] = byRoute[k].Add(d)
+				all = all.Add(d)
+			}
+		}
+	}
+	sv := &serverLatency{Requests: int64(all.Count()), P50NS: ns(all, 0.5), P99NS: ns(all, 0.99), Routes: map[string]routeLatency{}}
+	for k, h := range byRoute {
+		sv.Routes[k[0]+" "+k[1]] = routeLatency{Method: k[0], Route: k[1], Requests: int64(h.Count()), P50NS: ns(h, 0.5), P99NS: ns(h, 0.99)}
+	}
+	return sv
 }
 
 // benchCourt drives whole cases (create, fund, deliver, then accept or
@@ -128,6 +230,7 @@ func benchCourt(ctx context.Context, l courtLoad) (courtResult, error) {
 			return courtResult{}, err
 		}
 	}
+	before, scrapeErr := scrapeBases(ctx, client, l.Bases)
 	var (
 		next     atomic.Int64
 		mu       sync.Mutex
@@ -182,6 +285,15 @@ func benchCourt(ctx context.Context, l courtLoad) (courtResult, error) {
 	res.RequestP50NS, res.RequestP99NS = percentiles(reqLat)
 	if firstErr != nil {
 		res.FirstError = firstErr.Error()
+	}
+	var after []metrics.Scrape
+	if scrapeErr == nil {
+		after, scrapeErr = scrapeBases(ctx, client, l.Bases)
+	}
+	if scrapeErr != nil {
+		res.ServerNote = scrapeErr.Error()
+	} else {
+		res.Server = latencyDelta(before, after)
 	}
 	return res, nil
 }

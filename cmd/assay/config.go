@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/assayhq/assay/internal/metrics"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/store"
 	"github.com/assayhq/assay/storage"
@@ -121,13 +122,25 @@ func (c Config) ReadKeys() ([]receipt.Key, error) { return receipt.ReadKeys(c.Ke
 // OpenStore opens the store c names; log (nil discards) gets the store's
 // warnings.
 func (c Config) OpenStore(ctx context.Context, log *slog.Logger) (store.Store, error) {
+	return c.openStore(ctx, log, nil)
+}
+
+// openStore is OpenStore reporting commits, group syncs and retries to m
+// (nil: nowhere).
+func (c Config) openStore(ctx context.Context, log *slog.Logger, m *metrics.Metrics) (store.Store, error) {
+	bo := storage.Options{Logger: log}
+	po := postgres.Options{Logger: log}
+	if m != nil {
+		bo.OnCommit, bo.OnSync, bo.OnRetry = m.ObserveCommit, m.ObserveSyncBatch, m.ObserveRetry
+		po.OnCommit, po.OnRetry = m.ObserveCommit, m.ObserveRetry
+	}
 	switch c.Store.Kind {
 	case "postgres":
-		return postgres.Open(ctx, c.Store.Target, postgres.Options{Logger: log})
+		return postgres.Open(ctx, c.Store.Target, po)
 	case "badger":
-		return storage.Open(c.Store.Target, storage.Options{Logger: log})
+		return storage.Open(c.Store.Target, bo)
 	}
-	return storage.Open(filepath.Join(c.Data, "db"), storage.Options{Logger: log})
+	return storage.Open(filepath.Join(c.Data, "db"), bo)
 }
 
 // storeSpec names the store: badger in a directory, or a PostgreSQL

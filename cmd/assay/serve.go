@@ -22,10 +22,10 @@ import (
 	"github.com/assayhq/assay/adjudicate/jury"
 	"github.com/assayhq/assay/api"
 	"github.com/assayhq/assay/checkers"
+	"github.com/assayhq/assay/internal/metrics"
 	"github.com/assayhq/assay/runtime/escrow"
 	"github.com/assayhq/assay/runtime/market"
 	"github.com/assayhq/assay/runtime/matters"
-	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/replays"
 	"github.com/assayhq/assay/runtime/store"
 	"github.com/assayhq/assay/wasm"
@@ -71,9 +71,16 @@ func cmdServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	addr := fs.String("addr", envOr("ASSAY_ADDR", ":8080"), "listen `ADDR` ($ASSAY_ADDR); port 0 picks a free one")
 	config := configFlags(fs, os.Getenv, withStore|withKeys)
 	mattersAuth := fs.String("matters-auth", envOr("ASSAY_MATTERS_AUTH", string(api.MattersSigned)), "judgment routes' `MODE` ($ASSAY_MATTERS_AUTH): signed (RFC 9421 principals) or open (identities from the body, local use only)")
+	logFormat := fs.String("log-format", envOr("ASSAY_LOG_FORMAT", "text"), "the log's `FORMAT` ($ASSAY_LOG_FORMAT): text or json")
+	logRequests, err1 := envBool("ASSAY_LOG_REQUESTS", true)
+	withMetrics, err2 := envBool("ASSAY_METRICS", true)
+	fs.BoolVar(&logRequests, "log-requests", logRequests, "log one line per request at info ($ASSAY_LOG_REQUESTS)")
+	fs.BoolVar(&withMetrics, "metrics", withMetrics, "serve Prometheus metrics at GET /metrics ($ASSAY_METRICS)")
+	debugAddr := fs.String("debug-addr", envOr("ASSAY_DEBUG_ADDR", ""), "serve net/http/pprof at `ADDR` ($ASSAY_DEBUG_ADDR), e.g. 127.0.0.1:6060, never on --addr; empty: off")
 	memoryBudget := fs.String("memory-budget", envOr("ASSAY_MEMORY_BUDGET", ""), "`MiB` checker runs may hold at once, snapshots included ($ASSAY_MEMORY_BUDGET); runs wait for room (default half the machine's memory)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: assay serve [--addr :8080] [--data ./data] [--store badger:PATH|postgres:URL] [--keys DIR] [--memory-budget MiB]")
+		fmt.Fprintln(stderr, "                   [--log-format text|json] [--log-requests=false] [--metrics=false] [--debug-addr 127.0.0.1:6060]")
 		fmt.Fprintln(stderr, "\nServes the escrow court until SIGINT or SIGTERM, then lets in-flight requests")
 		fmt.Fprintln(stderr, "finish and closes the store. ASSAY_OPERATOR_TOKEN enables POST /contracts/{id}/resolve.")
 		fmt.Fprintln(stderr, "\nSeveral nodes serve one court from one PostgreSQL database: give each the same")
@@ -101,6 +108,14 @@ func cmdServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "assay serve: %v\n", err)
 		return exitUsage
 	}
+	if err := errors.Join(err1, err2); err != nil {
+		fmt.Fprintf(stderr, "assay serve: %v\n", err)
+		return exitUsage
+	}
+	if _, err := newLogger(*logFormat, io.Discard); err != nil {
+		fmt.Fprintf(stderr, "assay serve: %v\n", err)
+		return exitUsage
+	}
 	budget, err := parseMemoryBudget(*memoryBudget)
 	if err != nil {
 		fmt.Fprintf(stderr, "assay serve: --memory-budget: %v\n", err)
@@ -108,7 +123,8 @@ func cmdServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cfg := serveConfig{Addr: *addr, Data: c.Data, Store: c.Store, Keys: c.Keys, MattersAuth: api.MattersAuth(*mattersAuth), MemoryBudgetMiB: budget}
+	cfg := serveConfig{Addr: *addr, Data: c.Data, Store: c.Store, Keys: c.Keys, MattersAuth: api.MattersAuth(*mattersAuth), MemoryBudgetMiB: budget,
+		LogFormat: *logFormat, LogRequests: logRequests, Metrics: withMetrics, DebugAddr: *debugAddr}
 	if err := serveWith(ctx, cfg, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "assay serve: %v\n", err)
 		return exitNo
@@ -126,6 +142,13 @@ type serveConfig struct {
 	// MemoryBudgetMiB is the sandbox's wasm.Config.MemoryBudgetMiB; 0 its
 	// default.
 	MemoryBudgetMiB int
+	// LogFormat is the log's format, "text" (also "") or "json";
+	// LogRequests logs a line per request; Metrics serves GET /metrics.
+	LogFormat   string
+	LogRequests bool
+	Metrics     bool
+	// DebugAddr, when set, serves net/http/pprof on a listener of its own.
+	DebugAddr string
 }
 
 // minMemoryBudgetMiB is the least --memory-budget: room for a reactor's
@@ -157,7 +180,14 @@ func (cfg serveConfig) config() Config {
 // serveWith runs the server cfg describes until ctx ends.
 func serveWith(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error {
 	addr, dir, mattersAuth := cfg.Addr, cfg.Data, cfg.MattersAuth
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	log, err := newLogger(cfg.LogFormat, stderr)
+	if err != nil {
+		return err
+	}
+	var m *metrics.Metrics
+	if cfg.Metrics {
+		m = metrics.New()
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
@@ -167,7 +197,7 @@ func serveWith(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	db, err := cfg.config().OpenStore(ctx, log)
+	db, err := cfg.config().openStore(ctx, log, m)
 	if err != nil {
 		return err
 	}
@@ -200,6 +230,10 @@ func serveWith(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) e
 	if err != nil {
 		return fmt.Errorf("juror: %w", err)
 	}
+	var signer escrow.Signer = keys
+	if m != nil {
+		signer = countingSigner{keys, m}
+	}
 	// ASSAY_TEST_CLOCK=1 lets the operator move the market's clock forward
 	// (POST /market/clock), so that end-to-end tests close windows.
 	marketNow := time.Now
@@ -210,7 +244,7 @@ func serveWith(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) e
 		advance = func(d time.Duration) { skew.Add(int64(d)) }
 		log.Warn("market test clock: POST /market/clock moves it forward; for tests only")
 	}
-	svc, err := wire(ctx, db, keys, sb, juror, marketNow, log)
+	svc, err := wire(ctx, db, signer, sb, juror, marketNow, log, m)
 	if err != nil {
 		return err
 	}
@@ -218,6 +252,24 @@ func serveWith(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) e
 	log.Info("judgment matters", "auth", string(mattersAuth), "routes", "/api/v1/economic/matters")
 	if mattersAuth == api.MattersOpen {
 		log.Warn("judgment matters in open mode: identities come from request bodies, no signatures are checked; for local use only")
+	}
+	if m != nil {
+		if err := registerRunner(m, svc.runner); err != nil {
+			return err
+		}
+		if err := registerHeld(m, db); err != nil {
+			return err
+		}
+		if err := registerWorker(m, svc.worker); err != nil {
+			return err
+		}
+	}
+	if cfg.DebugAddr != "" {
+		stopDebug, err := startDebug(cfg.DebugAddr, stdout, log)
+		if err != nil {
+			return err
+		}
+		defer stopDebug()
 	}
 	// inflight counts requests in handlers, so that shutdown waits for
 	// them and not for connections that merely linger.
@@ -227,6 +279,7 @@ func serveWith(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) e
 		JurorName: jurorName, JurorModel: jurorModel, Version: version, Logger: log,
 		InFlight: &inflight, Matters: svc.matters, MattersAuth: mattersAuth,
 		Market: svc.market, AdvanceMarketClock: advance, ReplayQueue: svc.queue, Replays: svc.replays,
+		Metrics: m, LogRequests: cfg.LogRequests,
 	})
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -276,11 +329,15 @@ type services struct {
 
 // wire builds the services on db, signing with keys and running checkers
 // in sb; the market's clock is marketNow. The worker is built, not started.
-func wire(ctx context.Context, db store.Store, keys *receipt.Keyring, sb *wasm.Sandbox, juror adjudicate.Juror, marketNow func() time.Time, log *slog.Logger) (*services, error) {
+func wire(ctx context.Context, db store.Store, keys escrow.Signer, sb *wasm.Sandbox, juror adjudicate.Juror, marketNow func() time.Time, log *slog.Logger, m *metrics.Metrics) (*services, error) {
 	// The memo lives on the store: it survives restarts, and every node
 	// on one store shares it. Checkers' bytes, named by their hash, are
 	// read from the store once.
-	runner := checkers.NewRunner(sb, replays.Checkers(db), checkers.WithMemo(replays.NewMemo(db)))
+	opts := []checkers.RunnerOption{checkers.WithMemo(replays.NewMemo(db))}
+	if m != nil {
+		opts = append(opts, checkers.WithObserver(observeRun(m)))
+	}
+	runner := checkers.NewRunner(sb, replays.Checkers(db), opts...)
 	court, err := escrow.New(ctx, escrow.Config{Store: db, Signer: keys, Runner: runner, Validator: runner, Juror: juror, Now: time.Now})
 	if err != nil {
 		return nil, err

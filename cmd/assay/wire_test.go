@@ -42,7 +42,7 @@ func TestWire_oneRunner(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sb.Close(ctx) })
-	svc, err := wire(ctx, db, keys, sb, nil, time.Now, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	svc, err := wire(ctx, db, keys, sb, nil, time.Now, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

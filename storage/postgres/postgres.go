@@ -43,6 +43,9 @@ type Store struct {
 	pool    *pgxpool.Pool
 	log     *slog.Logger
 	retries atomic.Int64 // attempts run again after a conflict, for the benchmarks
+
+	onCommit func(time.Duration)
+	onRetry  func()
 }
 
 // Interface guard.
@@ -52,6 +55,12 @@ var _ store.Store = (*Store)(nil)
 type Options struct {
 	// Logger receives warnings (a setting Open changed); nil discards them.
 	Logger *slog.Logger
+	// OnCommit, when set, is told how long each Update that committed
+	// took, retries included: for metrics.
+	OnCommit func(time.Duration)
+	// OnRetry, when set, is called each time an Update runs again after a
+	// serialisation failure or a deadlock.
+	OnRetry func()
 }
 
 // Open connects to the PostgreSQL database at rawURL (postgres://...),
@@ -97,7 +106,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %s: %w", where, err)
 	}
-	s := &Store{pool: pool, log: log}
+	s := &Store{pool: pool, log: log, onCommit: opts.OnCommit, onRetry: opts.OnRetry}
 	if err := s.check(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: %s: %w", where, err)
@@ -137,13 +146,23 @@ const (
 
 // Update implements store.Store.
 func (s *Store) Update(ctx context.Context, fn func(store.Tx) error) error {
+	var start time.Time
+	if s.onCommit != nil {
+		start = time.Now()
+	}
 	bound := minBackoff
 	for attempt := 1; ; attempt++ {
 		err := s.run(ctx, beginUpdate, fn)
 		if !retryable(err) {
+			if err == nil && s.onCommit != nil {
+				s.onCommit(time.Since(start))
+			}
 			return err
 		}
 		s.retries.Add(1)
+		if s.onRetry != nil {
+			s.onRetry()
+		}
 		if attempt == maxAttempts {
 			return fmt.Errorf("postgres: gave up after %d conflicting attempts: %w", maxAttempts, errors.Join(store.ErrContention, err))
 		}
