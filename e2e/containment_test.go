@@ -218,16 +218,22 @@ func BenchmarkContainment_SpinningDisputes(b *testing.B) {
 // checker may have (wasm.MaxFuel) is answered, and then the server's CPU
 // goes idle: its guest does not run on (issue 16: at 10^11 fuel it was
 // answered at the 10 s backstop and burned a core until its fuel was
-// spent). MaxFuel of spin now ends within the backstop; a loop of refused
-// table.grow calls spends fuel more slowly, and while it does its
-// MaxFuel outlives the backstop, which must then stop the guest.
+// spent). MaxFuel of spin now ends within the backstop; memchase, whose
+// every read waits for memory, spends fuel some forty times more slowly,
+// so its MaxFuel outlives the backstop, which must then stop the guest.
 func TestContainment_BackstopCPU(t *testing.T) {
 	s := startHostile(t)
 	pid := s.cmd.Process.Pid
-	for _, name := range []string{"spin", "tablegrow"} {
+	// spin at the most fuel ends by fuel within the backstop; memchase,
+	// bound by memory latency, outlives it and must be stopped.
+	for _, tc := range []struct {
+		name string
+		mib  uint32
+	}{{"spin", 0}, {"memchase", 256}} {
+		name := tc.name
 		t.Run(name, func(t *testing.T) {
 			sum := s.upload(t, hostile(t, name))
-			d, err := s.disputeChecker(&http.Client{Timeout: 2 * time.Minute}, checkerCriteria(sum, wasm.MaxFuel, 0))
+			d, err := s.disputeChecker(&http.Client{Timeout: 2 * time.Minute}, checkerCriteria(sum, wasm.MaxFuel, tc.mib))
 			cpu0 := cpuTime(t, pid)
 			time.Sleep(idleWindow)
 			idle := cpuTime(t, pid) - cpu0
