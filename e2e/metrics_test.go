@@ -101,6 +101,8 @@ func TestMetrics(t *testing.T) {
 		{"assay_http_requests_total", map[string]string{"route": "/metrics"}, 1}, // the first scrape
 		{"assay_http_request_duration_seconds", map[string]string{"route": "/contracts/:id/dispute"}, 1},
 		{"assay_checker_runs_started_total", nil, 1},
+		{"assay_checker_runs_total", map[string]string{"kind": "wasm", "outcome": "fail", "engine": "compiler"}, 1},
+		{"assay_checker_fuel_used", map[string]string{"kind": "wasm"}, 1},
 		{"assay_receipts_signed_total", map[string]string{"kind": "AssayVerdict"}, 1},
 		{"assay_receipts_signed_total", nil, 1},
 	})
@@ -141,9 +143,14 @@ func TestMetrics(t *testing.T) {
 	wantDeltas(t, "the replays", s1, s2, []delta{
 		{"assay_http_requests_total", post("/replays"), 2},
 		{"assay_checker_runs_started_total", nil, 3},
+		{"assay_checker_runs_total", map[string]string{"kind": "wasm"}, 3},
+		{"assay_checker_run_duration_seconds", map[string]string{"kind": "wasm"}, 3},
 		{"assay_replay_memo_misses_total", nil, 3},
 		{"assay_replay_memo_hits_total", nil, 3},
 	})
+	if slots := s2.Sum("assay_sandbox_slots", nil); slots < 1 {
+		t.Errorf("assay_sandbox_slots is %v", slots)
+	}
 
 	// Money held: a funded case holds its price; the decided one nothing.
 	r := s.post(t, "/contracts", `{"buyer":"did:e2e:buyer","seller":"did:e2e:seller","price":40,"acceptance":{}}`)

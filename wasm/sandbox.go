@@ -476,3 +476,24 @@ func (s *Sandbox) Validate(ctx context.Context, module []byte) error {
 	}
 	return c.err
 }
+
+// Stats is what a Sandbox holds and runs at one moment, for an
+// operator's metrics.
+type Stats struct {
+	// SnapshotEntries and SnapshotBytes are the reactor snapshots cached
+	// and the bytes of their memory images.
+	SnapshotEntries int
+	SnapshotBytes   int64
+	// Guests and Compiles are the guests and compilations running, of at
+	// most Slots each (Config.Guests).
+	Guests, Compiles, Slots int
+}
+
+// Stats returns what s holds and runs now.
+func (s *Sandbox) Stats() Stats {
+	s.snaps.mu.Lock()
+	st := Stats{SnapshotEntries: len(s.snaps.entries), SnapshotBytes: s.snaps.bytes}
+	s.snaps.mu.Unlock()
+	st.Guests, st.Compiles, st.Slots = len(s.guests), len(s.compiles), cap(s.guests)
+	return st
+}

@@ -102,6 +102,25 @@ func registerRunner(m *metrics.Metrics, r *checkers.Runner) error {
 	return m.Register(cs...)
 }
 
+// registerSandbox exports what sb holds and runs: reactor snapshots
+// cached (entries and bytes), and guests and compilations running against
+// their slots.
+func registerSandbox(m *metrics.Metrics, sb *wasm.Sandbox) error {
+	stat := func(f func(wasm.Stats) float64) func() float64 { return func() float64 { return f(sb.Stats()) } }
+	return m.Register(
+		metrics.GaugeFunc("assay_snapshot_cache_entries", "Reactor snapshots the sandbox holds.",
+			stat(func(s wasm.Stats) float64 { return float64(s.SnapshotEntries) })),
+		metrics.GaugeFunc("assay_snapshot_cache_bytes", "Bytes of the memory images of the reactor snapshots the sandbox holds.",
+			stat(func(s wasm.Stats) float64 { return float64(s.SnapshotBytes) })),
+		metrics.GaugeFunc("assay_sandbox_guests_running", "Checker guests running now, of assay_sandbox_slots at most.",
+			stat(func(s wasm.Stats) float64 { return float64(s.Guests) })),
+		metrics.GaugeFunc("assay_sandbox_compiles_running", "Checker compilations running now, of assay_sandbox_slots at most.",
+			stat(func(s wasm.Stats) float64 { return float64(s.Compiles) })),
+		metrics.GaugeFunc("assay_sandbox_slots", "How many guests, and how many compilations, may run at once.",
+			stat(func(s wasm.Stats) float64 { return float64(s.Slots) })),
+	)
+}
+
 // observeRun returns what records a checker run in m: the hook a runner
 // calls after each run in the sandbox (memo hits are not runs), with the
 // checker's kind ("" is wasm), the sandbox's engine and the outcome.

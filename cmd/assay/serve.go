@@ -263,6 +263,9 @@ func serveWith(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) e
 		if err := registerWorker(m, svc.worker); err != nil {
 			return err
 		}
+		if err := registerSandbox(m, sb); err != nil {
+			return err
+		}
 	}
 	if cfg.DebugAddr != "" {
 		stopDebug, err := startDebug(cfg.DebugAddr, stdout, log)
