@@ -102,28 +102,34 @@ func (r *reader) elements() error {
 	return nil
 }
 
+// dataHeader reads a data segment's flags and, for an active segment, its
+// memory index and offset expression: all but its bytes.
+func (r *reader) dataHeader() error {
+	flags, err := r.u32()
+	if err != nil {
+		return err
+	}
+	switch flags {
+	case 0:
+		return r.constExpr()
+	case 1:
+		return nil
+	case 2:
+		if _, err := r.u32(); err != nil {
+			return err
+		}
+		return r.constExpr()
+	}
+	return errAt(r.off+r.p, "bad data segment flags %d", flags)
+}
+
 func (r *reader) data() error {
 	n, err := r.count(2)
 	if err != nil {
 		return err
 	}
 	for i := uint32(0); i < n; i++ {
-		flags, err := r.u32()
-		if err != nil {
-			return err
-		}
-		switch flags {
-		case 0:
-			err = r.constExpr()
-		case 1:
-		case 2:
-			if _, err = r.u32(); err == nil {
-				err = r.constExpr()
-			}
-		default:
-			return errAt(r.off+r.p, "bad data segment flags %d", flags)
-		}
-		if err != nil {
+		if err := r.dataHeader(); err != nil {
 			return err
 		}
 		size, err := r.count(1)

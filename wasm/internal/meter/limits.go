@@ -304,22 +304,7 @@ func (st *stats) section(id byte, r *reader) error {
 			return err
 		}
 		for i := uint32(0); i < n; i++ {
-			flags, err := r.u32()
-			if err != nil {
-				return err
-			}
-			switch flags {
-			case 0:
-				err = r.constExpr()
-			case 1:
-			case 2:
-				if _, err = r.u32(); err == nil {
-					err = r.constExpr()
-				}
-			default:
-				return errAt(r.off+r.p, "bad data segment flags %d", flags)
-			}
-			if err != nil {
+			if err := r.dataHeader(); err != nil {
 				return err
 			}
 			at := r.off + r.p
