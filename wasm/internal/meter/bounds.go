@@ -88,15 +88,25 @@ func (r *reader) elements() error {
 		if err != nil {
 			return err
 		}
-		for j := uint32(0); j < c; j++ {
-			if flags&4 != 0 {
-				err = r.constExpr()
-			} else {
-				_, err = r.u32()
-			}
-			if err != nil {
-				return err
-			}
+		if err := r.elemItems(c, flags&4 != 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// elemItems reads an element segment's c items: constant expressions when
+// exprs, else function indices.
+func (r *reader) elemItems(c uint32, exprs bool) error {
+	for j := uint32(0); j < c; j++ {
+		var err error
+		if exprs {
+			err = r.constExpr()
+		} else {
+			_, err = r.u32()
+		}
+		if err != nil {
+			return err
 		}
 	}
 	return nil

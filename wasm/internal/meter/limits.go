@@ -383,15 +383,8 @@ func (st *stats) elements(r *reader, count func(*uint64, string, uint64) (uint32
 		if err := over(&st.entries, "element segment entries", MaxElemEntries, st.entries, at); err != nil {
 			return err
 		}
-		for j := uint32(0); j < c; j++ {
-			if flags&4 != 0 {
-				err = r.constExpr()
-			} else {
-				_, err = r.u32()
-			}
-			if err != nil {
-				return err
-			}
+		if err := r.elemItems(c, flags&4 != 0); err != nil {
+			return err
 		}
 	}
 	return nil
