@@ -52,33 +52,44 @@ func (r *reader) constExpr() error {
 	}
 }
 
+// elemHeader reads an element segment's flags and what they say follows
+// before its items: a table index, an offset expression, an element kind
+// or reference type. It returns the flags.
+func (r *reader) elemHeader() (uint32, error) {
+	flags, err := r.u32()
+	if err != nil {
+		return 0, err
+	}
+	if flags > 7 {
+		return 0, errAt(r.off+r.p, "bad element segment flags %d", flags)
+	}
+	if flags&3 == 2 { // explicit table index
+		if _, err := r.u32(); err != nil {
+			return 0, err
+		}
+	}
+	if flags&1 == 0 { // active: offset expression
+		if err := r.constExpr(); err != nil {
+			return 0, err
+		}
+	}
+	if flags&3 != 0 { // element kind or reference type
+		if _, err := r.byte(); err != nil {
+			return 0, err
+		}
+	}
+	return flags, nil
+}
+
 func (r *reader) elements() error {
 	n, err := r.count(3)
 	if err != nil {
 		return err
 	}
 	for i := uint32(0); i < n; i++ {
-		flags, err := r.u32()
+		flags, err := r.elemHeader()
 		if err != nil {
 			return err
-		}
-		if flags > 7 {
-			return errAt(r.off+r.p, "bad element segment flags %d", flags)
-		}
-		if flags&3 == 2 { // explicit table index
-			if _, err := r.u32(); err != nil {
-				return err
-			}
-		}
-		if flags&1 == 0 { // active: offset expression
-			if err := r.constExpr(); err != nil {
-				return err
-			}
-		}
-		if flags&3 != 0 { // element kind or reference type
-			if _, err := r.byte(); err != nil {
-				return err
-			}
 		}
 		min := 1 // function indices
 		if flags&4 != 0 {

@@ -352,27 +352,9 @@ func (st *stats) elements(r *reader, count func(*uint64, string, uint64) (uint32
 		return err
 	}
 	for i := uint32(0); i < n; i++ {
-		flags, err := r.u32()
+		flags, err := r.elemHeader()
 		if err != nil {
 			return err
-		}
-		if flags > 7 {
-			return errAt(r.off+r.p, "bad element segment flags %d", flags)
-		}
-		if flags&3 == 2 {
-			if _, err := r.u32(); err != nil {
-				return err
-			}
-		}
-		if flags&1 == 0 {
-			if err := r.constExpr(); err != nil {
-				return err
-			}
-		}
-		if flags&3 != 0 {
-			if _, err := r.byte(); err != nil {
-				return err
-			}
 		}
 		at := r.off + r.p
 		c, err := r.u32()
