@@ -220,8 +220,8 @@ func (d document) run(t *testing.T) {
 		}
 		ran++
 	}
-	if s == nil {
-		serve() // a document whose every block is skipped still names flags that serve
+	if s == nil && (len(d.serve) > 0 || len(d.env) > 0) {
+		serve() // the flags a document names must still serve when none of its blocks runs
 	}
 	t.Logf("%s: %d blocks run, %d skipped, %d shown only", d.path, ran, len(d.blocks)-ran, d.shown)
 }
@@ -357,6 +357,9 @@ func TestDocs_examplesUsed(t *testing.T) {
 			}
 		}
 		for _, link := range localLinks(src) {
+			if path == "docs/README.md" && slices.Contains(guidesElsewhere, link) {
+				continue
+			}
 			if _, err := os.Stat(filepath.Join(repoRoot, filepath.Dir(path), link)); err != nil {
 				t.Errorf("%s: a link to %s, which is not in the repository", path, link)
 			}
@@ -386,6 +389,10 @@ func TestDocs_examplesUsed(t *testing.T) {
 		t.Errorf("no run example uses %s", strings.Join(unused, ", "))
 	}
 }
+
+// guidesElsewhere are guides that docs/README.md lists and that are
+// written on other branches; delete each name once its guide is merged.
+var guidesElsewhere = []string{"identity.md", "x402.md", "exchange.md"}
 
 var linkRE = regexp.MustCompile(`\]\(([^)#\s]+)(#[^)]*)?\)`)
 
