@@ -143,6 +143,9 @@ func parseDocument(path string, src []byte) (document, error) {
 // TestDocs runs every sh example of README.md and docs/*.md against a real
 // `assay serve`, as a reader would type them from the repository's root.
 func TestDocs(t *testing.T) {
+	// assay check, replay and judge compile checkers into one cache of the
+	// test's own, not the user's
+	cache := "ASSAY_CACHE=" + t.TempDir()
 	for _, path := range documents(t) {
 		src, err := os.ReadFile(filepath.Join(repoRoot, path))
 		if err != nil {
@@ -161,12 +164,12 @@ func TestDocs(t *testing.T) {
 					t.Errorf("%s:%d: %s", path, b.line, b.directiveErr)
 				}
 			}
-			d.run(t)
+			d.run(t, cache)
 		})
 	}
 }
 
-func (d document) run(t *testing.T) {
+func (d document) run(t *testing.T, shellEnv ...string) {
 	if testing.Short() {
 		t.Skip("e2e: starts a server")
 	}
@@ -185,7 +188,7 @@ func (d document) run(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sh := startShell(t, dir, d.env)
+	sh := startShell(t, dir, append(shellEnv, d.env...))
 	var s *server
 	serve := func() {
 		s = startServe(t, filepath.Join(dir, "data"), d.serve, d.env, 60*time.Second)
