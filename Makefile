@@ -24,6 +24,10 @@ help: ## list the targets
 build: ## build bin/assay
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/assay ./cmd/assay
 
+.PHONY: install
+install: ## install assay into $GOBIN or $(go env GOPATH)/bin: put that on PATH
+	$(GO) install -ldflags "$(LDFLAGS)" ./cmd/assay
+
 .PHONY: run
 run: build ## start the server on its embedded badger store in ./data
 	./bin/assay serve --addr $(ADDR) --data $(DATA)

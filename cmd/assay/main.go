@@ -1,12 +1,15 @@
 // Command assay is the Assay binary: serve, check, replay, judge, verify, keys,
-// principals and bench. The subcommands that open a court's store or keys take
+// principals, bench and version. The subcommands that open a court's store or keys take
 // them from one Config (config.go).
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"sort"
 )
 
@@ -40,6 +43,9 @@ func register(name, summary string, run func([]string, io.Reader, io.Writer, io.
 
 // doMain is separated from main so that tests can run the whole command.
 func doMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && (args[0] == "--version" || args[0] == "-version") {
+		return cmdVersion(args[1:], stdin, stdout, stderr)
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stderr)
 		if len(args) == 0 {
@@ -68,4 +74,76 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprintln(w, "\nrun 'assay <command> -h' for a command's flags")
+}
+
+func init() {
+	register("version", "print assay's version and the Go that built it", cmdVersion)
+	version = buildVersion(version, debug.ReadBuildInfo)
+}
+
+// buildVersion is the version assay reports (assay version, /health,
+// /agentfacts): the one the build set with -ldflags "-X main.version=…"
+// (make build sets git describe's), else the module version Go recorded
+// (go install github.com/assayhq/assay/cmd/assay@v1.2.0 records v1.2.0, a
+// build in a git checkout a pseudo-version), else set's own ("dev").
+func buildVersion(set string, read func() (*debug.BuildInfo, bool)) string {
+	if set != "" && set != "dev" {
+		return set
+	}
+	if bi, ok := read(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return set
+}
+
+// cmdVersion prints the version, the Go toolchain and platform, and the
+// commit the binary was built from when Go recorded it.
+func cmdVersion(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprintln(stderr, "usage: assay version (or assay --version)") }
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return exitUsage
+	}
+	fmt.Fprintf(stdout, "assay %s\n", version)
+	fmt.Fprintf(stdout, "go %s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if c := commitOf(bi); c != "" {
+			fmt.Fprintf(stdout, "commit %s\n", c)
+		}
+	}
+	return exitOK
+}
+
+// commitOf is the VCS revision Go stamped into the binary, with its time
+// and whether the tree had changes, or "".
+func commitOf(bi *debug.BuildInfo) string {
+	var rev, at, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			at = s.Value
+		case "vcs.modified":
+			modified = s.Value
+		}
+	}
+	if rev == "" {
+		return ""
+	}
+	if at != "" {
+		rev += " " + at
+	}
+	if modified == "true" {
+		rev += " (modified)"
+	}
+	return rev
 }
