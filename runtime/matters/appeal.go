@@ -29,16 +29,18 @@ type Court interface {
 // AppealCase is what the court is asked.
 type AppealCase struct {
 	MatterID string
-	// Appellant contests the verdict (the requester); Respondent is the
-	// author of the agreed verdict, the first seat of the majority.
+	// Appellant contests the verdict (the requester); Respondent answers
+	// for it: Respondent(MatterID), one party per Matter, so that the
+	// court's standing of a party never bars an appeal.
 	Appellant, Respondent string
 	Question              string
 	VerdictSchema         json.RawMessage
 	Verdict               json.RawMessage
 	Reason                string
 	// FeeMicro is the appeal fee in Currency, the court case's price:
-	// the appellant pays it on the court's rail; upheld, it goes to the
-	// respondent, overturned, back to the appellant.
+	// the appellant pays it on the court's rail; overturned, the court
+	// pays it back to the appellant; upheld, it pays it to the respondent,
+	// whose wallet the Matter then pays on to the author of the verdict.
 	FeeMicro int64
 }
 
@@ -54,6 +56,9 @@ type Ruling struct {
 	ReceiptID   string
 	ReceiptHash string
 }
+
+// Respondent is the party that answers for a Matter's verdict in court.
+func Respondent(matter string) string { return "matters-respondent:" + matter }
 
 // AppealRequest is the body of POST …/exchange/appeal.
 type AppealRequest struct {
@@ -125,7 +130,7 @@ func (s *Service) Appeal(ctx context.Context, a Actor, req AppealRequest) (Reply
 		}
 		x := m.Exchange
 		m.Status = StatusAppealed
-		x.Appeal = &Appeal{Appellant: a.KeyID, Respondent: x.author().SolverID, ReasonHash: hashHex(req.Reason),
+		x.Appeal = &Appeal{Appellant: a.KeyID, Respondent: Respondent(m.ID), ReasonHash: hashHex(req.Reason),
 			FeeMicro: fee, OpenedAt: now, Reason: req.Reason}
 		if a.Open {
 			x.Appeal.Appellant = m.RequesterID
@@ -161,6 +166,13 @@ func (s *Service) resolveAppeal(ctx context.Context, a Actor, id string) (Reply,
 	var ruling Ruling
 	if c != nil {
 		if ruling, err = s.court.Appeal(ctx, *c); err != nil {
+			switch fault.KindOf(err) {
+			case fault.Invalid, fault.Conflict, fault.Forbidden, fault.Unprocessable:
+				// The court will not hear it: the Matter is judged again.
+				if rerr := s.refused(ctx, a, id, err); rerr != nil {
+					return Reply{}, rerr
+				}
+			}
 			return Reply{}, err
 		}
 	}
@@ -187,6 +199,23 @@ func (s *Service) resolveAppeal(ctx context.Context, a Actor, id string) (Reply,
 	return out, err
 }
 
+// refused records that the court refused an appealed Matter's case: the
+// Matter is judged again, and may be settled or appealed anew.
+func (s *Service) refused(ctx context.Context, a Actor, id string, cause error) error {
+	return s.st.Update(ctx, func(tx store.Tx) error {
+		now := s.now().UTC()
+		m, err := load(tx, a, id)
+		if err != nil || m.Status != StatusAppealed {
+			return err
+		}
+		m.Status, m.Exchange.Appeal = StatusJudged, nil
+		_, err = s.record(tx, m, KindAppealResolved, now, s.xfill(m, nil, nil, func(xs *ExchangeSubject) {
+			xs.AppealResult, xs.Reason = "refused", fault.CodeOf(cause)+": "+fault.MessageOf(cause)
+		}))
+		return err
+	})
+}
+
 func (s *Service) applyRuling(tx store.Tx, m *Matter, ruling Ruling, now time.Time, out *Reply) error {
 	ap := m.Exchange.Appeal
 	ap.Result, ap.Tier, ap.CourtReceipt, ap.CourtHash, ap.ResolvedAt = "overturned", ruling.Tier, ruling.ReceiptID, ruling.ReceiptHash, now
@@ -196,6 +225,14 @@ func (s *Service) applyRuling(tx store.Tx, m *Matter, ruling Ruling, now time.Ti
 	moved, err := s.release(tx, m, !ruling.Upheld, now)
 	if err != nil {
 		return err
+	}
+	if ruling.Upheld {
+		p, err := s.move(tx, m, m.ID+".appeal-fee", ledger.AgentAccount(ap.Respondent), ledger.AgentAccount(m.Exchange.author().SolverID),
+			ap.FeeMicro, "appeal fee of "+m.ID+" to the author of the upheld verdict", now)
+		if err != nil {
+			return err
+		}
+		moved = append(moved, p)
 	}
 	m.Status = StatusOverturned
 	if ruling.Upheld {

@@ -58,9 +58,10 @@ func (s *Service) debit(tx store.Tx, m *Matter, id, wallet string, amount int64,
 // release empties a Matter's hold, once: pay to the seats in the majority
 // of a judged verdict that stands (none when overturned or when there is
 // no verdict), the rest of the pay back to the requester; bonds back to
-// the seats that revealed, except the majority's of an overturned
-// verdict, and a bond of a seat that accepted and never revealed to the
-// requester.
+// the seats that revealed (and, when the Matter expired without a quorum,
+// that committed), except the majority's of an overturned verdict; the
+// bond of a seat that accepted and then did not commit or reveal goes to
+// the requester.
 func (s *Service) release(tx store.Tx, m *Matter, overturned bool, now time.Time) ([]Posting, error) {
 	x := m.Exchange
 	if x.Settled {
@@ -90,9 +91,12 @@ func (s *Service) release(tx store.Tx, m *Matter, overturned bool, now time.Time
 		if !st.BondHeld {
 			continue
 		}
+		// At an expiry (the quorum was not met) a seat that committed did
+		// its part: reveals never opened.
+		noShow := st.Status != SolverRevealed && (m.Status != StatusExpired || st.Status != SolverCommitted)
 		switch {
-		case st.Status != SolverRevealed:
-			err := add(fmt.Sprintf("%s.forfeit.%d", m.ID, i), requester, x.BondMicro, fmt.Sprintf("bond of seat %d of %s forfeited: no reveal", i, m.ID))
+		case noShow:
+			err := add(fmt.Sprintf("%s.forfeit.%d", m.ID, i), requester, x.BondMicro, fmt.Sprintf("bond of seat %d of %s forfeited: it accepted and did not commit or reveal", i, m.ID))
 			if err != nil {
 				return nil, err
 			}

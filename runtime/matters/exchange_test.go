@@ -18,6 +18,7 @@ import (
 	"github.com/assayhq/assay/adjudicate/jury"
 	"github.com/assayhq/assay/runtime/escrow"
 	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/ledger"
 	"github.com/assayhq/assay/runtime/matters"
 	"github.com/assayhq/assay/runtime/matters/appealcourt"
@@ -639,4 +640,28 @@ func TestExchange_Idempotency(t *testing.T) {
 	if got := e.balance(t, "hold:matters:"+id); got != 3*xpay+3*xbond {
 		t.Fatalf("hold %d", got)
 	}
+}
+
+func TestExchange_AppealTheCourtRefusesLeavesTheMatterJudged(t *testing.T) {
+	e := mustXEnv(t)
+	ctx := context.Background()
+	ids := e.five(t)[:3]
+	id := e.judgedQ(t, ids, []string{"deny", "deny", "approve"})
+	// another request already took the key of this matter's case
+	if _, err := e.court.Create(ctx, escrow.CreateRequest{Buyer: "someone", Seller: "else", Price: json.RawMessage("5")},
+		idem.Idem{Key: "matters-appeal:" + id + ":create", Fingerprint: "squatted"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.Appeal(ctx, e.req, matters.AppealRequest{MatterID: id, Reason: "no", FeeUSDC: "1", ActionDigest: digest, IdempotencyKey: e.key()})
+	wantCode(t, err, matters.ECodeIdempotencyConflict)
+	m := e.matter(t, id)
+	if m.Status != matters.StatusJudged || m.Exchange.Appeal != nil {
+		t.Fatalf("status %s appeal %+v", m.Status, m.Exchange.Appeal)
+	}
+	k := kinds(t, e, id)
+	if k[len(k)-2] != "matter_appealed" || k[len(k)-1] != "appeal_resolved" {
+		t.Fatalf("receipts end %v", k[len(k)-2:])
+	}
+	must(e.Settle(ctx, e.req, matters.SettleRequest{MatterID: id, IdempotencyKey: e.key()}))
+	audit(t, e)
 }
