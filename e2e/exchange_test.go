@@ -138,7 +138,7 @@ func TestExchange_OverLoopback(t *testing.T) {
 	var vote atomic.Value
 	vote.Store("pass")
 	jury := exchangeJury(t, &vote)
-	x.s = start(t, dir, "ASSAY_JURY_BASE_URL="+jury.URL+"/v1", "ASSAY_JURY_MODELS=juror-a,juror-b,juror-c")
+	x.s = start(t, dir, "ASSAY_JURY_BASE_URL="+jury.URL+"/v1", "ASSAY_JURY_MODELS=juror-a,juror-b,juror-c", "ASSAY_OPERATOR_TOKEN=court-op")
 
 	// the registry: five models of three lineages, and a human who
 	// declared a conflict with rita
@@ -275,6 +275,28 @@ func TestExchange_OverLoopback(t *testing.T) {
 		}
 		if c := x.ok(t, "rita", xbase+"/solvers/m2", "")["calibration"].(map[string]any); c["correct"] != 1.0 || c["appeals_lost"] != 0.0 {
 			t.Fatalf("m2 calibration %v", c)
+		}
+	})
+
+	t.Run("EscalatedAppealResumesAfterTheCourtsOperator", func(t *testing.T) {
+		id := x.open(t, 3, 2, 0)
+		x.seat(t, id, solvers[:3]...)
+		x.decide(t, id, solvers[:3], []string{"approve", "deny", "approve"})
+		vote.Store("abstain")
+		appeal := fmt.Sprintf(`{"matter_id":%q,"reason":"unclear","fee_usdc":"1","action_digest":%q,"idempotency_key":"appeal-esc"}`, id, mattersDigest)
+		o := x.ok(t, "rita", xbase+"/appeal", appeal)
+		m := o["matter"].(map[string]any)
+		caseID := m["exchange"].(map[string]any)["appeal"].(map[string]any)["case_id"].(string)
+		if m["status"] != "appealed" || o["receipt"].(map[string]any)["credentialSubject"].(map[string]any)["kind"] != "matter_appealed" {
+			t.Fatalf("escalated appeal: %v", m["status"])
+		}
+		wantResp(t, x.call(t, "rita", "/api/v1/economic/matters/settle", fmt.Sprintf(`{"matter_id":%q,"idempotency_key":%q}`, id, x.key())), 409, "matter_not_settleable")
+		if r := x.s.post(t, "/contracts/"+caseID+"/resolve", `{"verdict":"release","reason":"the verdict stands"}`, "Authorization", "Bearer court-op"); r.status != 200 {
+			t.Fatalf("resolve: %d %s", r.status, r.body)
+		}
+		m = x.ok(t, "rita", xbase+"/appeal", appeal)["matter"].(map[string]any)
+		if ap := m["exchange"].(map[string]any)["appeal"].(map[string]any); m["status"] != "upheld" || ap["tier"] != "operator" {
+			t.Fatalf("after the operator: %v %v", m["status"], ap)
 		}
 	})
 
