@@ -665,3 +665,59 @@ func TestExchange_AppealTheCourtRefusesLeavesTheMatterJudged(t *testing.T) {
 	must(e.Settle(ctx, e.req, matters.SettleRequest{MatterID: id, IdempotencyKey: e.key()}))
 	audit(t, e)
 }
+
+func TestExchange_Concurrency(t *testing.T) {
+	e := mustXEnv(t)
+	ctx := context.Background()
+	ids := e.five(t)
+	id := e.openQ(t, 5, 3, 0, true)
+	e.seat(t, id, ids...)
+	for _, s := range ids {
+		e.commit(t, id, s, verdictOf("approve", 0.5))
+	}
+	// five reveals at once: every one lands, and one aggregation
+	var wg sync.WaitGroup
+	for _, s := range ids {
+		wg.Go(func() {
+			if _, err := e.reveal(id, s, verdictOf("approve", 0.5)); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := strings.Count(strings.Join(kinds(t, e, id), " "), "verdicts_aggregated"); n != 1 {
+		t.Fatalf("%d aggregations", n)
+	}
+	// a wallet that holds one bond pays one bond: of two matters accepted
+	// at once, one is refused insufficient_funds
+	e.solver(t, "lean", "lab/lean-1")
+	drain := e.wallet(t, "lean") - xbond
+	if err := e.db.Update(ctx, func(tx store.Tx) error {
+		return ledger.Post(tx, ledger.Transfer{ID: "drain-lean", From: ledger.AgentAccount("lean"), To: "rail:dev", Amount: drain, Currency: matters.Currency, At: e.clock.Now()})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	a, b := e.openQ(t, 1, 1, 0, true), e.openQ(t, 1, 1, 0, true)
+	for _, m := range []string{a, b} {
+		must(e.AssignSeat(ctx, e.req, matters.SeatRequest{MatterID: m, SolverID: "lean", IdempotencyKey: e.key()}))
+	}
+	var okN, poorN atomic.Int64
+	for _, m := range []string{a, b} {
+		wg.Go(func() {
+			_, err := e.AcceptSeat(ctx, e.solvers["lean"], matters.AcceptRequest{MatterID: m, IdempotencyKey: "acc-" + m})
+			switch fault.CodeOf(err) {
+			case "":
+				okN.Add(1)
+			case matters.ECodeInsufficientFunds:
+				poorN.Add(1)
+			default:
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if okN.Load() != 1 || poorN.Load() != 1 || e.wallet(t, "lean") != 0 {
+		t.Fatalf("accepted %d, refused %d, wallet %d", okN.Load(), poorN.Load(), e.wallet(t, "lean"))
+	}
+	audit(t, e)
+}
