@@ -3,7 +3,9 @@ package matters_test
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -720,4 +722,18 @@ func TestExchange_Concurrency(t *testing.T) {
 		t.Fatalf("accepted %d, refused %d, wallet %d", okN.Load(), poorN.Load(), e.wallet(t, "lean"))
 	}
 	audit(t, e)
+}
+
+// The commitment is the SHA-256 of the RFC 8785 form of {matter_id, salt,
+// solver_id, verdict}: members sorted at every level, no whitespace,
+// numbers in their shortest form.
+func TestExchange_CommitmentDefinition(t *testing.T) {
+	got, err := matters.Commitment("mat-1", "m1", json.RawMessage(`{ "p_loss": 0.50, "decision": "deny" }`), "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte(`{"matter_id":"mat-1","salt":"s","solver_id":"m1","verdict":{"decision":"deny","p_loss":0.5}}`))
+	if want := hex.EncodeToString(sum[:]); got != want {
+		t.Fatalf("commitment %s, want %s", got, want)
+	}
 }
