@@ -487,6 +487,10 @@ func TestExchange_DeadlineClosesOrExpires(t *testing.T) {
 	e.commit(t, id2, "m1", verdictOf("deny", 0.7))
 	e.clock.Advance(time.Hour)
 	_, err := e.reveal(id2, "m1", verdictOf("deny", 0.7))
+	wantCode(t, err, matters.ECodeQuorumNotMet)
+	_, err = e.AssignSeat(context.Background(), e.req, matters.SeatRequest{MatterID: id2, SolverID: "m4", IdempotencyKey: e.key()})
+	wantCode(t, err, matters.ECodeQuorumNotMet)
+	_, err = e.Commit(context.Background(), e.solvers["m1"], matters.CommitRequest{MatterID: id, Commitment: strings.Repeat("0", 64), IdempotencyKey: e.key()})
 	wantCode(t, err, matters.ECodeMatterNotOpen)
 	if m := e.matter(t, id2); m.Status != matters.StatusExpired {
 		t.Fatalf("status %s", m.Status)

@@ -238,6 +238,17 @@ func notQuorum(m *Matter) error {
 	return fault.New(fault.Conflict, ECodeNotQuorumMatter, "matter %s is a v1 single-solver matter: use the v1 routes", m.ID)
 }
 
+// pastPhase is the error of a call that came too late: quorum_not_met
+// when the Matter expired without a quorum, matter_not_open, quorum_not_met otherwise.
+func pastPhase(m *Matter, what string) error {
+	x := m.Exchange
+	if m.Status == StatusExpired {
+		return fault.New(fault.Conflict, ECodeQuorumNotMet, "matter %s expired: %d of %d solvers committed by the deadline and %d must agree",
+			m.ID, x.count(SolverCommitted), x.Quorum.Solvers, x.Quorum.Agree)
+	}
+	return fault.New(fault.Conflict, ECodeMatterNotOpen, "matter %s is %s (%s), not taking %s", m.ID, m.Status, x.Phase, what)
+}
+
 // loadQuorum loads a quorum Matter and advances it past any deadline.
 func (s *Service) loadQuorum(tx store.Tx, a Actor, id string, now time.Time) (*Matter, error) {
 	m, err := load(tx, a, id)
@@ -258,7 +269,7 @@ func (s *Service) loadQuorum(tx store.Tx, a Actor, id string, now time.Time) (*M
 // or not an active solver principal); solver_conflict (409: the solver
 // declared a conflict with the requester, or is the requester);
 // solver_already_assigned, quorum_full, lineage_diversity,
-// matter_not_open, quorum_matter_required, idempotency_conflict (409);
+// matter_not_open, quorum_not_met, quorum_matter_required, idempotency_conflict (409);
 // forbidden, insufficient_scope (403); matter_not_found (404).
 func (s *Service) AssignSeat(ctx context.Context, a Actor, req SeatRequest) (Reply, error) {
 	if err := need(a, ScopeWrite); err != nil {
@@ -287,7 +298,7 @@ func (s *Service) AssignSeat(ctx context.Context, a Actor, req SeatRequest) (Rep
 		}
 		x := m.Exchange
 		if m.Status != StatusOpen || x.Phase != PhaseCommit {
-			return Reply{}, idem.CommitThenFail(fault.New(fault.Conflict, ECodeMatterNotOpen, "matter %s is %s (%s), not taking solvers", m.ID, m.Status, x.Phase))
+			return Reply{}, idem.CommitThenFail(pastPhase(m, "solvers"))
 		}
 		p, err := getProfile(tx, a.Tenant, req.SolverID)
 		if err != nil {
@@ -354,7 +365,7 @@ func diversityLeft(x *Exchange, p SolverProfile) error {
 // # Errors
 //
 // missing_field (400); solver_mismatch, forbidden, insufficient_scope
-// (403); matter_not_found (404); matter_not_open, solver_not_assigned,
+// (403); matter_not_found (404); matter_not_open, quorum_not_met, solver_not_assigned,
 // solver_not_accepting, insufficient_funds, quorum_matter_required,
 // idempotency_conflict (409).
 func (s *Service) AcceptSeat(ctx context.Context, a Actor, req AcceptRequest) (Reply, error) {
@@ -383,7 +394,7 @@ func (s *Service) AcceptSeat(ctx context.Context, a Actor, req AcceptRequest) (R
 		}
 		x := m.Exchange
 		if m.Status != StatusOpen || x.Phase != PhaseCommit {
-			return Reply{}, idem.CommitThenFail(fault.New(fault.Conflict, ECodeMatterNotOpen, "matter %s is %s (%s), not taking solvers", m.ID, m.Status, x.Phase))
+			return Reply{}, idem.CommitThenFail(pastPhase(m, "solvers"))
 		}
 		i, st := x.seat(sid)
 		if st == nil {
@@ -417,7 +428,7 @@ func (s *Service) AcceptSeat(ctx context.Context, a Actor, req AcceptRequest) (R
 // # Errors
 //
 // missing_field, invalid_commitment (400); solver_mismatch, forbidden,
-// insufficient_scope (403); matter_not_found (404); matter_not_open,
+// insufficient_scope (403); matter_not_found (404); matter_not_open, quorum_not_met,
 // solver_not_assigned, solver_not_accepted, already_committed,
 // quorum_matter_required, idempotency_conflict (409).
 func (s *Service) Commit(ctx context.Context, a Actor, req CommitRequest) (Reply, error) {
@@ -449,7 +460,7 @@ func (s *Service) Commit(ctx context.Context, a Actor, req CommitRequest) (Reply
 		}
 		x := m.Exchange
 		if m.Status != StatusOpen || x.Phase != PhaseCommit {
-			return Reply{}, idem.CommitThenFail(fault.New(fault.Conflict, ECodeMatterNotOpen, "matter %s is %s (%s), not taking commitments", m.ID, m.Status, x.Phase))
+			return Reply{}, idem.CommitThenFail(pastPhase(m, "commitments"))
 		}
 		i, st := x.seat(sid)
 		switch {
@@ -483,7 +494,7 @@ func (s *Service) Commit(ctx context.Context, a Actor, req CommitRequest) (Reply
 // missing_field, invalid_verdict, invalid_salt, invalid_action_digest
 // (400); reveal_mismatch, verdict_schema_mismatch (422); solver_mismatch,
 // forbidden, insufficient_scope (403); matter_not_found (404);
-// matter_not_open, quorum_not_closed, solver_not_committed,
+// matter_not_open, quorum_not_met, quorum_not_closed, solver_not_committed,
 // already_revealed, quorum_matter_required, idempotency_conflict (409).
 func (s *Service) Reveal(ctx context.Context, a Actor, req RevealRequest) (Reply, error) {
 	if err := need(a, ScopeWrite); err != nil {
@@ -528,7 +539,7 @@ func (s *Service) Reveal(ctx context.Context, a Actor, req RevealRequest) (Reply
 		}
 		x := m.Exchange
 		if m.Status != StatusOpen {
-			return Reply{}, idem.CommitThenFail(fault.New(fault.Conflict, ECodeMatterNotOpen, "matter %s is %s, not taking reveals", m.ID, m.Status))
+			return Reply{}, idem.CommitThenFail(pastPhase(m, "reveals"))
 		}
 		if x.Phase == PhaseCommit {
 			return Reply{}, fault.New(fault.Conflict, ECodeQuorumNotClosed, "matter %s is sealed: reveals open when the quorum closes (%d of %d committed) or at its deadline", m.ID, x.count(SolverCommitted), x.Quorum.Solvers)
