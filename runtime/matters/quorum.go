@@ -239,7 +239,7 @@ func notQuorum(m *Matter) error {
 }
 
 // pastPhase is the error of a call that came too late: quorum_not_met
-// when the Matter expired without a quorum, matter_not_open, quorum_not_met otherwise.
+// when the Matter expired without a quorum, matter_not_open otherwise.
 func pastPhase(m *Matter, what string) error {
 	x := m.Exchange
 	if m.Status == StatusExpired {
