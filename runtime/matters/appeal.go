@@ -20,9 +20,20 @@ import (
 // the court.
 type Court interface {
 	// Appeal opens the case of c, or finds the one opened before for the
-	// same Matter, and answers its ruling so far. It is idempotent per
-	// Matter: a retry after a failure, or after an operator decided an
-	// escalated case, resumes the same case.
+	// same Matter, and answers its ruling so far.
+	//
+	// # Notes
+	//
+	// It is idempotent per Matter: a retry after a failure, or after the
+	// court's operator decided an escalated case, resumes the same case.
+	// A ruling that is not Final (escalated) is not an error.
+	//
+	// # Errors
+	//
+	// The court's coded errors. One of invalid, conflict, forbidden or
+	// unprocessable kind means the court will not hear the case, and the
+	// Matter is judged again; any other (the court's store, its rail)
+	// leaves the Matter appealed for a retry.
 	Appeal(ctx context.Context, c AppealCase) (Ruling, error)
 }
 
