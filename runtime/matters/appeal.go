@@ -30,10 +30,11 @@ type Court interface {
 	//
 	// # Errors
 	//
-	// The court's coded errors. One of invalid, conflict, forbidden or
-	// unprocessable kind means the court will not hear the case, and the
-	// Matter is judged again; any other (the court's store, its rail)
-	// leaves the Matter appealed for a retry.
+	// The court's coded errors. One of invalid, forbidden or unprocessable
+	// kind, or idempotency_conflict (the case's key taken), means the
+	// court will not hear the case, and the Matter is judged again; any
+	// other (a race on the case, the court's store, its rail) leaves the
+	// Matter appealed for a retry.
 	Appeal(ctx context.Context, c AppealCase) (Ruling, error)
 }
 
@@ -177,9 +178,7 @@ func (s *Service) resolveAppeal(ctx context.Context, a Actor, id string) (Reply,
 	var ruling Ruling
 	if c != nil {
 		if ruling, err = s.court.Appeal(ctx, *c); err != nil {
-			switch fault.KindOf(err) {
-			case fault.Invalid, fault.Conflict, fault.Forbidden, fault.Unprocessable:
-				// The court will not hear it: the Matter is judged again.
+			if courtRefused(err) {
 				if rerr := s.refused(ctx, a, id, err); rerr != nil {
 					return Reply{}, rerr
 				}
@@ -208,6 +207,18 @@ func (s *Service) resolveAppeal(ctx context.Context, a Actor, id string) (Reply,
 		return err
 	})
 	return out, err
+}
+
+// courtRefused reports whether the court will not hear a case: it found
+// the request bad (invalid, forbidden, unprocessable) or the case's key
+// taken by another request. Any other error, a conflict of two requests
+// racing on the case included, leaves the appeal to be retried.
+func courtRefused(err error) bool {
+	switch fault.KindOf(err) {
+	case fault.Invalid, fault.Forbidden, fault.Unprocessable:
+		return true
+	}
+	return fault.CodeOf(err) == ECodeIdempotencyConflict
 }
 
 // refused records that the court refused an appealed Matter's case: the

@@ -741,3 +741,36 @@ func TestExchange_CommitmentDefinition(t *testing.T) {
 		t.Fatalf("commitment %s, want %s", got, want)
 	}
 }
+
+func TestExchange_ConcurrentAppealsOneCase(t *testing.T) {
+	e := mustXEnv(t)
+	ids := e.five(t)[:3]
+	id := e.judgedQ(t, ids, []string{"deny", "deny", "approve"})
+	e.jury.vote.Store("fail")
+	req := matters.AppealRequest{MatterID: id, Reason: "no", FeeUSDC: "1", ActionDigest: digest, IdempotencyKey: "same"}
+	var wg sync.WaitGroup
+	var overturned atomic.Int64
+	for range 6 {
+		wg.Go(func() {
+			r, err := e.Appeal(context.Background(), e.req, req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if decodeChanged(t, r).Matter.Status == matters.StatusOverturned {
+				overturned.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if overturned.Load() != 6 {
+		t.Fatalf("%d of 6 saw the matter overturned", overturned.Load())
+	}
+	if n := strings.Count(strings.Join(kinds(t, e, id), " "), "appeal_resolved"); n != 1 {
+		t.Fatalf("%d resolutions", n)
+	}
+	if got := e.wallet(t, "rita"); got != 1000*xpay+2*xbond+xpay {
+		t.Fatalf("rita holds %d: two bonds and one fee refund", got)
+	}
+	audit(t, e)
+}
