@@ -64,6 +64,7 @@ func (s *server) mattersRoutes(app *fiber.App) {
 	g.Post("/settle", matterMutation(s, settleFields, func(r *matters.SettleRequest) *string { return &r.IdempotencyKey }, m.Settle))
 	g.Post("/dispute", matterMutation(s, mDispFields, func(r *matters.DisputeRequest) *string { return &r.IdempotencyKey }, m.Dispute))
 	g.Post("/tick", matterMutation(s, tickFields, func(r *matters.TickRequest) *string { return &r.IdempotencyKey }, m.Tick))
+	s.exchangeRoutes(g)
 	g.Get("/", s.matterList(false))
 	g.Get("/all", s.matterList(true))
 	g.Get("/:id", s.matterGet)

@@ -37,6 +37,9 @@
 //	matters/principal/<key id>           a registered signing principal
 //	matters/nonce/<key id>/<nonce>       a signature nonce already used
 //	matters/nonce-at/<unix:020d>/<key id>/<nonce>  index: nonces by created, pruned past twice the clock skew
+//	matters/solver/<sha256(tenant)>/<solver id>  a registered exchange solver (kind, lineage, qualifications, conflicts)
+//	matters/seat/<sha256(tenant)>/<solver id>/<matter>  index: the quorum Matters a solver has a seat of (its calibration)
+//	matters/wallet/<account>             a counter every debit of the account by the judgment service rewrites, serialising them
 //	idem/matters:<op>:<scope…>/<key>     the judgment service's idempotency scopes
 //	market/listing/<id>                  a market listing; market/artifact/<id> its artifact, market/search/<id> its tokens
 //	market/fp/<fingerprint>/<id>         index: listings by problem fingerprint

@@ -26,6 +26,7 @@ import (
 	"github.com/assayhq/assay/runtime/escrow"
 	"github.com/assayhq/assay/runtime/market"
 	"github.com/assayhq/assay/runtime/matters"
+	"github.com/assayhq/assay/runtime/matters/appealcourt"
 	"github.com/assayhq/assay/runtime/replays"
 	"github.com/assayhq/assay/runtime/store"
 	"github.com/assayhq/assay/wasm"
@@ -357,7 +358,7 @@ func wire(ctx context.Context, db store.Store, keys escrow.Signer, sb *wasm.Sand
 	if err != nil {
 		return nil, err
 	}
-	judgments, err := matters.New(matters.Config{Store: db, Signer: keys, Now: time.Now})
+	judgments, err := matters.New(matters.Config{Store: db, Signer: keys, Now: time.Now, Court: appealcourt.New(court)})
 	if err != nil {
 		return nil, err
 	}

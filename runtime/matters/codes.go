@@ -33,3 +33,31 @@ const (
 	ECodeSolverMismatch      = "solver_mismatch"
 	ECodeUnknownSolver       = "unknown_solver"
 )
+
+// The exchange's codes (exchange.go): quorum Matters, the solver
+// registry, commit-reveal, stakes, appeals and observations.
+const (
+	ECodeInvalidQuorum       = "invalid_quorum"
+	ECodeInvalidAmount       = "invalid_amount"
+	ECodeInvalidCommitment   = "invalid_commitment"
+	ECodeInvalidSalt         = "invalid_salt"
+	ECodeInvalidLineage      = "invalid_lineage"
+	ECodeInvalidList         = "invalid_list"
+	ECodeInvalidOutcome      = "invalid_outcome"
+	ECodeQuorumMatter        = "quorum_matter"
+	ECodeNotQuorumMatter     = "quorum_matter_required"
+	ECodeQuorumFull          = "quorum_full"
+	ECodeQuorumNotMet        = "quorum_not_met"
+	ECodeQuorumNotClosed     = "quorum_not_closed"
+	ECodeLineageDiversity    = "lineage_diversity"
+	ECodeAlreadyCommitted    = "already_committed"
+	ECodeSolverNotCommitted  = "solver_not_committed"
+	ECodeAlreadyRevealed     = "already_revealed"
+	ECodeRevealMismatch      = "reveal_mismatch"
+	ECodeInsufficientFunds   = "insufficient_funds"
+	ECodeSolverNotFound      = "solver_not_found"
+	ECodeMatterNotAppealable = "matter_not_appealable"
+	ECodeAppealUnavailable   = "appeal_unavailable"
+	ECodeAlreadyObserved     = "already_observed"
+	ECodeNotObservable       = "matter_not_observable"
+)

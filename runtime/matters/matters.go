@@ -156,6 +156,8 @@ type Matter struct {
 	// SolverPaid is an operator assertion, never payment evidence.
 	SolverPaid    bool   `json:"solver_paid"`
 	DisputeReason string `json:"dispute_reason,omitempty"`
+	// Exchange is a quorum Matter's state (exchange.go); nil for v1.
+	Exchange *Exchange `json:"exchange,omitempty"`
 
 	QuestionHash string `json:"question_sha256"`
 	SchemaHash   string `json:"verdict_schema_sha256"`
@@ -206,6 +208,8 @@ type Public struct {
 	ReceiptCount    int           `json:"receipt_count"`
 	LastReceiptHash string        `json:"last_receipt_hash"`
 	Redacted        bool          `json:"redacted"`
+	// Exchange is a quorum Matter's state, redacted; nil for v1.
+	Exchange *PublicExchange `json:"exchange,omitempty"`
 }
 
 // Public returns m's redacted projection.
@@ -222,6 +226,9 @@ func (m *Matter) Public() Public {
 	if s := m.Solver; s != nil {
 		p.Solver = &PublicSolver{IDHash: hashHex(s.ID), Kind: s.Kind, ConflictFree: s.ConflictFree,
 			Status: s.Status, AssignedAt: s.AssignedAt, AcceptedAt: s.AcceptedAt}
+	}
+	if m.Exchange != nil {
+		p.Exchange = m.Exchange.public()
 	}
 	return p
 }
@@ -245,6 +252,9 @@ type Config struct {
 	// NewID returns a fresh random id; 16 hex digits of crypto random
 	// when nil.
 	NewID func() string
+	// Court decides the exchange's appeals; appeals are refused with
+	// appeal_unavailable when nil.
+	Court Court
 }
 
 // Service is the judgment service over a store. It is safe for concurrent
@@ -254,6 +264,7 @@ type Service struct {
 	signer Signer
 	now    func() time.Time
 	newID  func() string
+	court  Court
 	// pruning is held by the one UseNonce that prunes stale nonces.
 	pruning sync.Mutex
 }
@@ -263,7 +274,7 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Store == nil || cfg.Signer == nil {
 		return nil, errors.New("matters: Config.Store and Config.Signer are required")
 	}
-	s := &Service{st: cfg.Store, signer: cfg.Signer, now: cfg.Now, newID: cfg.NewID}
+	s := &Service{st: cfg.Store, signer: cfg.Signer, now: cfg.Now, newID: cfg.NewID, court: cfg.Court}
 	if s.now == nil {
 		s.now = time.Now
 	}

@@ -112,6 +112,8 @@ type Subject struct {
 	Settlement          string `json:"settlement,omitempty"`
 	ReasonHash          string `json:"reason_sha256,omitempty"`
 	At                  string `json:"at"`
+	// Exchange is set on a quorum Matter's receipts only.
+	Exchange *ExchangeSubject `json:"exchange,omitempty"`
 }
 
 // Settlement is what matter_settled says about money: nothing moved.
@@ -169,8 +171,10 @@ func ownerOrOperator(a Actor, m *Matter) error {
 	return fault.New(fault.Forbidden, ECodeForbidden, "only the matter's requester or an operator may do this")
 }
 
+// due reports whether a v1 Matter is open at or past its deadline; a
+// quorum Matter's deadlines are exchangeDue's.
 func due(m *Matter, now time.Time) bool {
-	return m.Status == StatusOpen && !now.Before(m.Deadline)
+	return m.Status == StatusOpen && m.Exchange == nil && !now.Before(m.Deadline)
 }
 
 // record signs the Matter's next receipt of kind, chained to the last one,
@@ -260,6 +264,13 @@ func notOpen(m *Matter) error {
 // invalid_idempotency_key (400); forbidden, insufficient_scope,
 // requester_mismatch (403); idempotency_conflict (409).
 func (s *Service) Open(ctx context.Context, a Actor, req OpenRequest) (Reply, error) {
+	return s.open(ctx, a, req, nil)
+}
+
+// open is Open, and OpenQuorum when q is set: q's content is part of the
+// request, and its start runs in the transaction before matter_opened is
+// signed.
+func (s *Service) open(ctx context.Context, a Actor, req OpenRequest, q *quorumOpen) (Reply, error) {
 	if err := need(a, ScopeWrite); err != nil {
 		return Reply{}, err
 	}
@@ -304,6 +315,12 @@ func (s *Service) Open(ctx context.Context, a Actor, req OpenRequest) (Reply, er
 		return Reply{}, invalid(ECodeInvalidSchema, "verdict_schema: %v", err)
 	}
 	ir := idem.Request{Scope: scope("open", hashHex(a.Tenant), hashHex(req.RequesterID)), Key: req.IdempotencyKey, Fingerprint: idem.FingerprintJSON("open", req)}
+	if q != nil {
+		if err := q.check(canonSchema); err != nil {
+			return Reply{}, err
+		}
+		ir.Fingerprint = idem.FingerprintJSON("open", QuorumOpenRequest{OpenRequest: req, Quorum: q.spec})
+	}
 	id := "mat-" + s.newID()
 	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
 		if !deadline.After(now) {
@@ -322,7 +339,14 @@ func (s *Service) Open(ctx context.Context, a Actor, req OpenRequest) (Reply, er
 		if err := tx.Set(openPrefix(a.Tenant)+id, nil); err != nil {
 			return Reply{}, err
 		}
-		r, err := s.record(tx, m, KindOpened, now, nil)
+		var fill func(*Subject)
+		if q != nil {
+			var err error
+			if fill, err = s.startQuorum(tx, m, q, now); err != nil {
+				return Reply{}, err
+			}
+		}
+		r, err := s.record(tx, m, KindOpened, now, fill)
 		if err != nil {
 			return Reply{}, err
 		}
@@ -373,6 +397,9 @@ func (s *Service) Assign(ctx context.Context, a Actor, req AssignRequest) (Reply
 		}
 		if err := ownerOrOperator(a, m); err != nil {
 			return Reply{}, err
+		}
+		if m.Exchange != nil {
+			return Reply{}, exchangeOnly(m)
 		}
 		if due(m, now) {
 			if _, err := s.expire(tx, m, now); err != nil {
@@ -451,6 +478,9 @@ func (s *Service) Accept(ctx context.Context, a Actor, req AcceptRequest) (Reply
 		if err != nil {
 			return Reply{}, err
 		}
+		if m.Exchange != nil {
+			return Reply{}, exchangeOnly(m)
+		}
 		if due(m, now) {
 			if _, err := s.expire(tx, m, now); err != nil {
 				return Reply{}, err
@@ -527,6 +557,9 @@ func (s *Service) Verdict(ctx context.Context, a Actor, req VerdictRequest) (Rep
 			fault.New(fault.Conflict, ECodeMatterNotOpen, "matter %s passed its deadline and expired", req.MatterID))
 		if err != nil {
 			return Reply{}, err
+		}
+		if m.Exchange != nil {
+			return Reply{}, exchangeOnly(m)
 		}
 		if m.Status != StatusOpen {
 			return Reply{}, notOpen(m)
@@ -605,8 +638,16 @@ func (s *Service) Settle(ctx context.Context, a Actor, req SettleRequest) (Reply
 			}
 			return Reply{}, idem.CommitThenFail(notSettleable())
 		}
+		if m.Exchange != nil {
+			if err := s.advanceAll(tx, m, now); err != nil {
+				return Reply{}, err
+			}
+		}
 		if m.Status != StatusJudged {
 			return Reply{}, notSettleable()
+		}
+		if m.Exchange != nil {
+			return s.settleQuorum(tx, m, now)
 		}
 		m.Status = StatusSettled
 		m.SolverPaid = true
@@ -670,6 +711,9 @@ func (s *Service) Dispute(ctx context.Context, a Actor, req DisputeRequest) (Rep
 		}
 		if m.Status != StatusOpen && m.Status != StatusJudged {
 			return Reply{}, notDisputable()
+		}
+		if m.Exchange != nil {
+			return Reply{}, fault.New(fault.Conflict, ECodeMatterNotDisputable, "matter %s is a quorum matter: a judged one is appealed to the court (POST %s/exchange/appeal)", m.ID, RoutePrefix)
 		}
 		if !a.Open && m.ActionDigest != "" && req.ActionDigest != m.ActionDigest {
 			return Reply{}, invalid(ECodeInvalidActionDigest, "a dispute must carry the matter's action_digest")

@@ -47,7 +47,7 @@ func (s *Service) evaluate(ctx context.Context, a Actor, ids []string) ([]*Matte
 			if err != nil {
 				return err
 			}
-			anyDue = anyDue || due(m, now)
+			anyDue = anyDue || due(m, now) || exchangeDue(m, now)
 			out = append(out, m)
 		}
 		return nil
@@ -67,6 +67,9 @@ func (s *Service) evaluate(ctx context.Context, a Actor, ids []string) ([]*Matte
 				if _, err := s.expire(tx, m, now); err != nil {
 					return err
 				}
+			}
+			if err := s.advanceAll(tx, m, now); err != nil {
+				return err
 			}
 			out = append(out, m)
 		}
