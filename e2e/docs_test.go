@@ -395,7 +395,7 @@ func TestDocs_examplesUsed(t *testing.T) {
 
 // guidesElsewhere are guides that docs/README.md lists and that are
 // written on other branches; delete each name once its guide is merged.
-var guidesElsewhere = []string{"identity.md", "x402.md", "exchange.md"}
+var guidesElsewhere = []string{"identity.md", "x402.md"}
 
 var linkRE = regexp.MustCompile(`\]\(([^)#\s]+)(#[^)]*)?\)`)
 
