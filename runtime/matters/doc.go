@@ -52,4 +52,16 @@
 // request: member order and spacing do not count. Receipts are kept in the
 // receipt repository (runtime/receipt), where GET /receipts/{id} serves
 // them too.
+//
+// # The exchange
+//
+// Beyond v1, a Matter may be a quorum Matter (exchange.go, solvers.go,
+// quorum.go, bonds.go, appeal.go, calibration.go): registered solvers with
+// declared lineages and conflicts, N seats and an M-of-N rule over sealed
+// verdicts (commit, then reveal), stakes and bonds held on the shared
+// ledger, appeal of a judged Matter to the escrow court through the Court
+// port, and calibration from observed outcomes. v1's routes refuse a quorum
+// Matter (quorum_matter) and v1 Matters are unchanged: their JSON and
+// receipt subjects carry no exchange fields. docs/exchange.md walks through
+// one.
 package matters
