@@ -10,8 +10,8 @@ import (
 
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/idem"
-	"github.com/assayhq/assay/runtime/principal"
 	"github.com/assayhq/assay/runtime/ident"
+	"github.com/assayhq/assay/runtime/principal"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/store"
 )
