@@ -20,6 +20,7 @@ import (
 	"github.com/assayhq/assay/runtime/escrow"
 	"github.com/assayhq/assay/runtime/market"
 	"github.com/assayhq/assay/runtime/matters"
+	"github.com/assayhq/assay/runtime/principal"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/replays"
 	"github.com/assayhq/assay/runtime/store"
@@ -54,6 +55,14 @@ type Config struct {
 	MattersAuth MattersAuth
 	// Market serves the artifact market under /market; nil leaves it out.
 	Market *market.Service
+	// MarketAuth is how the market authenticates the agents that act in
+	// it (auth.go): AuthSigned, or AuthOpen when empty (assay serve
+	// defaults to signed). CourtAuth is the court's: AuthOpen when empty,
+	// as the seed has it.
+	MarketAuth, CourtAuth Auth
+	// Principals keeps the registered keys, API keys and nonces that
+	// signed modes check; the judgment service's registry when nil.
+	Principals *principal.Registry
 	// AdvanceMarketClock, when set, moves the market's test clock forward:
 	// POST /market/clock (operator). Only for tests (ASSAY_TEST_CLOCK=1).
 	AdvanceMarketClock func(time.Duration)
