@@ -292,6 +292,16 @@ func actsFor(ctx context.Context, mode Auth, agent string) error {
 	return nil
 }
 
+// marketActsFor is actsFor for a market route, whose 401 carries the
+// market's WWW-Authenticate challenge.
+func marketActsFor(c *fiber.Ctx, mode Auth, agent string) error {
+	err := actsFor(c.Context(), mode, agent)
+	if fault.KindOf(err) == fault.Unauthorized {
+		challenge(c, marketRealm)
+	}
+	return err
+}
+
 // actorOfCaller is the caller's name for a receipt, "" when the request is
 // not authenticated.
 func actorOfCaller(ctx context.Context) string {
@@ -319,7 +329,7 @@ func (s *server) depositsFor(c *fiber.Ctx, mode Auth, agent string) error {
 			return nil
 		}
 	}
-	return actsFor(c.Context(), mode, agent)
+	return marketActsFor(c, mode, agent)
 }
 
 // Party is who of a contract's two may make a court mutation.
