@@ -248,7 +248,7 @@ func (s *server) authenticated(mode Auth, realm string) fiber.Handler {
 			return err
 		}
 		if present {
-			c.Context().SetUserValue(callerKey{}, caller)
+			keepCaller(c, caller)
 		}
 		return c.Next()
 	}
@@ -258,6 +258,22 @@ func (s *server) authenticated(mode Auth, realm string) fiber.Handler {
 // bearer API key.
 func challenge(c *fiber.Ctx, realm string) {
 	c.Set(fiber.HeaderWWWAuthenticate, `Signature realm="`+realm+`", Bearer realm="`+realm+`"`)
+}
+
+// keepCaller keeps the request's Caller for the handlers and the MCP
+// tools, and its name for the services' receipts (principal.WithActor).
+func keepCaller(c *fiber.Ctx, caller Caller) {
+	c.Context().SetUserValue(callerKey{}, caller)
+	c.SetUserContext(principal.WithActor(c.UserContext(), caller.Actor()))
+}
+
+// withCallerActor is ctx carrying the name of the Caller in it, for the
+// receipts of an MCP tool's call.
+func withCallerActor(ctx context.Context) context.Context {
+	if c, ok := callerOf(ctx); ok {
+		return principal.WithActor(ctx, c.Actor())
+	}
+	return ctx
 }
 
 // callerOf is the request's Caller, if authenticated says it has one.
@@ -300,15 +316,6 @@ func marketActsFor(c *fiber.Ctx, mode Auth, agent string) error {
 		challenge(c, marketRealm)
 	}
 	return err
-}
-
-// actorOfCaller is the caller's name for a receipt, "" when the request is
-// not authenticated.
-func actorOfCaller(ctx context.Context) string {
-	if c, ok := callerOf(ctx); ok {
-		return c.Actor()
-	}
-	return ""
 }
 
 // The realms of the WWW-Authenticate challenges.
@@ -368,12 +375,14 @@ func (s *server) courtAuth(c *fiber.Ctx) error {
 	if party == PartySeller {
 		agent = ct.Seller
 	}
-	if ok, err := s.provable(c.UserContext(), agent); err != nil || !ok {
+	if ok, err := s.provable(c.UserContext(), agent); err != nil {
 		return err
+	} else if !ok {
+		return c.Next() // the seed's open court
 	}
 	caller, present, err := s.authenticate(c)
 	if err == nil && present {
-		c.Context().SetUserValue(callerKey{}, caller)
+		keepCaller(c, caller)
 		err = actsFor(c.Context(), AuthSigned, agent)
 	} else if err == nil {
 		err = unauthorized(codeSignatureMissing, "%s is contract %s's %s and can prove it: %s, or send Authorization: Bearer <API key issued for it>", agent, id, party, signHow)

@@ -606,7 +606,7 @@ func tool[In any](s *server, srv *mcp.Server, name, title string, kind toolKind,
 	t := &mcp.Tool{Name: name, Title: title, Description: desc, Annotations: kind.annotations(title),
 		InputSchema: inputSchema[In](name), OutputSchema: describeResults(out)}
 	mcp.AddTool(srv, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, json.RawMessage, error) {
-		v, err := fn(ctx, req, in)
+		v, err := fn(withCallerActor(ctx), req, in)
 		if err != nil {
 			return nil, nil, s.toolError(name, err)
 		}

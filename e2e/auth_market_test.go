@@ -79,6 +79,13 @@ func TestAuth_marketREST(t *testing.T) {
 	byPrincipal := ok("a registered principal's publish", s.signedAs(t, acme, "POST", "/market/listings", publish("acme-seller", "acme rota")), 201)
 	acmeListing := byPrincipal["listing"].(map[string]any)["listing_id"].(string)
 	listings := wallets("/market/listings/"+didListing, "/market/listings/"+acmeListing)
+	// The receipts name the authenticated actor.
+	if a := subjectOf(t, byDID["receipt"].(map[string]any))["actor"]; a != seller.id() {
+		t.Errorf("the did:key's listing receipt names actor %v", a)
+	}
+	if a := subjectOf(t, byPrincipal["receipt"].(map[string]any))["actor"]; a != "principal:acme-seller" {
+		t.Errorf("the principal's listing receipt names actor %v", a)
+	}
 
 	// Reads stay open.
 	ok("an unsigned read", s.get(t, "/market/listings/"+didListing), 200)
@@ -91,7 +98,10 @@ func TestAuth_marketREST(t *testing.T) {
 	s.wantRefused(t, "a purchase signed by the seller for the buyer", s.signedAs(t, seller, "POST", "/market/listings/"+didListing+"/purchase", buy(buyer.id())), 403, "agent_mismatch", before, listings...)
 	s.wantRefused(t, "a purchase with the operator's token", s.bearer(t, "op", "POST", "/market/listings/"+didListing+"/purchase", buy(buyer.id())), 401, "signature_missing", before, listings...)
 	ok("a did:key's purchase", s.signedAs(t, buyer, "POST", "/market/listings/"+didListing+"/purchase", buy(buyer.id())), 201)
-	ok("an API key's purchase", s.bearer(t, token, "POST", "/market/listings/"+acmeListing+"/purchase", buy("key-buyer")), 201)
+	bought := ok("an API key's purchase", s.bearer(t, token, "POST", "/market/listings/"+acmeListing+"/purchase", buy("key-buyer")), 201)
+	if a := subjectOf(t, bought["receipt"].(map[string]any))["actor"]; a != "api_key:"+keyID {
+		t.Errorf("the API key's purchase receipt names actor %v", a)
+	}
 
 	// Challenge.
 	challenge := func(agent string) string {
@@ -149,5 +159,12 @@ func TestAuth_marketOpen(t *testing.T) {
 	}
 	if r := s.post(t, "/market/wallets/anyone/withdraw", `{"amount_usd":"1"}`); r.status != http.StatusOK {
 		t.Fatalf("open withdrawal %d %s", r.status, r.body)
+	}
+	pub := s.post(t, "/market/listings", `{"agent":"anyone","title":"t","problem_statement":"an open listing for auth checks","artifact":"x","artifact_type":"dataset","price_usd":"1"}`)
+	if pub.status != http.StatusCreated {
+		t.Fatalf("open publish %d %s", pub.status, pub.body)
+	}
+	if a, ok := subjectOf(t, pub.obj(t)["receipt"].(map[string]any))["actor"]; ok {
+		t.Errorf("an open market's receipt names actor %v", a)
 	}
 }

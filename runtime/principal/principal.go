@@ -431,3 +431,20 @@ func (r *Registry) APIKeyOf(ctx context.Context, token string) (k APIKey, ok boo
 	}
 	return k, true, nil
 }
+
+// actorKey holds a request's authenticated actor in a context.
+type actorKey struct{}
+
+// WithActor is ctx carrying actor: the name of the principal that
+// authenticated the request (the transport's to set), for the services
+// to write into the receipts of what it does.
+func WithActor(ctx context.Context, actor string) context.Context {
+	return context.WithValue(ctx, actorKey{}, actor)
+}
+
+// ActorOf is the actor WithActor put in ctx; "" when the request was not
+// authenticated (an open service, a deadline, the operator).
+func ActorOf(ctx context.Context) string {
+	a, _ := ctx.Value(actorKey{}).(string)
+	return a
+}
