@@ -176,6 +176,7 @@ func (s *server) health(c *fiber.Ctx) error {
 		"version":           s.cfg.Version,
 		"uptime_seconds":    int64(time.Since(s.started).Seconds()),
 		"judgment_matters":  s.mattersFacts(c.BaseURL()),
+		"auth":              s.authFacts(),
 	})
 }
 
@@ -210,7 +211,7 @@ func (s *server) agentFacts(c *fiber.Ctx) error {
 		"capabilities": fiber.Map{
 			"functions":      []string{"escrow", "deterministic-arbitration", "sandboxed-checkers", "signed-verdict-receipts", "receipt-verification", "beta-reputation", "bans"},
 			"modalities":     []string{"application/json", "application/wasm"},
-			"authentication": "none (operator resolution of escalated disputes takes a bearer token)",
+			"authentication": s.authFacts(), // auth.go; the operator's routes take its bearer token
 		},
 		"judgment_matters": s.mattersFacts(base),
 		"certification": fiber.Map{

@@ -414,3 +414,63 @@ func (s *server) provable(ctx context.Context, agent string) (bool, error) {
 	}
 	return err == nil, err
 }
+
+// RouteAuth is who may make a route's request in a signed mode: data for
+// the route table and its documents. The checks themselves are the
+// middleware above and the handlers' actsFor.
+type RouteAuth string
+
+// The kinds of route.
+const (
+	RouteOpen            RouteAuth = "open"              // anyone: reads, contract creation, fingerprints
+	RouteAgent           RouteAuth = "agent"             // the agent the body's agent (or the path's {agent}) names
+	RouteAgentOrOperator RouteAuth = "agent_or_operator" // the agent, or the operator's bearer token (dev-rail deposits)
+	RouteParty           RouteAuth = "party"             // a contract's party (CourtParties), when the court is signed
+	RouteOperator        RouteAuth = "operator"          // the operator's bearer token
+	RoutePrincipal       RouteAuth = "principal"         // a registered principal's signature (judgment matters)
+)
+
+// RouteAuths are the mutating routes of the market and the court by
+// "METHOD path" (fiber's path syntax), and the MCP tools by name, with who
+// may make them; a route or tool not named is RouteOpen, and every
+// judgment route is RoutePrincipal.
+var RouteAuths = map[string]RouteAuth{
+	"POST /market/listings":                RouteAgent,
+	"POST /market/listings/:id/purchase":   RouteAgent,
+	"POST /market/listings/:id/deactivate": RouteAgent,
+	"POST /market/listings/:id/challenge":  RouteAgent,
+	"POST /market/listings/:id/replay":     RouteAgent,
+	"POST /market/wallets/:agent/withdraw": RouteAgent,
+	"POST /market/wallets/:agent/deposit":  RouteAgentOrOperator,
+	"POST /market/challenges/:id/resolve":  RouteOperator,
+	"POST /market/tick":                    RouteOperator,
+	"POST /market/clock":                   RouteOperator,
+	"POST /contracts/:id/fund":             RouteParty,
+	"POST /contracts/:id/accept":           RouteParty,
+	"POST /contracts/:id/dispute":          RouteParty,
+	"POST /contracts/:id/deliver":          RouteParty,
+	"POST /contracts/:id/resolve":          RouteOperator,
+	"tool purchase":                        RouteAgent,
+	"tool publish_listing":                 RouteAgent,
+	"tool deactivate_listing":              RouteAgent,
+	"tool challenge_listing":               RouteAgent,
+	"tool resolve_challenge":               RouteOperator,
+}
+
+// authFacts says, for /health and /agentfacts, how each service
+// authenticates.
+func (s *server) authFacts() map[string]any {
+	mode := func(a Auth) string {
+		if a == "" {
+			a = AuthOpen
+		}
+		return string(a)
+	}
+	return map[string]any{
+		"market": mode(s.cfg.MarketAuth),
+		"court":  mode(s.cfg.CourtAuth),
+		"how": `RFC 9421 HTTP Message Signatures, Ed25519: cover ("@method" "@path" "@authority" "content-digest") with created, keyid, nonce, alg="ed25519"; ` +
+			`keyid is your did:key (no registration) or a registered principal's key id; or Authorization: Bearer <API key> issued for your agent id`,
+		"max_clock_skew_seconds": int(MaxClockSkew.Seconds()),
+	}
+}

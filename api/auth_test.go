@@ -150,3 +150,66 @@ func TestAuth_MarketSigned(t *testing.T) {
 	// Reads are open.
 	wantStatus(t, do(t, app, call{"GET", "/market/wallets/anyone", "", nil}), 200, "")
 }
+
+// RouteAuths says what the routes do: every route it names as an agent's,
+// a party's or the operator's refuses an unsigned request on the signed
+// market and court, and every POST route of the market and the court that
+// it leaves out is one of the open ones.
+func TestAuth_RouteAuths(t *testing.T) {
+	app, _ := signedMarket(t)
+	priv := ed25519.NewKeyFromSeed(append(make([]byte, 31), 7))
+	buyer := receipt.DIDKey(priv.Public().(ed25519.PublicKey))
+	seller := receipt.DIDKey(ed25519.NewKeyFromSeed(append(make([]byte, 31), 8)).Public().(ed25519.PublicKey))
+	c := do(t, app, call{"POST", "/contracts", `{"buyer":"` + buyer + `","seller":"` + seller + `","price":5}`, nil})
+	wantStatus(t, c, 200, "")
+	contract := c.json(t)["contract_id"].(string)
+	bodies := map[string]string{
+		"POST /market/listings":                `{"agent":"x","title":"t","problem_statement":"p q","artifact":"a","artifact_type":"dataset","price_usd":"1"}`,
+		"POST /market/listings/:id/challenge":  `{"agent":"x","evidence":"e"}`,
+		"POST /market/wallets/:agent/withdraw": `{"amount_usd":"1"}`,
+		"POST /market/wallets/:agent/deposit":  `{"amount_usd":"1"}`,
+		"POST /contracts/:id/dispute":          `{"reason":"r"}`,
+		"POST /contracts/:id/deliver":          `{"deliverable":{}}`,
+		"POST /contracts/:id/fund":             `{}`,
+		"POST /contracts/:id/accept":           `{}`,
+		"POST /market/challenges/:id/resolve":  `{"verdict":"uphold"}`,
+		"POST /contracts/:id/resolve":          `{"verdict":"refund"}`,
+		"POST /market/tick":                    `{}`,
+	}
+	registered := map[string]bool{}
+	for _, r := range app.GetRoutes(true) {
+		registered[r.Method+" "+r.Path] = true
+	}
+	for route, who := range api.RouteAuths {
+		method, path, ok := strings.Cut(route, " ")
+		if method == "tool" || !registered[route] {
+			continue // the tools are e2e's (auth_mcp_test.go); /market/clock is for tests only
+		}
+		if !ok {
+			t.Fatalf("route %q", route)
+		}
+		body, ok := bodies[route]
+		if !ok {
+			body = `{"agent":"x"}`
+		}
+		p := strings.NewReplacer(":agent", "someone", ":id", contract).Replace(path)
+		if strings.HasPrefix(path, "/market/listings/:id") {
+			p = strings.Replace(path, ":id", "lst_000000000000", 1)
+		}
+		want := "signature_missing"
+		if who == api.RouteOperator {
+			want = "unauthorized"
+		}
+		t.Run(route, func(t *testing.T) { wantStatus(t, do(t, app, call{method, p, body, nil}), 401, want) })
+	}
+	open := map[string]bool{"POST /market/search": true, "POST /contracts": true}
+	for route := range registered {
+		method, path, _ := strings.Cut(route, " ")
+		if method != "POST" || !(strings.HasPrefix(path, "/market") || strings.HasPrefix(path, "/contracts")) {
+			continue
+		}
+		if _, named := api.RouteAuths[route]; !named && !open[route] {
+			t.Errorf("%s is neither in api.RouteAuths nor open", route)
+		}
+	}
+}
