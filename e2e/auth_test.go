@@ -7,11 +7,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -172,24 +169,4 @@ func (s *server) restart(tb testing.TB, change func(), args, env []string) *serv
 	s.stop(tb)
 	change()
 	return startServe(tb, s.data, args, env, 30*time.Second)
-}
-
-// writeKey writes k's seed as assay sign reads it.
-func writeKey(tb testing.TB, k agentKey) string {
-	tb.Helper()
-	path := filepath.Join(tb.TempDir(), "agent.key")
-	if err := os.WriteFile(path, []byte(base64.StdEncoding.EncodeToString(k.priv.Seed())+"\n"), 0o600); err != nil {
-		tb.Fatal(err)
-	}
-	return path
-}
-
-// readAll is io.ReadAll for a test.
-func readAll(tb testing.TB, r io.Reader) []byte {
-	tb.Helper()
-	b, err := io.ReadAll(r)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return b
 }
