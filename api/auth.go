@@ -54,10 +54,11 @@ type Caller struct {
 }
 
 // Actor names the caller in a receipt: "<kind>:<key id>", e.g.
-// "api_key:3f2a…" or "principal:alice"; a did:key is its own name.
+// "api_key:3f2a…" or "principal:alice"; a did:key is its own name (the
+// DID, without a verification method's fragment).
 func (c Caller) Actor() string {
 	if c.Kind == CallerDIDKey {
-		return c.KeyID
+		return c.Agent
 	}
 	return string(c.Kind) + ":" + c.KeyID
 }
