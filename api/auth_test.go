@@ -123,6 +123,10 @@ func TestAuth_MarketSigned(t *testing.T) {
 		`("@method" "@path");created=`+itoa(mNow.Unix())+`;keyid="`+did+`";nonce="d5"`), 401, "signature_malformed")
 	wantStatus(t, signedRequest(t, app, priv, "POST", deposit, `{"amount_usd":"3"}`,
 		`("@method" "@path" "@authority" "content-digest");created=`+itoa(mNow.Unix())+`;keyid="did:key:z6MkBogus";nonce="d6"`), 401, "unknown_key")
+	// A keyid may be the did:key's verification method (did#fragment).
+	vm := did + "#" + strings.TrimPrefix(did, "did:key:")
+	wantStatus(t, signedRequest(t, app, priv, "POST", deposit, `{"amount_usd":"1"}`,
+		`("@method" "@path" "@authority" "content-digest");created=`+itoa(mNow.Unix())+`;keyid="`+vm+`";nonce="vm1"`), 201, "")
 	other := "/market/wallets/someone-else/withdraw"
 	wantStatus(t, signedRequest(t, app, priv, "POST", other, `{"amount_usd":"1"}`, sig(mNow.Unix(), "w1")), 403, "agent_mismatch")
 
