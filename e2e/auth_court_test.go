@@ -3,7 +3,6 @@ package e2e
 import (
 	"fmt"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 )
@@ -25,7 +24,7 @@ func TestAuth_courtSigned(t *testing.T) {
 	keyID, token := issueKey(t, data, "acme-buyer")
 	args := []string{"--court-auth", "signed"}
 	s := startServe(t, data, args, nil, 30*time.Second)
-	if !strings.Contains(s.out.String(), `"escrow court" auth=signed`) {
+	if !s.logged(`"escrow court" auth=signed`) {
 		t.Errorf("the start-up log does not say the court is signed:\n%s", s.out)
 	}
 

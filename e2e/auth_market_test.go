@@ -28,7 +28,7 @@ func TestAuth_marketREST(t *testing.T) {
 	keyID, token := issueKey(t, data, "key-buyer")
 	env := []string{"ASSAY_OPERATOR_TOKEN=op"}
 	s := startServe(t, data, nil, env, 30*time.Second)
-	if !strings.Contains(s.out.String(), "market auth=signed") {
+	if !s.logged("market auth=signed") {
 		t.Errorf("the start-up log does not say the market is signed:\n%s", s.out)
 	}
 
@@ -151,7 +151,7 @@ func TestAuth_marketREST(t *testing.T) {
 // named in bodies, and says so at start-up.
 func TestAuth_marketOpen(t *testing.T) {
 	s := startServe(t, t.TempDir(), []string{"--market-auth", "open"}, nil, 30*time.Second)
-	if !strings.Contains(s.out.String(), "market in open mode") {
+	if !s.logged("market in open mode") {
 		t.Errorf("the start-up log does not warn of open mode:\n%s", s.out)
 	}
 	if r := s.post(t, "/market/wallets/anyone/deposit", `{"amount_usd":"2"}`); r.status != http.StatusCreated {

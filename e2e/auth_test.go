@@ -170,3 +170,18 @@ func (s *server) restart(tb testing.TB, change func(), args, env []string) *serv
 	change()
 	return startServe(tb, s.data, args, env, 30*time.Second)
 }
+
+// logged reports whether s's log says want within a few seconds: its
+// stderr is copied in as the process writes it, after the line that says
+// where it listens, maybe.
+func (s *server) logged(want string) bool {
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		w := s.cmd.Stderr.(*lockedWriter)
+		w.mu.Lock()
+		ok := strings.Contains(s.out.String(), want)
+		w.mu.Unlock()
+		if ok || time.Now().After(deadline) {
+			return ok
+		}
+	}
+}
