@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"net/http"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -111,7 +112,7 @@ func TestAuth_marketREST(t *testing.T) {
 	s.wantRefused(t, "an unsigned challenge", s.post(t, "/market/listings/"+didListing+"/challenge", challenge(buyer.id())), 401, "signature_missing", before, listings...)
 	s.wantRefused(t, "a challenge in another buyer's name", s.bearer(t, token, "POST", "/market/listings/"+didListing+"/challenge", challenge(buyer.id())), 403, "agent_mismatch", before, listings...)
 	ch := ok("a did:key's challenge", s.signedAs(t, buyer, "POST", "/market/listings/"+didListing+"/challenge", challenge(buyer.id())), 201)
-	if ch["challenge"].(map[string]any)["status"] != "open" {
+	if ch["challenge"].(map[string]any)["status"] != "open" || subjectOf(t, ch["receipt"].(map[string]any))["actor"] != buyer.id() {
 		t.Fatalf("challenge %v", ch)
 	}
 
@@ -144,6 +145,16 @@ func TestAuth_marketREST(t *testing.T) {
 
 	if l := s.get(t, "/ledger").obj(t); l["balanced"] != true {
 		t.Fatalf("ledger %v", l)
+	}
+}
+
+// TestAuth_modeFlags: a mode that is neither signed nor open is refused.
+func TestAuth_modeFlags(t *testing.T) {
+	for _, flag := range []string{"--market-auth", "--court-auth"} {
+		out, err := exec.Command(binary, "serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), flag, "signd").CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), flag+" must be signed or open") {
+			t.Errorf("%s signd: %v %s", flag, err, out)
+		}
 	}
 }
 
