@@ -20,6 +20,7 @@ import (
 	"github.com/assayhq/assay/runtime/escrow"
 	"github.com/assayhq/assay/runtime/market"
 	"github.com/assayhq/assay/runtime/matters"
+	"github.com/assayhq/assay/runtime/principal"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/replays"
 	"github.com/assayhq/assay/runtime/store"
@@ -54,6 +55,14 @@ type Config struct {
 	MattersAuth MattersAuth
 	// Market serves the artifact market under /market; nil leaves it out.
 	Market *market.Service
+	// MarketAuth is how the market authenticates the agents that act in
+	// it (auth.go): AuthSigned, or AuthOpen when empty (assay serve
+	// defaults to signed). CourtAuth is the court's: AuthOpen when empty,
+	// as the seed has it.
+	MarketAuth, CourtAuth Auth
+	// Principals keeps the registered keys, API keys and nonces that
+	// signed modes check; the judgment service's registry when nil.
+	Principals *principal.Registry
 	// AdvanceMarketClock, when set, moves the market's test clock forward:
 	// POST /market/clock (operator). Only for tests (ASSAY_TEST_CLOCK=1).
 	AdvanceMarketClock func(time.Duration)
@@ -167,6 +176,7 @@ func (s *server) health(c *fiber.Ctx) error {
 		"version":           s.cfg.Version,
 		"uptime_seconds":    int64(time.Since(s.started).Seconds()),
 		"judgment_matters":  s.mattersFacts(c.BaseURL()),
+		"auth":              s.authFacts(),
 	})
 }
 
@@ -201,7 +211,7 @@ func (s *server) agentFacts(c *fiber.Ctx) error {
 		"capabilities": fiber.Map{
 			"functions":      []string{"escrow", "deterministic-arbitration", "sandboxed-checkers", "signed-verdict-receipts", "receipt-verification", "beta-reputation", "bans"},
 			"modalities":     []string{"application/json", "application/wasm"},
-			"authentication": "none (operator resolution of escalated disputes takes a bearer token)",
+			"authentication": s.authFacts(), // auth.go; the operator's routes take its bearer token
 		},
 		"judgment_matters": s.mattersFacts(base),
 		"certification": fiber.Map{

@@ -11,6 +11,7 @@ import (
 // mutations, agents' receipts and reputation, activity, and the ledger.
 func (s *server) courtRoutes(app *fiber.App) {
 	app.Get("/activity", s.activity)
+	app.Use("/contracts/", s.courtAuth) // auth.go: the parties, when the court is signed
 
 	app.Post("/contracts", jsonMutation(s, createFields, s.create))
 	app.Get("/contracts/:id", s.contract)

@@ -31,8 +31,9 @@ func registerMarket(app *fiber.App, s *server) {
 	if m == nil {
 		return
 	}
-	g := app.Group("/market")
+	g := app.Group("/market", s.authenticated(s.cfg.MarketAuth, marketRealm))
 	op := s.operator(marketOperator)
+	auth := s.cfg.MarketAuth
 	g.Get("/listings", func(c *fiber.Ctx) error { // search_listings
 		limit, err := queryLimit(c, 0)
 		if err != nil {
@@ -51,18 +52,33 @@ func registerMarket(app *fiber.App, s *server) {
 		return m.Get(c.UserContext(), c.Params("id"))
 	}))
 	g.Post("/listings", jsonMutation(s, publishFields, func(c *fiber.Ctx, req market.PublishRequest, id idem.Idem) (market.Reply, error) { // publish_listing
+		if err := marketActsFor(c, auth, req.Agent); err != nil {
+			return market.Reply{}, err
+		}
 		return m.Publish(c.UserContext(), req, id)
 	}))
 	g.Post("/listings/:id/purchase", jsonMutation(s, purchaseFields, func(c *fiber.Ctx, req market.PurchaseRequest, id idem.Idem) (market.Reply, error) { // purchase
+		if err := marketActsFor(c, auth, req.Agent); err != nil {
+			return market.Reply{}, err
+		}
 		return m.Buy(c.UserContext(), c.Params("id"), req, id)
 	}))
 	g.Post("/listings/:id/deactivate", jsonMutation(s, agentFields, func(c *fiber.Ctx, req market.DeactivateRequest, id idem.Idem) (market.Reply, error) { // deactivate_listing
+		if err := marketActsFor(c, auth, req.Agent); err != nil {
+			return market.Reply{}, err
+		}
 		return m.Deactivate(c.UserContext(), c.Params("id"), req, id)
 	}))
 	g.Post("/listings/:id/challenge", jsonMutation(s, challengeFields, func(c *fiber.Ctx, req market.ChallengeRequest, id idem.Idem) (market.Reply, error) { // challenge_listing
+		if err := marketActsFor(c, auth, req.Agent); err != nil {
+			return market.Reply{}, err
+		}
 		return m.Challenge(c.UserContext(), c.Params("id"), req, id)
 	}))
 	g.Post("/listings/:id/replay", bodyView(s, agentFields, func(c *fiber.Ctx, req market.ReplayRequest) (market.Replayed, error) {
+		if err := marketActsFor(c, auth, req.Agent); err != nil {
+			return market.Replayed{}, err
+		}
 		return m.Replay(c.UserContext(), c.Params("id"), req)
 	}))
 	g.Get("/purchases/:id", view(func(c *fiber.Ctx) (*market.Purchase, error) {
@@ -87,9 +103,15 @@ func registerMarket(app *fiber.App, s *server) {
 		return m.WalletOf(c.UserContext(), c.Params("agent"))
 	}))
 	g.Post("/wallets/:agent/deposit", jsonMutation(s, amountFields, func(c *fiber.Ctx, req market.AmountRequest, id idem.Idem) (market.Reply, error) {
+		if err := s.depositsFor(c, auth, c.Params("agent")); err != nil {
+			return market.Reply{}, err
+		}
 		return m.Deposit(c.UserContext(), c.Params("agent"), req, id)
 	}))
 	g.Post("/wallets/:agent/withdraw", jsonMutation(s, amountFields, func(c *fiber.Ctx, req market.AmountRequest, id idem.Idem) (market.Reply, error) {
+		if err := marketActsFor(c, auth, c.Params("agent")); err != nil {
+			return market.Reply{}, err
+		}
 		return m.Withdraw(c.UserContext(), c.Params("agent"), req, id)
 	}))
 	g.Get("/fingerprint", func(c *fiber.Ctx) error {

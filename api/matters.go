@@ -2,17 +2,11 @@ package api
 
 import (
 	"context"
-	"crypto/ed25519"
-	"errors"
-	"strings"
-	"time"
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/assayhq/assay/api/httpsig"
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/matters"
-	"github.com/assayhq/assay/runtime/receipt"
 )
 
 // MattersAuth is how the judgment routes authenticate callers.
@@ -24,24 +18,6 @@ const (
 	MattersSigned MattersAuth = "signed"
 	MattersOpen   MattersAuth = "open"
 )
-
-// MaxClockSkew bounds how far a signature's created may be from the
-// server's clock, either way. The judgment service prunes nonces older
-// than twice this, which the bound makes safe.
-const MaxClockSkew = matters.MaxClockSkew
-
-// The judgment routes' own auth codes (401).
-const (
-	codeSignatureMissing   = "signature_missing"
-	codeSignatureMalformed = "signature_malformed"
-	codeSignatureExpired   = "signature_expired"
-	codeSignatureInvalid   = "signature_invalid"
-	codeUnknownKey         = "unknown_key"
-	codeDigestMismatch     = "content_digest_mismatch"
-)
-
-// requiredComponents must be covered by every signature.
-var requiredComponents = []string{"@method", "@path", "@authority", "content-digest"}
 
 const mattersBase = "/api/v1/economic/matters"
 
@@ -71,10 +47,6 @@ func (s *server) mattersRoutes(app *fiber.App) {
 	g.Get("/:id/receipts", s.matterReceipts)
 }
 
-func unauthorized(code, format string, args ...any) error {
-	return fault.New(fault.Unauthorized, code, format, args...)
-}
-
 // mattersAuth authenticates the caller and leaves its matters.Actor in
 // c.Locals("actor").
 func (s *server) mattersAuth(c *fiber.Ctx) error {
@@ -82,7 +54,7 @@ func (s *server) mattersAuth(c *fiber.Ctx) error {
 		c.Locals("actor", matters.OpenActor())
 		return c.Next()
 	}
-	a, err := s.verifySignature(c)
+	a, err := s.mattersActor(c)
 	if err != nil {
 		c.Set(fiber.HeaderWWWAuthenticate, `Signature realm="assay-matters"`)
 		return err
@@ -91,77 +63,22 @@ func (s *server) mattersAuth(c *fiber.Ctx) error {
 	return c.Next()
 }
 
-func (s *server) verifySignature(c *fiber.Ctx) (matters.Actor, error) {
-	in, sigField := c.Get("Signature-Input"), c.Get("Signature")
-	if in == "" || sigField == "" {
-		return matters.Actor{}, unauthorized(codeSignatureMissing,
-			`sign the request (RFC 9421, Ed25519) covering ("@method" "@path" "@authority" "content-digest") with created, keyid, nonce and alg="ed25519"`)
-	}
-	p, sig, err := httpsig.Parse(in, sigField, "")
-	if err != nil {
-		return matters.Actor{}, unauthorized(codeSignatureMalformed, "%s", strings.TrimPrefix(err.Error(), "httpsig: "))
-	}
-	for _, rc := range requiredComponents {
-		if !p.Covers(rc) {
-			return matters.Actor{}, unauthorized(codeSignatureMalformed, "the signature must cover %s", rc)
-		}
-	}
-	switch {
-	case p.KeyID == "" || p.Nonce == "" || p.Created == 0:
-		return matters.Actor{}, unauthorized(codeSignatureMalformed, "the signature needs the parameters created, keyid and nonce")
-	case p.Alg != "" && p.Alg != "ed25519":
-		return matters.Actor{}, unauthorized(codeSignatureMalformed, `alg must be "ed25519"`)
-	case len(p.Nonce) > 128:
-		return matters.Actor{}, unauthorized(codeSignatureMalformed, "nonce is longer than 128 bytes")
-	}
-	now := s.cfg.Matters.Now()
-	created := time.Unix(p.Created, 0)
-	if d := now.Sub(created); d > MaxClockSkew || d < -MaxClockSkew {
-		return matters.Actor{}, unauthorized(codeSignatureExpired, "created is %s from the server's clock; at most %s either way", d.Round(time.Second), MaxClockSkew)
-	}
-	if p.Expires != 0 && !now.Before(time.Unix(p.Expires, 0)) {
-		return matters.Actor{}, unauthorized(codeSignatureExpired, "the signature expired")
-	}
-	ctx := c.UserContext()
-	pr, err := s.cfg.Matters.Principal(ctx, p.KeyID)
-	if fault.CodeOf(err) == matters.ECodePrincipalNotFound || (err == nil && !pr.RevokedAt.IsZero()) {
-		return matters.Actor{}, unauthorized(codeUnknownKey, "keyid %q is not an active principal", p.KeyID)
-	} else if err != nil {
-		return matters.Actor{}, err
-	}
-	pub, err := receipt.ParsePublicKey(pr.PublicKey)
+// mattersActor is the actor of a signed judgment request: a registered
+// principal, whose tenant, roles and scopes the service reads (a did:key
+// has none of them, and an API key no signature).
+func (s *server) mattersActor(c *fiber.Ctx) (matters.Actor, error) {
+	reg, err := s.registry()
 	if err != nil {
 		return matters.Actor{}, err
 	}
-	if err := httpsig.CheckContentDigest(c.Get("Content-Digest"), c.Request().Body()); err != nil {
-		return matters.Actor{}, unauthorized(codeDigestMismatch, "Content-Digest must be sha-256=:<base64 of the body's SHA-256>: and match the body")
-	}
-	req := c.Request()
-	// fasthttp's PathOriginal has no query string: take it apart, as
-	// RFC 9421's @query covers it.
-	path, _, _ := strings.Cut(string(req.URI().PathOriginal()), "?")
-	query := string(req.URI().QueryString())
-	msg := httpsig.Message{
-		Method: c.Method(), Authority: string(req.Host()), Path: path, Query: query,
-		Scheme: c.Protocol(),
-		Header: func(n string) []string {
-			var vs []string
-			for _, v := range req.Header.PeekAll(n) {
-				vs = append(vs, string(v))
-			}
-			return vs
-		},
-	}
-	if err := httpsig.Verify(ed25519.PublicKey(pub), msg, p, sig); err != nil {
-		if errors.Is(err, httpsig.ErrNoComponent) || errors.Is(err, httpsig.ErrMalformed) {
-			return matters.Actor{}, unauthorized(codeSignatureMalformed, "%s", strings.TrimPrefix(err.Error(), "httpsig: "))
-		}
-		return matters.Actor{}, unauthorized(codeSignatureInvalid, "the signature does not verify with keyid %q's public key", p.KeyID)
-	}
-	if err := s.cfg.Matters.UseNonce(ctx, p.KeyID, p.Nonce, created); err != nil {
+	caller, err := s.verifySignature(c, reg)
+	if err != nil {
 		return matters.Actor{}, err
 	}
-	return pr.Actor(), nil
+	if caller.Kind != CallerPrincipal {
+		return matters.Actor{}, unauthorized(codeUnknownKey, "keyid %q is a did:key: the judgment routes take registered principals, which have a tenant and roles", caller.KeyID)
+	}
+	return matters.ActorOf(caller.Principal), nil
 }
 
 func actorOf(c *fiber.Ctx) matters.Actor {

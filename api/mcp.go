@@ -365,7 +365,11 @@ func inputSchema[In any](tool string) *jsonschema.Schema {
 // request the protocol refuses is a JSON-RPC error (-32601 for a method
 // not offered: only tools are; -32602 for bad params or an unknown tool).
 // resolve_challenge takes the operator's bearer token in the HTTP
-// Authorization header, as the REST route does.
+// Authorization header, as the REST route does. With Config.MarketAuth
+// signed, the tools that act as an agent (purchase, publish_listing,
+// deactivate_listing, challenge_listing) take the same credentials as the
+// REST routes on the HTTP request that carries the call: an RFC 9421
+// signature, or Authorization: Bearer <API key>.
 func registerMCP(app *fiber.App, s *server) {
 	srv := newMCPServer(s)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
@@ -375,7 +379,7 @@ func registerMCP(app *fiber.App, s *server) {
 		MaxRequestBodyBytes: int64(max(s.cfg.MaxBodyBytes, market.MaxArtifactBytes+market.MaxProblemBytes)),
 	})
 	serve := adaptor.HTTPHandler(h)
-	app.All(MCPPath, func(c *fiber.Ctx) error {
+	app.All(MCPPath, s.authenticated(s.cfg.MarketAuth, marketRealm), func(c *fiber.Ctx) error {
 		if c.Method() == fiber.MethodPost && strings.HasPrefix(c.Get(fiber.HeaderContentType), fiber.MIMEApplicationJSON) {
 			if id, jerr := refusedCall(c.Body()); jerr != nil {
 				return writeRPCError(c, id, jerr)
@@ -510,6 +514,9 @@ func newMCPServer(s *server) *mcp.Server {
 		})
 	tool(s, srv, "purchase", "Buy a listing", destructive, "Buy a listing as agent: debits price + 3% fee, delivers the artifact at once with a signed receipt and the recourse terms; proceeds are held until the challenge window closes.",
 		schemaOf[market.Bought](), func(ctx context.Context, _ *mcp.CallToolRequest, in purchaseIn) (any, error) {
+			if err := actsFor(ctx, s.cfg.MarketAuth, in.Agent); err != nil {
+				return nil, err
+			}
 			i, err := mcpIdem("purchase", in.IdempotencyKey, in)
 			if err != nil {
 				return nil, err
@@ -518,6 +525,9 @@ func newMCPServer(s *server) *mcp.Server {
 		})
 	tool(s, srv, "publish_listing", "Publish a listing", additive, "Publish an artifact as agent. With a checker (python source, or a wasm checker's sha256) the market replays it on the artifact first: a pass lists at level 1 with no bond, a failure refuses the listing. Without one it is level 2 and a bond of max(20% of price, $0.50) is escrowed from the seller's wallet. price_usd is a decimal string or number with at most six fractional digits.",
 		schemaOf[market.Published](), func(ctx context.Context, _ *mcp.CallToolRequest, in publishIn) (any, error) {
+			if err := actsFor(ctx, s.cfg.MarketAuth, in.Agent); err != nil {
+				return nil, err
+			}
 			i, err := mcpIdem("publish_listing", in.IdempotencyKey, in)
 			if err != nil {
 				return nil, err
@@ -526,6 +536,9 @@ func newMCPServer(s *server) *mcp.Server {
 		})
 	tool(s, srv, "deactivate_listing", "Retire a listing", destructive, "Retire a listing as its seller; a level-2 bond comes back once no challenge window is open.",
 		schemaOf[deactivatedOut](), func(ctx context.Context, _ *mcp.CallToolRequest, in deactivateIn) (any, error) {
+			if err := actsFor(ctx, s.cfg.MarketAuth, in.Agent); err != nil {
+				return nil, err
+			}
 			i, err := mcpIdem("deactivate_listing", in.IdempotencyKey, in)
 			if err != nil {
 				return nil, err
@@ -534,6 +547,9 @@ func newMCPServer(s *server) *mcp.Server {
 		})
 	tool(s, srv, "challenge_listing", "Challenge a purchase", destructive, "Challenge a purchase within its window, with evidence (a failing input, a counterexample, checker output). At levels 1 and 3 the seller's checker is replayed with the evidence at /in/evidence: a failing replay upholds the challenge at once (refund, listing pulled); otherwise the operator decides.",
 		schemaOf[challengedOut](), func(ctx context.Context, _ *mcp.CallToolRequest, in challengeIn) (any, error) {
+			if err := actsFor(ctx, s.cfg.MarketAuth, in.Agent); err != nil {
+				return nil, err
+			}
 			i, err := mcpIdem("challenge_listing", in.IdempotencyKey, in)
 			if err != nil {
 				return nil, err
@@ -590,7 +606,7 @@ func tool[In any](s *server, srv *mcp.Server, name, title string, kind toolKind,
 	t := &mcp.Tool{Name: name, Title: title, Description: desc, Annotations: kind.annotations(title),
 		InputSchema: inputSchema[In](name), OutputSchema: describeResults(out)}
 	mcp.AddTool(srv, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, json.RawMessage, error) {
-		v, err := fn(ctx, req, in)
+		v, err := fn(withCallerActor(ctx), req, in)
 		if err != nil {
 			return nil, nil, s.toolError(name, err)
 		}

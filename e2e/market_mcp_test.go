@@ -75,9 +75,10 @@ func call(tb testing.TB, cs *mcp.ClientSession, name string, args any) (map[stri
 // settlement after the window; an upheld challenge by failing replay; an
 // operator-resolved one; bond return on clean retirement; level-3
 // promotion; insufficient funds; double purchase; a challenge after the
-// window closed; the ledger sums to zero.
+// window closed; the ledger sums to zero. The market is open (agents
+// named in arguments): auth_mcp_test.go tests the signed one.
 func TestMarketMCP(t *testing.T) {
-	s := start(t, t.TempDir(), "ASSAY_OPERATOR_TOKEN=op", "ASSAY_TEST_CLOCK=1")
+	s := start(t, t.TempDir(), "ASSAY_OPERATOR_TOKEN=op", "ASSAY_TEST_CLOCK=1", "ASSAY_MARKET_AUTH=open")
 	cs := connectMCP(t, s, "")
 	op := connectMCP(t, s, "op")
 

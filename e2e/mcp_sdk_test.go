@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -18,8 +19,12 @@ import (
 // checks, every input and output schema compiled by the SDK's validator,
 // then publish -> search -> purchase -> challenge -> resolve through
 // callTool with the SDK's output-schema validation on, and the protocol's
-// errors (coded tool errors, -32601, -32602). It runs `npm ci` when
-// node_modules is absent, and skips when node or npm is not installed.
+// errors (coded tool errors, -32601, -32602). The market is signed, as
+// assay serve starts it: each agent calls through a client of its own
+// with a bearer API key that assay principals issue-key issued, and a
+// client without one, or with another agent's, is refused. It runs `npm
+// ci` when node_modules is absent, and skips when node or npm is not
+// installed.
 func TestMCP_officialSDK(t *testing.T) {
 	for _, tool := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -37,7 +42,19 @@ func TestMCP_officialSDK(t *testing.T) {
 		}
 	}
 
-	s := start(t, t.TempDir(), "ASSAY_OPERATOR_TOKEN=op")
+	if testing.Short() {
+		t.Skip("e2e: starts a server")
+	}
+	data := t.TempDir()
+	keys := map[string]string{}
+	for _, agent := range []string{"sdk-seller", "sdk-seller-b", "sdk-buyer"} {
+		_, keys[agent] = issueKey(t, data, agent)
+	}
+	keysJSON, err := json.Marshal(keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startServe(t, data, nil, []string{"ASSAY_OPERATOR_TOKEN=op"}, 30*time.Second)
 	wasmBytes, err := os.ReadFile("../fixtures/checkers/squares.wasm")
 	if err != nil {
 		t.Fatal(err)
@@ -48,20 +65,20 @@ func TestMCP_officialSDK(t *testing.T) {
 	}
 	sum := up.obj(t)["sha256"].(string)
 	for agent, amount := range map[string]string{"sdk-buyer": "20", "sdk-seller-b": "1"} {
-		if r := s.post(t, "/market/wallets/"+agent+"/deposit", fmt.Sprintf(`{"amount_usd":%q}`, amount)); r.status != http.StatusCreated {
+		if r := s.bearer(t, "op", "POST", "/market/wallets/"+agent+"/deposit", fmt.Sprintf(`{"amount_usd":%q}`, amount)); r.status != http.StatusCreated {
 			t.Fatalf("deposit %d %s", r.status, r.body)
 		}
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	node := exec.CommandContext(ctx, "node", "flow.mjs", s.base, "op", sum)
+	node := exec.CommandContext(ctx, "node", "flow.mjs", s.base, "op", sum, string(keysJSON))
 	node.Dir = dir
 	out, err := node.CombinedOutput()
 	if err != nil {
 		t.Fatalf("the official SDK's client: %v\n%s\nserver:\n%s", err, out, s.out)
 	}
-	if !strings.HasPrefix(string(out), "ok: ") {
+	if !strings.HasPrefix(string(out), "ok: ") || !strings.Contains(string(out), "bearer API key") {
 		t.Fatalf("the official SDK's client did not finish: %s", out)
 	}
 	t.Logf("%s", strings.TrimSpace(string(out)))

@@ -13,6 +13,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -46,7 +47,16 @@ type Params struct {
 	Nonce      string
 	Alg        string
 	Tag        string
+	// Order is the parameters' names in the order the client wrote them
+	// (Parse sets it): @signature-params is the Signature-Input member as
+	// sent, which RFC 9421 lets a signer order as it likes. Empty: the
+	// order created, expires, keyid, nonce, alg, tag.
+	Order []string
 }
+
+// paramNames are the signature parameters this package reads, in the
+// order Serialize writes them when Params.Order is empty.
+var paramNames = []string{"created", "expires", "keyid", "nonce", "alg", "tag"}
 
 // Serialize is the inner list and parameters as RFC 8941 serializes them:
 // the value of @signature-params and of the Signature-Input member.
@@ -60,18 +70,42 @@ func (p Params) Serialize() string {
 		b.WriteString(strconv.Quote(c))
 	}
 	b.WriteByte(')')
-	if p.Created != 0 {
-		fmt.Fprintf(&b, ";created=%d", p.Created)
+	order := p.Order
+	if len(order) == 0 {
+		order = paramNames
 	}
-	if p.Expires != 0 {
-		fmt.Fprintf(&b, ";expires=%d", p.Expires)
-	}
-	for _, kv := range [][2]string{{"keyid", p.KeyID}, {"nonce", p.Nonce}, {"alg", p.Alg}, {"tag", p.Tag}} {
-		if kv[1] != "" {
-			fmt.Fprintf(&b, ";%s=%s", kv[0], strconv.Quote(kv[1]))
+	for _, name := range order {
+		switch name {
+		case "created", "expires":
+			n := p.Created
+			if name == "expires" {
+				n = p.Expires
+			}
+			if n != 0 {
+				fmt.Fprintf(&b, ";%s=%d", name, n)
+			}
+		default:
+			if v := p.param(name); v != "" {
+				fmt.Fprintf(&b, ";%s=%s", name, strconv.Quote(v))
+			}
 		}
 	}
 	return b.String()
+}
+
+// param is a string parameter's value by name.
+func (p Params) param(name string) string {
+	switch name {
+	case "keyid":
+		return p.KeyID
+	case "nonce":
+		return p.Nonce
+	case "alg":
+		return p.Alg
+	case "tag":
+		return p.Tag
+	}
+	return ""
 }
 
 // Covers reports whether the signature covers component c.
@@ -241,6 +275,10 @@ func parseParams(s string) (Params, error) {
 		}
 		v := rest[:n]
 		rest = rest[n:]
+		if slices.Contains(p.Order, k) {
+			return bad("parameter " + k + " named twice")
+		}
+		p.Order = append(p.Order, k)
 		switch k {
 		case "created", "expires":
 			n, err := strconv.ParseInt(v, 10, 64)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/assayhq/assay/internal/pgtest"
 	"github.com/assayhq/assay/runtime/matters"
+	"github.com/assayhq/assay/runtime/principal"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/storage/postgres"
 )
@@ -259,10 +260,7 @@ func TestPrincipals_postgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	svc, err := matters.New(matters.Config{Store: db, Signer: signsNothing{}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc := principal.New(db, nil)
 	p1, err := svc.Principal(context.Background(), "p1")
 	if err != nil || p1.Tenant != "acme" || !p1.RevokedAt.IsZero() {
 		t.Errorf("p1 in the database: %+v %v", p1, err)

@@ -72,6 +72,8 @@ func cmdServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	addr := fs.String("addr", envOr("ASSAY_ADDR", ":8080"), "listen `ADDR` ($ASSAY_ADDR); port 0 picks a free one")
 	config := configFlags(fs, os.Getenv, withStore|withKeys)
 	mattersAuth := fs.String("matters-auth", envOr("ASSAY_MATTERS_AUTH", string(api.MattersSigned)), "judgment routes' `MODE` ($ASSAY_MATTERS_AUTH): signed (RFC 9421 principals) or open (identities from the body, local use only)")
+	marketAuth := fs.String("market-auth", envOr("ASSAY_MARKET_AUTH", string(api.AuthSigned)), "the market's `MODE` ($ASSAY_MARKET_AUTH): signed (an agent's actions signed by it or made with its API key) or open (agents named in the body, local use only)")
+	courtAuth := fs.String("court-auth", envOr("ASSAY_COURT_AUTH", string(api.AuthOpen)), "the court's `MODE` ($ASSAY_COURT_AUTH): open (the seed's court) or signed (a did:key's or registered principal's contracts moved only by the party)")
 	logFormat := fs.String("log-format", envOr("ASSAY_LOG_FORMAT", "text"), "the log's `FORMAT` ($ASSAY_LOG_FORMAT): text or json")
 	logRequests, err1 := envBool("ASSAY_LOG_REQUESTS", true)
 	withMetrics, err2 := envBool("ASSAY_METRICS", true)
@@ -104,6 +106,12 @@ func cmdServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "assay serve: --matters-auth must be signed or open, not %q\n", *mattersAuth)
 		return exitUsage
 	}
+	for _, m := range []struct{ flag, v string }{{"--market-auth", *marketAuth}, {"--court-auth", *courtAuth}} {
+		if a := api.Auth(m.v); a != api.AuthSigned && a != api.AuthOpen {
+			fmt.Fprintf(stderr, "assay serve: %s must be signed or open, not %q\n", m.flag, m.v)
+			return exitUsage
+		}
+	}
 	c, err := config()
 	if err != nil {
 		fmt.Fprintf(stderr, "assay serve: %v\n", err)
@@ -124,7 +132,8 @@ func cmdServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cfg := serveConfig{Addr: *addr, Data: c.Data, Store: c.Store, Keys: c.Keys, MattersAuth: api.MattersAuth(*mattersAuth), MemoryBudgetMiB: budget,
+	cfg := serveConfig{Addr: *addr, Data: c.Data, Store: c.Store, Keys: c.Keys, MattersAuth: api.MattersAuth(*mattersAuth),
+		MarketAuth: api.Auth(*marketAuth), CourtAuth: api.Auth(*courtAuth), MemoryBudgetMiB: budget,
 		LogFormat: *logFormat, LogRequests: logRequests, Metrics: withMetrics, DebugAddr: *debugAddr}
 	if err := serveWith(ctx, cfg, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "assay serve: %v\n", err)
@@ -140,6 +149,8 @@ type serveConfig struct {
 	Store       storeSpec // zero: badger in Data/db
 	Keys        string    // the directory holding keys/ed25519.json; "": Data
 	MattersAuth api.MattersAuth
+	// MarketAuth and CourtAuth are the market's and the court's modes.
+	MarketAuth, CourtAuth api.Auth
 	// MemoryBudgetMiB is the sandbox's wasm.Config.MemoryBudgetMiB; 0 its
 	// default.
 	MemoryBudgetMiB int
@@ -254,6 +265,11 @@ func serveWith(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) e
 	if mattersAuth == api.MattersOpen {
 		log.Warn("judgment matters in open mode: identities come from request bodies, no signatures are checked; for local use only")
 	}
+	log.Info("market", "auth", string(cfg.MarketAuth), "routes", "/market, /mcp")
+	if cfg.MarketAuth == api.AuthOpen {
+		log.Warn("market in open mode: agents are named in request bodies, no signatures are checked, anyone may spend any wallet; for local use only")
+	}
+	log.Info("escrow court", "auth", string(cfg.CourtAuth), "routes", "/contracts")
 	if m != nil {
 		if err := registerRunner(m, svc.runner); err != nil {
 			return err
@@ -282,6 +298,7 @@ func serveWith(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) e
 		Court: svc.court, Keys: keys, OperatorToken: os.Getenv("ASSAY_OPERATOR_TOKEN"),
 		JurorName: jurorName, JurorModel: jurorModel, Version: version, Logger: log,
 		InFlight: &inflight, Matters: svc.matters, MattersAuth: mattersAuth,
+		MarketAuth: cfg.MarketAuth, CourtAuth: cfg.CourtAuth, Principals: svc.matters.Registry(),
 		Market: svc.market, AdvanceMarketClock: advance, ReplayQueue: svc.queue, Replays: svc.replays,
 		Metrics: m, LogRequests: cfg.LogRequests,
 	})

@@ -18,6 +18,7 @@ import (
 	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/ident"
 	"github.com/assayhq/assay/runtime/ledger"
+	"github.com/assayhq/assay/runtime/principal"
 	"github.com/assayhq/assay/runtime/rail"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/store"
@@ -110,6 +111,9 @@ type VerdictSubject struct {
 	Reason         string             `json:"reason,omitempty"`
 	CriteriaSHA256 string             `json:"criteria_sha256,omitempty"`
 	DecidedAt      string             `json:"decided_at"`
+	// Actor is the principal that authenticated the accept or dispute
+	// (principal.ActorOf); absent when none did.
+	Actor string `json:"actor,omitempty"`
 }
 
 type delivery struct {
@@ -506,7 +510,7 @@ func (s *Service) Accept(ctx context.Context, id string, ik idem.Idem) (Reply, e
 		if err != nil {
 			return Reply{}, err
 		}
-		body, err := s.finalize(tx, c, ck, decision{event: "accept", verdict: adjudicate.VerdictRelease, tier: TierBuyerAccept})
+		body, err := s.finalize(tx, c, ck, decision{event: "accept", verdict: adjudicate.VerdictRelease, tier: TierBuyerAccept, actor: principal.ActorOf(ctx)})
 		return Reply{Body: body}, err
 	})
 }
@@ -577,7 +581,7 @@ func (s *Service) Dispute(ctx context.Context, id string, req DisputeRequest, ik
 			return Reply{}, err
 		}
 		body, err := s.finalize(tx, c, ck, decision{event: "dispute", verdict: adj.Result.Verdict, tier: adj.Result.Tier,
-			checks: adj.Result.Checks, reason: req.Reason, criteria: adj.Result.CriteriaSHA256, counts: true})
+			checks: adj.Result.Checks, reason: req.Reason, criteria: adj.Result.CriteriaSHA256, counts: true, actor: principal.ActorOf(ctx)})
 		return Reply{Body: body}, err
 	})
 }
@@ -670,7 +674,8 @@ type decision struct {
 	checks   []adjudicate.Check
 	reason   string
 	criteria string
-	counts   bool // a dispute verdict, which reputation counts
+	counts   bool   // a dispute verdict, which reputation counts
+	actor    string // who authenticated the request, for the receipt
 }
 
 // finalize signs and stores the receipt of a decision on c, pays out, and
@@ -704,7 +709,7 @@ func (s *Service) finalize(tx store.Tx, c *Contract, ck clock, d decision) ([]by
 		ContractID: c.ID, ContractHash: c.ContractHash, EvidenceHash: c.EvidenceHash,
 		Buyer: c.Buyer, Seller: c.Seller, Price: c.Price, Currency: c.Currency,
 		Verdict: d.verdict, Tier: d.tier, Checks: checks, Payout: payout, Reason: d.reason,
-		CriteriaSHA256: d.criteria, DecidedAt: ck.now.Format(time.RFC3339Nano),
+		CriteriaSHA256: d.criteria, DecidedAt: ck.now.Format(time.RFC3339Nano), Actor: d.actor,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("escrow: sign receipt: %w", err)

@@ -175,7 +175,7 @@ func (s *Service) Challenge(ctx context.Context, listingID string, req Challenge
 		p.ChallengeID = cid
 		if out != nil && !out.Pass && out.Kind.Decides() {
 			c.Basis = BasisReplay
-			err = s.uphold(tx, c, p, l, "the seller's checker failed on replay with the challenger's evidence: "+string(out.Kind), now)
+			err = s.uphold(ctx, tx, c, p, l, "the seller's checker failed on replay with the challenger's evidence: "+string(out.Kind), now)
 		} else {
 			// Held for the operator: out of the due index, so that it
 			// cannot settle while the challenge is open.
@@ -184,7 +184,7 @@ func (s *Service) Challenge(ctx context.Context, listingID string, req Challenge
 				err = store.SetJSON(tx, purchaseKey(p.ID), p)
 			}
 			if err == nil {
-				err = s.signChallenge(tx, c, now)
+				err = s.signChallenge(ctx, tx, c, now)
 			}
 		}
 		if err != nil {
@@ -217,7 +217,7 @@ func challengeable(p *Purchase, now time.Time) error {
 // uphold decides a challenge for the challenger: the purchase refunded,
 // the bond (if any) paid to the challenger, the listing pulled, the
 // seller's record marked. It stores p and l; the caller stores c.
-func (s *Service) uphold(tx store.Tx, c *Challenge, p *Purchase, l *Listing, why string, now time.Time) error {
+func (s *Service) uphold(ctx context.Context, tx store.Tx, c *Challenge, p *Purchase, l *Listing, why string, now time.Time) error {
 	back, err := Add(p.Price, p.Fee)
 	if err != nil {
 		return err
@@ -255,16 +255,16 @@ func (s *Service) uphold(tx store.Tx, c *Challenge, p *Purchase, l *Listing, why
 	}); err != nil {
 		return err
 	}
-	return s.signChallenge(tx, c, now)
+	return s.signChallenge(ctx, tx, c, now)
 }
 
-func (s *Service) signChallenge(tx store.Tx, c *Challenge, now time.Time) error {
+func (s *Service) signChallenge(ctx context.Context, tx store.Tx, c *Challenge, now time.Time) error {
 	rid := receiptID(c.ID, c.Status)
-	_, err := s.sign(tx, KindChallenge, rid, now, map[string]any{
+	_, err := s.sign(tx, KindChallenge, rid, now, withActor(ctx, map[string]any{
 		"challenge_id": c.ID, "purchase_id": c.PurchaseID, "listing_id": c.ListingID, "challenger": c.Challenger,
 		"evidence_sha256": c.EvidenceSHA256, "status": c.Status, "basis": c.Basis, "replay": c.Replay, "resolution": c.Resolution,
 		"refund_usd": c.RefundUSD, "bond_paid_usd": c.BondPaidUSD, "at": now.Format(time.RFC3339Nano),
-	}, c.Challenger)
+	}), c.Challenger)
 	c.Receipts = append(c.Receipts, rid)
 	return err
 }
@@ -307,7 +307,7 @@ func (s *Service) Resolve(ctx context.Context, id string, req ResolveRequest, ke
 		}
 		why := "operator: " + req.Reason
 		if req.Verdict == "uphold" {
-			err = s.uphold(tx, c, p, l, why, now)
+			err = s.uphold(ctx, tx, c, p, l, why, now)
 		} else {
 			c.Status, c.Resolution, c.ResolvedAt = ChallengeRejected, why, now
 			p.Status = PurchaseHeld
@@ -317,7 +317,7 @@ func (s *Service) Resolve(ctx context.Context, id string, req ResolveRequest, ke
 				}
 			}
 			if err == nil {
-				err = s.signChallenge(tx, c, now)
+				err = s.signChallenge(ctx, tx, c, now)
 			}
 		}
 		if err != nil {

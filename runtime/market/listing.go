@@ -377,11 +377,11 @@ func (s *Service) Publish(ctx context.Context, req PublishRequest, key idem.Idem
 			l.BondHeld = true
 		}
 		rid := receiptID(l.ID, "listing")
-		rc, err := s.sign(tx, KindListing, rid, now, map[string]any{
+		rc, err := s.sign(tx, KindListing, rid, now, withActor(ctx, map[string]any{
 			"listing_id": l.ID, "seller": l.Seller, "fingerprint": l.Fingerprint, "artifact_sha256": l.ArtifactSHA256,
 			"price_usd": l.Price, "verification_level": l.Level, "bond_usd": l.Bond, "checker": l.Checker,
 			"replay": out, "verification_basis": basisOf(&l), "published_at": now.Format(time.RFC3339Nano),
-		}, l.Seller)
+		}), l.Seller)
 		if err != nil {
 			return Reply{}, err
 		}

@@ -617,12 +617,12 @@ func (s *Service) recordSample(ctx context.Context, id string, o wasm.Outcome, m
 			}
 		}
 		r.Level = l.Level
-		body, err := s.sign(tx, KindReplay, rid[4:], now, map[string]any{
+		body, err := s.sign(tx, KindReplay, rid[4:], now, withActor(ctx, map[string]any{
 			"listing_id": id, "requested_by": by, "artifact_sha256": l.ArtifactSHA256, "checker": l.Checker, "outcome": o,
 			"memo_hit": r.MemoHit, "confirmed": r.Confirmed, "not_counted": r.NotCounted, "confirmed_buyers": l.ConfirmedBuyers,
 			"verification_level": l.Level, "replays_passed": l.ReplaysPassed, "replays_failed": l.ReplaysFailed,
 			"pulled": r.Pulled, "refunded": r.Refunded, "at": now.Format(time.RFC3339Nano),
-		}, l.Seller, by)
+		}), l.Seller, by)
 		r.Receipt = body
 		return err
 	})

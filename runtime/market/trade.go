@@ -428,12 +428,12 @@ func (s *Service) Buy(ctx context.Context, listingID string, req PurchaseRequest
 			RefundUSD: total, How: "challenge_listing with evidence before window_closes_at; an upheld challenge refunds price and fee" +
 				map[bool]string{true: " and pays the bond to the challenger", false: ""}[bond > 0]}
 		rid := receiptID(pid, "purchase")
-		rc, err := s.sign(tx, KindPurchase, rid, now, map[string]any{
+		rc, err := s.sign(tx, KindPurchase, rid, now, withActor(ctx, map[string]any{
 			"purchase_id": pid, "listing_id": l.ID, "buyer": p.Buyer, "seller": p.Seller, "artifact_sha256": p.ArtifactSHA256,
 			"price_usd": p.Price, "fee_usd": fee, "total_usd": total, "currency": "USD", "payment_ref": p.PaymentRef, "rail": s.rail.Name(),
 			"verification_level": l.Level, "verification_basis": basisOf(l), "purpose": p.Purpose,
 			"window_closes_at": p.WindowClosesAt.Format(time.RFC3339Nano), "purchased_at": now.Format(time.RFC3339Nano),
-		}, p.Buyer, p.Seller)
+		}), p.Buyer, p.Seller)
 		if err != nil {
 			return Reply{}, err
 		}

@@ -125,7 +125,7 @@ func (e *xenv) principal(tb testing.TB, id, tenant string, roles ...string) matt
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return p.Actor()
+	return matters.ActorOf(p)
 }
 
 // fund pays amount into an agent's wallet from the dev rail, as a market

@@ -6,10 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/assayhq/assay/runtime/idem"
+	"github.com/assayhq/assay/runtime/principal"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/store"
 )
@@ -37,13 +37,13 @@ const (
 
 // Roles and scopes of principals.
 const (
-	RoleRequester = "requester"
-	RoleSolver    = "solver"
-	RoleOperator  = "operator"
+	RoleRequester = principal.RoleRequester
+	RoleSolver    = principal.RoleSolver
+	RoleOperator  = principal.RoleOperator
 
-	ScopeRead    = "economic:read"
-	ScopePrivate = "economic:private"
-	ScopeWrite   = "economic:write"
+	ScopeRead    = principal.ScopeRead
+	ScopePrivate = principal.ScopePrivate
+	ScopeWrite   = principal.ScopeWrite
 )
 
 // Schemas of the seed.
@@ -265,8 +265,8 @@ type Service struct {
 	now    func() time.Time
 	newID  func() string
 	court  Court
-	// pruning is held by the one UseNonce that prunes stale nonces.
-	pruning sync.Mutex
+	// principals are the registered keys and the used nonces.
+	principals *principal.Registry
 }
 
 // New returns a Service.
@@ -281,6 +281,7 @@ func New(cfg Config) (*Service, error) {
 	if s.newID == nil {
 		s.newID = randomID
 	}
+	s.principals = principal.New(s.st, s.now)
 	return s, nil
 }
 

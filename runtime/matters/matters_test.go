@@ -72,7 +72,7 @@ func mustEnv(tb testing.TB) *env {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		return p.Actor()
+		return matters.ActorOf(p)
 	}
 	e.req = add("alice", "t1", matters.RoleRequester)
 	e.sol = add("bob", "t1", matters.RoleSolver)

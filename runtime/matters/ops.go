@@ -11,6 +11,7 @@ import (
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/ident"
+	"github.com/assayhq/assay/runtime/principal"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/store"
 )
@@ -417,8 +418,8 @@ func (s *Service) Assign(ctx context.Context, a Actor, req AssignRequest) (Reply
 			return Reply{}, fault.New(fault.Conflict, ECodeSolverConflict, "the requester cannot be the matter's solver")
 		}
 		if !a.Open {
-			p, err := getPrincipal(tx, req.SolverID)
-			if err != nil || p.Tenant != a.Tenant || !p.RevokedAt.IsZero() || !p.actor().Has(RoleSolver) {
+			p, err := principal.Get(tx, req.SolverID)
+			if err != nil || p.Tenant != a.Tenant || !p.RevokedAt.IsZero() || !actorOf(p).Has(RoleSolver) {
 				return Reply{}, invalid(ECodeUnknownSolver, "solver_id must be the key id of an active solver principal of this tenant")
 			}
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/ledger"
+	"github.com/assayhq/assay/runtime/principal"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/store"
 )
@@ -305,8 +306,8 @@ func (s *Service) AssignSeat(ctx context.Context, a Actor, req SeatRequest) (Rep
 			return Reply{}, err
 		}
 		if !a.Open {
-			pr, err := getPrincipal(tx, req.SolverID)
-			if err != nil || pr.Tenant != a.Tenant || !pr.RevokedAt.IsZero() || !pr.Actor().Has(RoleSolver) {
+			pr, err := principal.Get(tx, req.SolverID)
+			if err != nil || pr.Tenant != a.Tenant || !pr.Active() || !pr.Has(RoleSolver) {
 				return Reply{}, invalid(ECodeUnknownSolver, "solver_id must be the key id of an active solver principal of this tenant")
 			}
 		}

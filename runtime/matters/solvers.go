@@ -2,6 +2,7 @@ package matters
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -11,6 +12,7 @@ import (
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/ident"
+	"github.com/assayhq/assay/runtime/principal"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/store"
 )
@@ -136,8 +138,8 @@ func (s *Service) RegisterSolver(ctx context.Context, a Actor, req RegisterSolve
 	ir := idem.Request{Scope: scope("solver", hashHex(a.Tenant), hashHex(req.SolverID)), Key: req.IdempotencyKey, Fingerprint: idem.FingerprintJSON("register", req)}
 	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
 		if !a.Open {
-			pr, err := getPrincipal(tx, req.SolverID)
-			if err != nil || pr.Tenant != a.Tenant || !pr.RevokedAt.IsZero() || !pr.Actor().Has(RoleSolver) {
+			pr, err := principal.Get(tx, req.SolverID)
+			if err != nil || pr.Tenant != a.Tenant || !pr.Active() || !pr.Has(RoleSolver) {
 				return Reply{}, invalid(ECodeUnknownSolver, "solver_id must be the key id of an active solver principal of this tenant")
 			}
 		}
@@ -156,7 +158,7 @@ func (s *Service) RegisterSolver(ctx context.Context, a Actor, req RegisterSolve
 					return Reply{}, err
 				}
 				var r receipt.Receipt
-				if err := jsonUnmarshal(b, &r); err != nil {
+				if err := json.Unmarshal(b, &r); err != nil {
 					return Reply{}, err
 				}
 				prev = r.Proof.SubjectHash

@@ -5,16 +5,21 @@
 // SDK's validation of structuredContent against each tool's outputSchema,
 // and the protocol's errors. Exits non-zero on the first failure.
 //
-// usage: node flow.mjs BASE OPERATOR_TOKEN CHECKER_SHA256
+// usage: node flow.mjs BASE OPERATOR_TOKEN CHECKER_SHA256 [API_KEYS_JSON]
 // The caller has funded the wallets of "sdk-buyer" and "sdk-seller-b" and
 // uploaded the checker (squares.wasm: passes "1 1\n2 4\n3 9\n", fails
-// with evidence "4").
+// with evidence "4"). On a signed market API_KEYS_JSON maps each agent
+// (sdk-seller, sdk-seller-b, sdk-buyer) to its API key: each agent's calls
+// go through a client of its own, whose HTTP requests carry
+// Authorization: Bearer <its key>, and the flow checks that a client
+// without a key, or with another agent's, is refused.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { EmptyResultSchema, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 
-const [base, operatorToken, checkerSHA] = process.argv.slice(2);
+const [base, operatorToken, checkerSHA, apiKeysJSON] = process.argv.slice(2);
+const apiKeys = apiKeysJSON ? JSON.parse(apiKeysJSON) : null;
 const url = new URL('/mcp', base);
 
 function fail(msg) {
@@ -50,6 +55,13 @@ function walk(tool, where, s, input) {
 const ajv = new AjvJsonSchemaValidator();
 const client = await connect({});
 const operator = await connect({ Authorization: `Bearer ${operatorToken}` });
+// as is the client an agent acts through: its own, with its API key, on a
+// signed market; the one client on an open market.
+const agents = {};
+if (apiKeys) {
+  for (const [agent, key] of Object.entries(apiKeys)) agents[agent] = await connect({ Authorization: `Bearer ${key}` });
+}
+const as = (agent) => agents[agent] ?? client;
 
 // The server advertises tools only.
 const caps = client.getServerCapabilities();
@@ -130,20 +142,20 @@ const problem = 'a table of the squares of the integers 1 to 3 for sdk rota chec
 
 // Publish at level 1: the checker passes on replay. The price is an exact
 // decimal string, the estimate a number.
-const pub = await call(client, 'publish_listing', {
+const pub = await call(as('sdk-seller'), 'publish_listing', {
   agent: 'sdk-seller', title: 'squares', problem_statement: problem, artifact: table, artifact_type: 'dataset',
   price_usd: '2.50', est_recompute_cost_usd: 25, checker: { sha256: checkerSHA }, idempotency_key: 'sdk-pub-1',
 });
 const id = pub.listing.listing_id;
 check(pub.listing.verification_level === 1 && pub.replay.kind === 'pass' && pub.receipt.proof.signature, `published ${JSON.stringify(pub)}`);
-const again = await call(client, 'publish_listing', {
+const again = await call(as('sdk-seller'), 'publish_listing', {
   agent: 'sdk-seller', title: 'squares', problem_statement: problem, artifact: table, artifact_type: 'dataset',
   price_usd: '2.50', est_recompute_cost_usd: 25, checker: { sha256: checkerSHA }, idempotency_key: 'sdk-pub-1',
 });
 check(again.listing.listing_id === id, 'an idempotent retry published again');
 
 // A JSON artifact, at level 2 with a bond.
-const rota = await call(client, 'publish_listing', {
+const rota = await call(as('sdk-seller-b'), 'publish_listing', {
   agent: 'sdk-seller-b', title: 'rota', problem_statement: 'schedule 12 workers across shift=3 nurses sdk hospital rota',
   artifact: { shifts: [[1, 2], [3]] }, artifact_type: 'solution', price_usd: 1,
 });
@@ -151,12 +163,12 @@ check(rota.listing.verification_level === 2 && rota.listing.bond_usd === 0.5, `l
 
 // Bytes as base64: delivered in the form they were published.
 const b64 = Buffer.from(table).toString('base64');
-const bin = await call(client, 'publish_listing', {
+const bin = await call(as('sdk-seller'), 'publish_listing', {
   agent: 'sdk-seller', title: 'squares, base64', problem_statement: 'squares of 1 to 3 as bytes for sdk base64 checks',
   artifact: b64, encoding: 'base64', artifact_type: 'dataset', price_usd: '0.75', checker: { sha256: checkerSHA },
 });
 check(bin.listing.artifact_encoding === 'base64' && bin.replay.kind === 'pass', `base64 ${JSON.stringify(bin.listing)}`);
-const binBought = await call(client, 'purchase', { listing_id: bin.listing.listing_id, agent: 'sdk-buyer' });
+const binBought = await call(as('sdk-buyer'), 'purchase', { listing_id: bin.listing.listing_id, agent: 'sdk-buyer' });
 check(binBought.artifact === b64 && binBought.encoding === 'base64', `base64 bought ${JSON.stringify(binBought)}`);
 
 // Search, read.
@@ -167,19 +179,19 @@ const got = await call(client, 'get_listing', { listing_id: id });
 check(got.has_checker && !('artifact' in got), `get_listing ${JSON.stringify(got)}`);
 
 // Purchase: the artifact and a signed receipt at once.
-const bought = await call(client, 'purchase', { listing_id: id, agent: 'sdk-buyer', purpose: 'sdk checks', idempotency_key: 'sdk-buy-1' });
+const bought = await call(as('sdk-buyer'), 'purchase', { listing_id: id, agent: 'sdk-buyer', purpose: 'sdk checks', idempotency_key: 'sdk-buy-1' });
 check(bought.artifact === table && bought.total_usd === 2.575 && bought.purchase.status === 'held' && bought.receipt.proof.signature,
   `bought ${JSON.stringify(bought)}`);
-const boughtRota = await call(client, 'purchase', { listing_id: rota.listing.listing_id, agent: 'sdk-buyer' });
+const boughtRota = await call(as('sdk-buyer'), 'purchase', { listing_id: rota.listing.listing_id, agent: 'sdk-buyer' });
 check(JSON.stringify(boughtRota.artifact) === JSON.stringify({ shifts: [[1, 2], [3]] }), `rota artifact ${JSON.stringify(boughtRota.artifact)}`);
 
 // Challenge: the seller's checker fails with the evidence: upheld at once.
-const ch = await call(client, 'challenge_listing', { listing_id: id, agent: 'sdk-buyer', evidence: '4', reason: '4 is missing' });
+const ch = await call(as('sdk-buyer'), 'challenge_listing', { listing_id: id, agent: 'sdk-buyer', evidence: '4', reason: '4 is missing' });
 check(ch.challenge.status === 'upheld' && ch.challenge.basis === 'checker_replay' && ch.receipt.proof.signature, `challenge ${JSON.stringify(ch)}`);
 
 // A level-2 challenge, with evidence as JSON, resolved by the operator:
 // its answer carries the receipt too.
-const open = await call(client, 'challenge_listing', { listing_id: rota.listing.listing_id, agent: 'sdk-buyer', evidence: { unstaffed: [3] } });
+const open = await call(as('sdk-buyer'), 'challenge_listing', { listing_id: rota.listing.listing_id, agent: 'sdk-buyer', evidence: { unstaffed: [3] } });
 check(open.challenge.status === 'open' && open.receipt, `open challenge ${JSON.stringify(open)}`);
 check(await toolError(client, 'resolve_challenge', { challenge_id: open.challenge.challenge_id, verdict: 'uphold' }) === 'unauthorized',
   'resolve_challenge without the operator token');
@@ -195,18 +207,18 @@ check(stats.challenges_upheld === 2 && stats.purchases === 3, `stats ${JSON.stri
 
 // Errors in one JSON shape with the seed's codes: a service refusal and
 // an argument that does not fit the schema alike.
-const code = await toolError(client, 'purchase', { listing_id: id, agent: 'sdk-buyer' });
+const code = await toolError(as('sdk-buyer'), 'purchase', { listing_id: id, agent: 'sdk-buyer' });
 check(code === 'already_purchased' || code === 'listing_not_active', `a second purchase: ${code}`);
 check(await toolError(client, 'get_listing', { listing_id: 'lst_000000000000' }) === 'listing_not_found', 'unknown listing');
 check(await toolError(client, 'get_listing', { listing_id: 5 }) === 'invalid_arguments', 'a number for a string');
 check(await toolError(client, 'publish_listing', { agent: 'x' }) === 'invalid_arguments', 'missing arguments');
-check(await toolError(client, 'publish_listing', {
+check(await toolError(as('sdk-seller'), 'publish_listing', {
   agent: 'sdk-seller', title: 't', problem_statement: problem, artifact: 'x', artifact_type: 'dataset', price_usd: '2.5000001',
 }) === 'invalid_arguments', 'seven fractional digits');
 
 check(!inputValidators.publish_listing({ agent: 'a', title: 't', problem_statement: 'p q', artifact: { a: 1 }, encoding: 'base64',
   artifact_type: 'dataset', price_usd: '1' }).valid, 'an object artifact fits the schema with encoding base64');
-check(await toolError(client, 'publish_listing', { agent: 'sdk-seller', title: 't', problem_statement: problem, artifact: { a: 1 },
+check(await toolError(as('sdk-seller'), 'publish_listing', { agent: 'sdk-seller', title: 't', problem_statement: problem, artifact: { a: 1 },
   encoding: 'base64', artifact_type: 'dataset', price_usd: '1' }) === 'invalid_arguments', 'an object artifact with encoding base64');
 
 // JSON-RPC errors: an unknown tool is invalid params; a method not
@@ -225,6 +237,20 @@ wrong.receipt = bought.receipt;
 wrong.total_usd = '2.575';
 check(!outputValidators.purchase(wrong).valid, 'a string total fits the output schema');
 
+// On a signed market, an agent acts only through its own credentials:
+// no key, or another agent's, is refused with a coded tool error.
+if (apiKeys) {
+  check(await toolError(client, 'purchase', { listing_id: rota.listing.listing_id, agent: 'sdk-buyer' }) === 'signature_missing',
+    'a purchase without an API key');
+  check(await toolError(as('sdk-buyer'), 'publish_listing', {
+    agent: 'sdk-seller', title: 'forged', problem_statement: problem, artifact: 'x', artifact_type: 'dataset', price_usd: '1',
+  }) === 'agent_mismatch', "a publish in another agent's name");
+  check(await toolError(as('sdk-seller'), 'challenge_listing', { listing_id: bin.listing.listing_id, agent: 'sdk-buyer', evidence: '4' }) === 'agent_mismatch',
+    "a challenge in another buyer's name");
+  check(bought.receipt.credentialSubject.actor?.startsWith('api_key:'), `the purchase receipt names no API key: ${JSON.stringify(bought.receipt.credentialSubject)}`);
+}
+
+for (const c of Object.values(agents)) await c.close();
 await client.close();
 await operator.close();
-console.log(`ok: ${tools.length} tools listed and validated; publish, search, purchase, challenge and resolve through callTool`);
+console.log(`ok: ${tools.length} tools listed and validated; publish, search, purchase, challenge and resolve through callTool${apiKeys ? ', each agent with its bearer API key' : ''}`);
