@@ -88,7 +88,7 @@ func browser(tb testing.TB) context.Context {
 // once its subject, signature, key or envelope is changed.
 func TestConsole(t *testing.T) {
 	ctx := browser(t) // first, so that without a browser the test skips at once
-	s := start(t, t.TempDir())
+	s := start(t, t.TempDir(), "ASSAY_MARKET_AUTH=open")
 
 	refund := s.deliveredCase(t, "did:e2e:seller", rows100, `{"rows":3}`)
 	if r := s.post(t, "/contracts/"+refund+"/dispute", `{"reason":"short"}`); r.status != 200 || subjectOf(t, r.obj(t))["verdict"] != "refund" {

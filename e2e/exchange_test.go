@@ -150,9 +150,10 @@ func TestExchange_OverLoopback(t *testing.T) {
 	wantResp(t, x.call(t, "m1", xbase+"/solvers", `{"solver_id":"m2","solver_kind":"human","idempotency_key":"r2"}`), 403, "solver_mismatch")
 	wantResp(t, x.call(t, "m1", xbase+"/solvers", `{"solver_kind":"model","idempotency_key":"r3"}`), 400, "invalid_lineage")
 
-	// wallets, funded through the market's dev-rail deposits
+	// wallets, funded through the market's dev-rail deposits, which on the
+	// signed market are the operator's (or the agent's own)
 	for _, a := range append([]string{"rita"}, solvers...) {
-		if r := x.s.post(t, "/market/wallets/"+a+"/deposit", `{"amount_usd":"100"}`, "Idempotency-Key", "fund-"+a); r.status != 201 {
+		if r := x.s.post(t, "/market/wallets/"+a+"/deposit", `{"amount_usd":"100"}`, "Idempotency-Key", "fund-"+a, "Authorization", "Bearer court-op"); r.status != 201 {
 			t.Fatalf("deposit %s: %d %s", a, r.status, r.body)
 		}
 	}
