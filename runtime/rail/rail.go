@@ -59,7 +59,7 @@ type Asker interface {
 	// pay p.
 	Ask(p Payment) error
 	// Settled returns what the rail says of a payment it collected: the
-	// payer's address and the settlement header to answer with.
+	// payer's address, the network and the transaction.
 	Settled(ctx context.Context, ref string) (Settled, error)
 }
 
@@ -73,9 +73,6 @@ type Settled struct {
 	Network string `json:"network"`
 	// Transaction is the settlement's reference on the network.
 	Transaction string `json:"transaction"`
-	// Header is the value of the response header that reports it (x402's
-	// PAYMENT-RESPONSE).
-	Header string `json:"-"`
 }
 
 // PaymentRequired is the error of a request that must be paid first, or

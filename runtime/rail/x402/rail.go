@@ -262,8 +262,7 @@ func (r *Rail) Settled(ctx context.Context, ref string) (rail.Settled, error) {
 	if err := r.cfg.Store.View(ctx, func(tx store.Tx) error { return store.GetJSON(tx, paymentKey(ref), &c) }); err != nil {
 		return rail.Settled{}, fmt.Errorf("x402: payment %s: %w", ref, err)
 	}
-	h, err := Encode(Settlement{Success: true, Payer: c.Payer, Transaction: c.Transaction, Network: c.Network})
-	return rail.Settled{Payer: c.Payer, Network: c.Network, Transaction: c.Transaction, Header: h}, err
+	return rail.Settled{Payer: c.Payer, Network: c.Network, Transaction: c.Transaction}, nil
 }
 
 // outgoing is a refund or payout: the authorization the operator signed,
