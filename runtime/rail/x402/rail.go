@@ -317,8 +317,9 @@ func (r *Rail) send(ctx context.Context, purpose string, to common.Address, amou
 		return "", errors.New("x402: no operator key: refunds and payouts cannot be signed")
 	}
 	from := crypto.PubkeyToAddress(r.cfg.Operator.PublicKey)
-	nonce := hexutil.Encode(crypto.Keccak256([]byte("assay/x402/" + purpose)))
-	key := nonceKeyOf("rail/x402/out/", from, nonce)
+	var nonce [32]byte
+	copy(nonce[:], crypto.Keccak256([]byte("assay/x402/"+purpose)))
+	key := nonceKeyOf("rail/x402/out/", from, hexutil.Encode(nonce[:]))
 	want := r.requirements(amount, to)
 	var out outgoing
 	err := r.cfg.Store.Update(ctx, func(tx store.Tx) error {
@@ -326,17 +327,11 @@ func (r *Rail) send(ctx context.Context, purpose string, to common.Address, amou
 		if err == nil || !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
-		d, err := DomainOf(want)
+		p, err := NewPayment(r.cfg.Operator, want, 0, r.cfg.Now().Add(24*time.Hour).Unix(), nonce)
 		if err != nil {
 			return err
 		}
-		a := Authorization{From: from.Hex(), To: to.Hex(), Value: want.Amount, ValidAfter: "0",
-			ValidBefore: strconv.FormatInt(r.cfg.Now().Add(24*time.Hour).Unix(), 10), Nonce: nonce}
-		sig, err := Sign(r.cfg.Operator, d, a)
-		if err != nil {
-			return err
-		}
-		out = outgoing{Payload: Payload{X402Version: Version, Accepted: want, Payload: ExactPayload{Signature: sig, Authorization: a}}}
+		out = outgoing{Payload: p}
 		return store.SetJSON(tx, key, out)
 	})
 	if err != nil || out.Ref != "" {

@@ -240,3 +240,21 @@ func clip(s string) string {
 	}
 	return s
 }
+
+// NewPayment is a client's side of the exact scheme: key pays what req
+// asks, with an authorization valid from validAfter until validBefore
+// (Unix seconds) under nonce. Assay signs its refunds and payouts with it;
+// Go clients and tests may pay with it.
+func NewPayment(key *ecdsa.PrivateKey, req Requirements, validAfter, validBefore int64, nonce [32]byte) (Payload, error) {
+	d, err := DomainOf(req)
+	if err != nil {
+		return Payload{}, err
+	}
+	a := Authorization{From: crypto.PubkeyToAddress(key.PublicKey).Hex(), To: common.HexToAddress(req.PayTo).Hex(), Value: req.Amount,
+		ValidAfter: fmt.Sprint(validAfter), ValidBefore: fmt.Sprint(validBefore), Nonce: hexutil.Encode(nonce[:])}
+	sig, err := Sign(key, d, a)
+	if err != nil {
+		return Payload{}, err
+	}
+	return Payload{X402Version: Version, Accepted: req, Payload: ExactPayload{Signature: sig, Authorization: a}}, nil
+}
