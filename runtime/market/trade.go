@@ -284,6 +284,13 @@ func (s *Service) Withdraw(ctx context.Context, did string, req AmountRequest, k
 	}
 	id := "wd-" + s.newID()
 	now := s.now().UTC()
+	// On a rail paid per request the money waits in a hold of its own
+	// until the rail has paid it out, so that the posting to the rail's
+	// account can carry the payout's reference.
+	out := s.rail.Account()
+	if _, ok := s.asker(); ok {
+		out = "hold:withdraw:" + id
+	}
 	r, err := idem.Mutate(ctx, s.st, i, func(tx store.Tx) (Reply, error) {
 		if err := debit(tx, did, amount, "a withdrawal"); err != nil {
 			return Reply{}, err
@@ -291,7 +298,7 @@ func (s *Service) Withdraw(ctx context.Context, did string, req AmountRequest, k
 		if err := s.addTotal(tx, -amount); err != nil {
 			return Reply{}, err
 		}
-		if err := ledger.Post(tx, ledger.Transfer{ID: id, From: ledger.AgentAccount(did), To: s.rail.Account(),
+		if err := ledger.Post(tx, ledger.Transfer{ID: id, From: ledger.AgentAccount(did), To: out,
 			Amount: int64(amount), Currency: Currency, Memo: "withdrawal", At: now}); err != nil {
 			return Reply{}, err
 		}
@@ -305,7 +312,8 @@ func (s *Service) Withdraw(ctx context.Context, did string, req AmountRequest, k
 	if err != nil || r.Replayed {
 		return r, err
 	}
-	if _, perr := s.rail.Payout(ctx, rail.Payment{ID: id, Agent: did, Amount: int64(amount), Currency: Currency}); perr != nil {
+	ref, perr := s.rail.Payout(ctx, rail.Payment{ID: id, Agent: did, Amount: int64(amount), Currency: Currency})
+	if perr != nil {
 		// The payout did not happen: put the money back in the wallet,
 		// and forget the stored success so that a retry with the same key
 		// runs again.
@@ -316,7 +324,7 @@ func (s *Service) Withdraw(ctx context.Context, did string, req AmountRequest, k
 			if err := s.addTotal(tx, amount); err != nil {
 				return err
 			}
-			return ledger.Post(tx, ledger.Transfer{ID: id + ".reversed", From: s.rail.Account(), To: ledger.AgentAccount(did),
+			return ledger.Post(tx, ledger.Transfer{ID: id + ".reversed", From: out, To: ledger.AgentAccount(did),
 				Amount: int64(amount), Currency: Currency, Memo: "withdrawal reversed: payout failed", At: now})
 		})
 		if rerr != nil {
@@ -324,6 +332,15 @@ func (s *Service) Withdraw(ctx context.Context, did string, req AmountRequest, k
 				fmt.Errorf("market: withdrawal %s debited, not paid out, and not reversed: %w", id, errors.Join(perr, rerr)))
 		}
 		return Reply{}, railFailed("the withdrawal could not be paid out", perr)
+	}
+	if out != s.rail.Account() {
+		// Paid out: the money leaves through the rail's account, with the
+		// payout's reference. Should this fail, the agent was still paid,
+		// and the hold shows the money that left.
+		_ = s.st.Update(context.WithoutCancel(ctx), func(tx store.Tx) error {
+			return ledger.Post(tx, ledger.Transfer{ID: id + ".out", From: out, To: s.rail.Account(),
+				Amount: int64(amount), Currency: Currency, Memo: s.rail.Name() + " payout " + ref, At: now})
+		})
 	}
 	return r, nil
 }
