@@ -78,8 +78,9 @@ type Settled struct {
 // PaymentRequired is the error of a request that must be paid first, or
 // whose payment was refused in a way that paying again can cure (expired,
 // underpaid, wrongly addressed): HTTP answers it 402 with Header as
-// PAYMENT-REQUIRED. Err, when set, is why the payment presented was
-// refused (a coded fault); nil when none was presented.
+// PAYMENT-REQUIRED. Err is the coded fault it unwraps to:
+// payment_required when no payment was presented, else why the one
+// presented was refused; a transport that cannot answer 402 answers that.
 type PaymentRequired struct {
 	// Header is the PAYMENT-REQUIRED value: base64 of Required's JSON.
 	Header string
@@ -91,7 +92,7 @@ type PaymentRequired struct {
 // Error implements error.
 func (e *PaymentRequired) Error() string {
 	if e.Err != nil {
-		return "payment refused: " + e.Err.Error()
+		return e.Err.Error()
 	}
 	return "payment required"
 }

@@ -141,6 +141,9 @@ func (r *Rail) ask(p rail.Payment, cause error) error {
 	why := "PAYMENT-SIGNATURE header is required"
 	if cause != nil {
 		why = cause.Error()
+	} else {
+		cause = fault.New(fault.Conflict, CodePaymentRequired, "this must be paid first: $%s in %s units of %s on %s, to %s (x402 v2, exact scheme); send the payment in the PAYMENT-SIGNATURE header",
+			usd(p.Amount), strconv.FormatInt(p.Amount, 10), r.cfg.Name, r.cfg.Network, r.payTo.Hex())
 	}
 	req := r.Required(p, why)
 	h, err := Encode(req)
@@ -361,4 +364,13 @@ func ParseKey(s string) (*ecdsa.PrivateKey, error) {
 		return nil, fmt.Errorf("x402: the operator key is 32 bytes of hex: %w", err)
 	}
 	return k, nil
+}
+
+// usd writes an amount of micro-units as a decimal number of whole units.
+func usd(n int64) string {
+	s := strconv.FormatInt(n/1_000_000, 10)
+	if f := n % 1_000_000; f != 0 {
+		s += "." + strings.TrimRight(strconv.FormatInt(1_000_000+f, 10)[1:], "0")
+	}
+	return s
 }
