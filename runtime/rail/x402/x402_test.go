@@ -298,3 +298,33 @@ func TestFacilitator_ledger(t *testing.T) {
 		}
 	}
 }
+
+// TestRail_CollectHammer: one signed payment sent by many requests at
+// once is collected once; every other request is refused as a replay.
+func TestRail_CollectHammer(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t)
+	p := rail.Payment{ID: "dep-1", Agent: "a", Amount: 700_000, Currency: "usd-micro"}
+	pay, _ := x402.NewPayment(w.buyer, required(t, w.rail, p).Accepts[0], 0, now.Unix()+60, nonce(42))
+	p.Proof, _ = x402.Encode(pay)
+	const n = 16
+	errs := make(chan error, n)
+	for range n {
+		go func() { _, err := w.rail.Collect(ctx, p); errs <- err }()
+	}
+	ok := 0
+	for range n {
+		switch err := <-errs; {
+		case err == nil:
+			ok++
+		case fault.CodeOf(err) != x402.CodePaymentReplayed:
+			t.Errorf("err %v, want payment_replayed", err)
+		}
+	}
+	if ok != 1 {
+		t.Fatalf("%d requests collected the payment, want 1", ok)
+	}
+	if b := w.balance(t, w.buyer); b != "4300000" {
+		t.Fatalf("the buyer holds %s, want 4300000: paid once", b)
+	}
+}
