@@ -278,4 +278,18 @@ func TestX402_stockClient(t *testing.T) {
 	if b := balanceAt(t, fac, buyer); b != x402Funding-deposit {
 		t.Fatalf("a replay after a restart moved money: the buyer holds %d", b)
 	}
+
+	// MCP does not speak x402: an unfunded purchase is a coded tool error,
+	// and a wallet funded by an x402 deposit buys from its balance.
+	cs := connectMCP(t, s, "")
+	if _, code := call(t, cs, "purchase", map[string]any{"listing_id": listings[1], "agent": "mcp-buyer"}); code != "payment_required" {
+		t.Fatalf("unfunded MCP purchase answered %q, want payment_required", code)
+	}
+	bought, code := call(t, cs, "purchase", map[string]any{"listing_id": listings[1], "agent": "x402-saver"})
+	if code != "" || bought["purchase"].(map[string]any)["payment_ref"] == nil || bought["payment"] != nil {
+		t.Fatalf("MCP purchase from a wallet funded over x402: %v %s", bought, code)
+	}
+	if w := s.get(t, "/market/wallets/x402-saver").obj(t); w["balance_usd"] != 0.235 {
+		t.Fatalf("wallet after the MCP purchase: %v, want 0.235", w)
+	}
 }
