@@ -8,6 +8,11 @@ import { wrapFetchWithPayment, x402Client, decodePaymentResponseHeader } from "@
 import { ExactEvmScheme } from "@x402/evm/exact/client";
 import { privateKeyToAccount } from "viem/accounts";
 import { getAddress } from "viem";
+import { webcrypto, randomBytes } from "node:crypto";
+
+// Node 18 has Web Crypto only behind a flag; the EVM scheme draws its
+// nonces from globalThis.crypto.
+if (!globalThis.crypto) globalThis.crypto = webcrypto;
 
 const [base, paidListing, otherListing, buyerKey] = process.argv.slice(2);
 const account = privateKeyToAccount(buyerKey);
@@ -69,7 +74,7 @@ async function craft(change) {
   const authorization = {
     from: account.address, to: getAddress(req.payTo), value: req.amount,
     validAfter: "0", validBefore: String(now + req.maxTimeoutSeconds),
-    nonce: "0x" + Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("hex"),
+    nonce: "0x" + randomBytes(32).toString("hex"),
     ...change,
   };
   const signature = await account.signTypedData({
