@@ -325,13 +325,14 @@ func (s *Service) Tick(ctx context.Context, req TickRequest) (Ticked, error) {
 	if err != nil {
 		return t, err
 	}
+	// Refunds still owed on a rail paid per request: what the rail
+	// refuses now is reported after the rest of the tick has run.
+	var owed error
 	if _, ok := s.asker(); ok {
-		if t.PaidBack, err = s.PayBack(ctx); err != nil {
-			return t, err
-		}
+		t.PaidBack, owed = s.PayBack(ctx)
 	}
 	if req.Samples == 0 {
-		return t, nil
+		return t, owed
 	}
 	var ids []string
 	err = s.st.View(ctx, func(tx store.Tx) error {
@@ -382,7 +383,7 @@ func (s *Service) Tick(ctx context.Context, req TickRequest) (Ticked, error) {
 			t.Pulled = append(t.Pulled, id)
 		}
 	}
-	return t, nil
+	return t, owed
 }
 
 // ReplayRequest is a buyer's request to replay a listing's checker.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"slices"
@@ -40,6 +41,8 @@ type x402Env struct {
 	fac     *x402.Client
 	op      *ecdsa.PrivateKey
 	squares string
+	// down, while set, makes the facilitator answer 503 to everything.
+	down *atomic.Bool
 }
 
 func newX402Env(tb testing.TB) *x402Env {
@@ -59,7 +62,14 @@ func newX402Env(tb testing.TB) *x402Env {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	srv := httptest.NewServer(f)
+	down := &atomic.Bool{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		f.ServeHTTP(w, r)
+	}))
 	tb.Cleanup(srv.Close)
 	op, _ := x402.ParseKey("5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a")
 	fac := &x402.Client{URL: srv.URL}
@@ -91,7 +101,7 @@ func newX402Env(tb testing.TB) *x402Env {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &x402Env{svc: svc, ck: ck, chain: chain, fac: fac, op: op, squares: checkers.SHA256(b)}
+	return &x402Env{svc: svc, ck: ck, chain: chain, fac: fac, op: op, squares: checkers.SHA256(b), down: down}
 }
 
 // pay answers a *rail.PaymentRequired the way a wallet does: key signs an
@@ -384,4 +394,60 @@ func x402Run(t *testing.T, seed uint64, ops int) {
 		t.Fatal(err)
 	}
 	t.Logf("%d purchases paid over x402, %d refunded on the rail; refused payments %v", paid, refunded, refused)
+}
+
+// TestX402_PayBackRetry: a refund the facilitator cannot take now stays
+// owed, with the ledger whole; a tick pays it once the facilitator is
+// back, and never twice.
+func TestX402_PayBackRetry(t *testing.T) {
+	ctx := context.Background()
+	e := newX402Env(t)
+	buyer, _ := crypto.ToECDSA(crypto.Keccak256([]byte("retry buyer")))
+	addr := crypto.PubkeyToAddress(buyer.PublicKey).Hex()
+	if _, err := e.fac.Fund(ctx, addr, 10_000_000); err != nil {
+		t.Fatal(err)
+	}
+	chain := func() string { b, _ := e.fac.BalanceOf(ctx, addr); return b.Balance }
+	r := must(e.svc.Publish(ctx, market.PublishRequest{Agent: "seller", Title: "squares", ProblemStatement: "squares", Artifact: raw(table),
+		ArtifactType: "dataset", PriceUSD: raw("2.50"), Checker: &market.CheckerSpec{SHA256: e.squares}}, idem.Idem{}))(t)
+	var pub market.Published
+	json.Unmarshal(r.Body, &pub)
+	id := pub.Listing.ListingID
+	_, err := e.svc.Buy(ctx, id, market.PurchaseRequest{Agent: "buyer"}, idem.Idem{})
+	r, err = e.svc.Buy(ctx, id, market.PurchaseRequest{Agent: "buyer", Pay: pay(t, err, buyer, e.ck.Now(), 1, nil)}, idem.Idem{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b market.Bought
+	json.Unmarshal(r.Body, &b)
+	if b.Purchase.Payer != addr || chain() != "7425000" {
+		t.Fatalf("paid by %s, chain balance %s", b.Purchase.Payer, chain())
+	}
+	e.down.Store(true)
+	must(e.svc.Challenge(ctx, id, market.ChallengeRequest{Agent: "buyer", Evidence: raw(`"4"`)}, idem.Idem{}))(t)
+	p := must(e.svc.PurchaseOf(ctx, b.Purchase.ID))(t)
+	if p.Status != market.PurchaseRefunded || p.RefundRef != "" {
+		t.Fatalf("with the facilitator down: status %s refund_ref %q", p.Status, p.RefundRef)
+	}
+	if _, err := e.svc.Tick(ctx, market.TickRequest{}); fault.CodeOf(err) != market.ECodeRailFailed {
+		t.Fatalf("a tick with the facilitator down: %v, want rail_failed", err)
+	}
+	e.down.Store(false)
+	if chain() != "7425000" {
+		t.Fatalf("the buyer holds %s before the refund was paid back", chain())
+	}
+	tk := must(e.svc.Tick(ctx, market.TickRequest{}))(t)
+	p = must(e.svc.PurchaseOf(ctx, b.Purchase.ID))(t)
+	if tk.PaidBack != 1 || !x402.IsRef(p.RefundRef) || chain() != "10000000" {
+		t.Fatalf("after the facilitator came back: paid back %d, refund_ref %q, chain %s", tk.PaidBack, p.RefundRef, chain())
+	}
+	if tk := must(e.svc.Tick(ctx, market.TickRequest{}))(t); tk.PaidBack != 0 || chain() != "10000000" {
+		t.Fatalf("a second tick paid back %d; chain %s", tk.PaidBack, chain())
+	}
+	sums, _ := ledger.SumsOf(ctx, e.svc.Store())
+	for c, v := range sums {
+		if v != 0 {
+			t.Fatalf("ledger sums to %d %s", v, c)
+		}
+	}
 }
