@@ -61,7 +61,10 @@ type paymentRequiredBody struct {
 func paymentRequired(c *fiber.Ctx, pr *rail.PaymentRequired) error {
 	code, msg := x402.CodePaymentRequired, "this request must be paid: pay as the PAYMENT-REQUIRED header says and send the payment in PAYMENT-SIGNATURE"
 	if f, ok := fault.As(pr.Err); ok {
-		code, msg = f.Code, f.Message+"; pay again as the PAYMENT-REQUIRED header says"
+		code, msg = f.Code, f.Message
+		if code != x402.CodePaymentRequired {
+			msg += "; pay again as the PAYMENT-REQUIRED header says"
+		}
 	}
 	c.Set(rail.HeaderPaymentRequired, pr.Header)
 	return c.Status(rail.StatusPaymentRequired).JSON(paymentRequiredBody{
