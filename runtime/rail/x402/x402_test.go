@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ecdsa"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -326,5 +327,36 @@ func TestRail_CollectHammer(t *testing.T) {
 	}
 	if b := w.balance(t, w.buyer); b != "4300000" {
 		t.Fatalf("the buyer holds %s, want 4300000: paid once", b)
+	}
+}
+
+// TestSign_viemVector: the digest and signature of one authorization, as
+// viem 2.57.20's hashTypedData and signTypedData computed them (with the
+// buyer's key); Hash, Sign and Recover agree byte for byte.
+func TestSign_viemVector(t *testing.T) {
+	const (
+		digest    = "0xefbd98678c9f14127477f5545d685ccf6ee07b41254df1361f37879057e8f05b"
+		signature = "0x6b32ac8024631116ac3a7f09a48e3a2cbbd97fb8fdf1f0f0526981105958923d22c3a087a2963c936a91fa248a9fbe2f731c0aa9f3ec5233936c71dda309aa121b"
+	)
+	buyer := key(t, buyerHex)
+	d, err := x402.DomainOf(requirements("0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC", "515000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := x402.Authorization{From: addr(buyer), To: "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC", Value: "515000", ValidAfter: "0",
+		ValidBefore: "1777644000", Nonce: "0xa500000000000000000000000000000000000000000000000000000000000007"}
+	if addr(buyer) != "0x70997970C51812dc3A010C7d01b50e0d17dc79C8" {
+		t.Fatalf("buyer address %s", addr(buyer))
+	}
+	h, err := x402.Hash(d, a)
+	if err != nil || fmt.Sprintf("0x%x", h) != digest {
+		t.Fatalf("digest 0x%x %v, want %s", h, err, digest)
+	}
+	sig, err := x402.Sign(buyer, d, a)
+	if err != nil || sig != signature {
+		t.Fatalf("signature %s %v, want viem's %s", sig, err, signature)
+	}
+	if who, err := x402.Recover(d, a, signature); err != nil || who.Hex() != addr(buyer) {
+		t.Fatalf("recovered %s %v", who.Hex(), err)
 	}
 }
