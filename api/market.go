@@ -57,10 +57,11 @@ func registerMarket(app *fiber.App, s *server) {
 		}
 		return m.Publish(c.UserContext(), req, id)
 	}))
-	g.Post("/listings/:id/purchase", jsonMutation(s, purchaseFields, func(c *fiber.Ctx, req market.PurchaseRequest, id idem.Idem) (market.Reply, error) { // purchase
+	g.Post("/listings/:id/purchase", paidMutation(s, purchaseFields, func(c *fiber.Ctx, req market.PurchaseRequest, id idem.Idem) (market.Reply, error) { // purchase
 		if err := marketActsFor(c, auth, req.Agent); err != nil {
 			return market.Reply{}, err
 		}
+		req.Pay = payment(c)
 		return m.Buy(c.UserContext(), c.Params("id"), req, id)
 	}))
 	g.Post("/listings/:id/deactivate", jsonMutation(s, agentFields, func(c *fiber.Ctx, req market.DeactivateRequest, id idem.Idem) (market.Reply, error) { // deactivate_listing
@@ -102,10 +103,11 @@ func registerMarket(app *fiber.App, s *server) {
 	g.Get("/wallets/:agent", view(func(c *fiber.Ctx) (market.Wallet, error) {
 		return m.WalletOf(c.UserContext(), c.Params("agent"))
 	}))
-	g.Post("/wallets/:agent/deposit", jsonMutation(s, amountFields, func(c *fiber.Ctx, req market.AmountRequest, id idem.Idem) (market.Reply, error) {
+	g.Post("/wallets/:agent/deposit", paidMutation(s, amountFields, func(c *fiber.Ctx, req market.AmountRequest, id idem.Idem) (market.Reply, error) {
 		if err := s.depositsFor(c, auth, c.Params("agent")); err != nil {
 			return market.Reply{}, err
 		}
+		req.Pay = payment(c)
 		return m.Deposit(c.UserContext(), c.Params("agent"), req, id)
 	}))
 	g.Post("/wallets/:agent/withdraw", jsonMutation(s, amountFields, func(c *fiber.Ctx, req market.AmountRequest, id idem.Idem) (market.Reply, error) {

@@ -80,6 +80,7 @@ func cmdServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs.BoolVar(&logRequests, "log-requests", logRequests, "log one line per request at info ($ASSAY_LOG_REQUESTS)")
 	fs.BoolVar(&withMetrics, "metrics", withMetrics, "serve Prometheus metrics at GET /metrics ($ASSAY_METRICS)")
 	debugAddr := fs.String("debug-addr", envOr("ASSAY_DEBUG_ADDR", ""), "serve net/http/pprof at `ADDR` ($ASSAY_DEBUG_ADDR), e.g. 127.0.0.1:6060, never on --addr; empty: off")
+	rails := railFlags(fs)
 	memoryBudget := fs.String("memory-budget", envOr("ASSAY_MEMORY_BUDGET", ""), "`MiB` checker runs may hold at once, snapshots included ($ASSAY_MEMORY_BUDGET); runs wait for room (default half the machine's memory)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: assay serve [--addr :8080] [--data ./data] [--store badger:PATH|postgres:URL] [--keys DIR] [--memory-budget MiB]")
@@ -125,6 +126,10 @@ func cmdServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "assay serve: %v\n", err)
 		return exitUsage
 	}
+	if err := rails.check(); err != nil {
+		fmt.Fprintf(stderr, "assay serve: %v\n", err)
+		return exitUsage
+	}
 	budget, err := parseMemoryBudget(*memoryBudget)
 	if err != nil {
 		fmt.Fprintf(stderr, "assay serve: --memory-budget: %v\n", err)
@@ -134,7 +139,7 @@ func cmdServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	defer stop()
 	cfg := serveConfig{Addr: *addr, Data: c.Data, Store: c.Store, Keys: c.Keys, MattersAuth: api.MattersAuth(*mattersAuth),
 		MarketAuth: api.Auth(*marketAuth), CourtAuth: api.Auth(*courtAuth), MemoryBudgetMiB: budget,
-		LogFormat: *logFormat, LogRequests: logRequests, Metrics: withMetrics, DebugAddr: *debugAddr}
+		LogFormat: *logFormat, LogRequests: logRequests, Metrics: withMetrics, DebugAddr: *debugAddr, Rail: rails}
 	if err := serveWith(ctx, cfg, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "assay serve: %v\n", err)
 		return exitNo
@@ -161,6 +166,8 @@ type serveConfig struct {
 	Metrics     bool
 	// DebugAddr, when set, serves net/http/pprof on a listener of its own.
 	DebugAddr string
+	// Rail is the market's payment rail; nil or "dev": the dev rail.
+	Rail *railSpec
 }
 
 // minMemoryBudgetMiB is the least --memory-budget: room for a reactor's
@@ -256,7 +263,11 @@ func serveWith(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) e
 		advance = func(d time.Duration) { skew.Add(int64(d)) }
 		log.Warn("market test clock: POST /market/clock moves it forward; for tests only")
 	}
-	svc, err := wire(ctx, db, signer, sb, juror, marketNow, log, m)
+	marketRail, err := cfg.Rail.open(db, marketNow, log)
+	if err != nil {
+		return err
+	}
+	svc, err := wire(ctx, db, signer, sb, juror, marketNow, log, m, withRail(marketRail))
 	if err != nil {
 		return err
 	}
@@ -350,7 +361,7 @@ type services struct {
 
 // wire builds the services on db, signing with keys and running checkers
 // in sb; the market's clock is marketNow. The worker is built, not started.
-func wire(ctx context.Context, db store.Store, keys escrow.Signer, sb *wasm.Sandbox, juror adjudicate.Juror, marketNow func() time.Time, log *slog.Logger, m *metrics.Metrics) (*services, error) {
+func wire(ctx context.Context, db store.Store, keys escrow.Signer, sb *wasm.Sandbox, juror adjudicate.Juror, marketNow func() time.Time, log *slog.Logger, m *metrics.Metrics, extra ...wireOption) (*services, error) {
 	// The memo lives on the store: it survives restarts, and every node
 	// on one store shares it. Checkers' bytes, named by their hash, are
 	// read from the store once.
@@ -371,7 +382,11 @@ func wire(ctx context.Context, db store.Store, keys escrow.Signer, sb *wasm.Sand
 	if err != nil {
 		return nil, err
 	}
-	bazaar, err := market.New(market.Config{Store: db, Signer: keys, Runner: runner, Now: marketNow})
+	mc := market.Config{Store: db, Signer: keys, Runner: runner, Now: marketNow}
+	for _, o := range extra {
+		o(&mc)
+	}
+	bazaar, err := market.New(mc)
 	if err != nil {
 		return nil, err
 	}

@@ -155,6 +155,7 @@ func (s *Service) Challenge(ctx context.Context, listingID string, req Challenge
 		out = &o
 	}
 	cid := "chl_" + s.newID()
+	defer s.payBackOwed(ctx)
 	return idem.Mutate(ctx, s.st, i, func(tx store.Tx) (Reply, error) {
 		p, err := loadPurchase(tx, p.ID)
 		if err != nil {
@@ -289,6 +290,7 @@ func (s *Service) Resolve(ctx context.Context, id string, req ResolveRequest, ke
 		return deref(r), err
 	}
 	now := s.now().UTC()
+	defer s.payBackOwed(ctx)
 	return idem.Mutate(ctx, s.st, i, func(tx store.Tx) (Reply, error) {
 		c, err := loadChallenge(tx, id)
 		if err != nil {

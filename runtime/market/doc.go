@@ -19,6 +19,25 @@
 // scheduler. Concurrent debits of one wallet conflict on a counter key,
 // so the store serialises them and no wallet is overdrawn.
 //
+// # Rails paid per request (x402)
+//
+// On a rail that is paid per request (rail.Asker: runtime/rail/x402) a
+// purchase the buyer's wallet cannot cover, and every deposit, is paid by
+// the request's own payment (PurchaseRequest.Pay, AmountRequest.Pay, set
+// by the transport from its payment header): without one it answers the
+// rail's *rail.PaymentRequired. The payment is collected before the
+// transaction, once what the transaction would refuse has been refused,
+// and posted rail -> wallet with the rail's reference in the memo; a sale
+// refused after all pays it back at once. The purchase remembers the
+// rail and the payer's address. Its refund goes from the hold to the
+// wallet and on to the rail's account in the refund's transaction, which
+// records a payback owed (market/payback/<purchase>); PayBack then pays it
+// on the rail, to the payer, and signs an AssayRailRefund receipt with the
+// rail's reference of the refund. Mutations that refund call PayBack after
+// they commit, and Tick retries what is still owed. A withdrawal waits in
+// "hold:withdraw:<id>" until the rail has paid it out, so that the posting
+// to the rail's account carries the payout's reference.
+//
 // # Bounds on money
 //
 // No amount and no balance can overflow:

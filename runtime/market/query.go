@@ -307,6 +307,9 @@ type Ticked struct {
 	Sampled  []string `json:"sampled"`
 	Promoted []string `json:"promoted"`
 	Pulled   []string `json:"pulled"`
+	// PaidBack counts refunds paid back on a rail paid per request that
+	// were owed when the tick began.
+	PaidBack int `json:"paid_back,omitempty"`
 }
 
 // Tick settles every purchase whose window has closed and replays up to
@@ -319,8 +322,17 @@ func (s *Service) Tick(ctx context.Context, req TickRequest) (Ticked, error) {
 	t := Ticked{Sampled: []string{}, Promoted: []string{}, Pulled: []string{}}
 	n, err := s.settleDue(ctx)
 	t.Settled = n
-	if err != nil || req.Samples == 0 {
+	if err != nil {
 		return t, err
+	}
+	// Refunds still owed on a rail paid per request: what the rail
+	// refuses now is reported after the rest of the tick has run.
+	var owed error
+	if _, ok := s.asker(); ok {
+		t.PaidBack, owed = s.PayBack(ctx)
+	}
+	if req.Samples == 0 {
+		return t, owed
 	}
 	var ids []string
 	err = s.st.View(ctx, func(tx store.Tx) error {
@@ -371,7 +383,7 @@ func (s *Service) Tick(ctx context.Context, req TickRequest) (Ticked, error) {
 			t.Pulled = append(t.Pulled, id)
 		}
 	}
-	return t, nil
+	return t, owed
 }
 
 // ReplayRequest is a buyer's request to replay a listing's checker.
@@ -540,6 +552,7 @@ func (s *Service) sampleInput(ctx context.Context, id string) (checkers.Ref, []b
 // with no failure. A failure pulls the listing and refunds every purchase
 // whose window is open.
 func (s *Service) recordSample(ctx context.Context, id string, o wasm.Outcome, memo bool, c *confirmation) (Replayed, error) {
+	defer s.payBackOwed(ctx)
 	o = signedOutcome(o)
 	now := s.now().UTC()
 	rid := "rpl-" + s.newID()

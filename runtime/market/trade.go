@@ -137,6 +137,8 @@ type Wallet struct {
 // AmountRequest is the body of a deposit or a withdrawal.
 type AmountRequest struct {
 	AmountUSD json.RawMessage `json:"amount_usd"`
+	// Pay is a deposit's payment on a rail paid per request (x402).
+	Pay Pay `json:"-"`
 }
 
 // WalletOf returns an agent's wallet, settling first what is due.
@@ -164,13 +166,17 @@ func parseAmount(req AmountRequest) (USD, error) {
 	return a, err
 }
 
-// Deposit collects money on the rail into an agent's wallet. Only the dev
-// rail takes deposits this way; another rail pays per request.
+// Deposit collects money on the rail into an agent's wallet. The dev rail
+// takes it at once; a rail paid per request (x402) takes it from the
+// payment the request carries (req.Pay), and without one answers
+// *rail.PaymentRequired saying what to pay.
 //
 // # Errors
 //
 // invalid_agent, invalid_amount, missing_field (400); deposit_unavailable
-// (403) on a rail other than dev; rail_failed (503); idempotency_conflict.
+// (403) on a rail that is neither dev nor paid per request;
+// *rail.PaymentRequired, and the rail's payment codes; rail_failed (503);
+// idempotency_conflict.
 func (s *Service) Deposit(ctx context.Context, did string, req AmountRequest, key idem.Idem) (Reply, error) {
 	i := scoped(key, "deposit", did)
 	if err := validAgent("agent", did); err != nil {
@@ -180,7 +186,8 @@ func (s *Service) Deposit(ctx context.Context, did string, req AmountRequest, ke
 	if err != nil {
 		return Reply{}, err
 	}
-	if s.rail.Name() != (rail.Dev{}).Name() {
+	asker, perRequest := s.asker()
+	if s.rail.Name() != (rail.Dev{}).Name() && !perRequest {
 		return Reply{}, fault.New(fault.Forbidden, ECodeDepositUnavailable, "deposits are for the dev rail; this server settles on %s", s.rail.Name())
 	}
 	if r, err := idem.Replay(ctx, s.st, i); err != nil || r != nil {
@@ -192,8 +199,17 @@ func (s *Service) Deposit(ctx context.Context, did string, req AmountRequest, ke
 		return Reply{}, err
 	}
 	id := "dep-" + s.newID()
-	ref, err := s.rail.Collect(ctx, rail.Payment{ID: id, Agent: did, Amount: int64(amount), Currency: Currency})
-	if err != nil {
+	var (
+		ref     string
+		settled *rail.Settled
+	)
+	if perRequest {
+		r, st, err := s.collect(ctx, asker, id, did, amount, req.Pay, "deposit to the wallet of "+did)
+		if err != nil {
+			return Reply{}, err
+		}
+		ref, settled = r, &st
+	} else if ref, err = s.rail.Collect(ctx, rail.Payment{ID: id, Agent: did, Amount: int64(amount), Currency: Currency}); err != nil {
 		return Reply{}, railFailed("the deposit could not be collected", err)
 	}
 	now := s.now().UTC()
@@ -215,7 +231,11 @@ func (s *Service) Deposit(ctx context.Context, did string, req AmountRequest, ke
 			Amount: int64(amount), Currency: Currency, Memo: "deposit " + ref, At: now}); err != nil {
 			return Reply{}, err
 		}
-		body, err := json.Marshal(map[string]any{"agent": did, "amount_usd": amount, "balance_usd": bal, "payment_ref": ref, "rail": s.rail.Name()})
+		out := map[string]any{"agent": did, "amount_usd": amount, "balance_usd": bal, "payment_ref": ref, "rail": s.rail.Name()}
+		if settled != nil {
+			out["payment"] = settled
+		}
+		body, err := json.Marshal(out)
 		return Reply{Body: body, Created: true}, err
 	})
 	if errors.Is(err, store.ErrCommitUnknown) {
@@ -264,6 +284,13 @@ func (s *Service) Withdraw(ctx context.Context, did string, req AmountRequest, k
 	}
 	id := "wd-" + s.newID()
 	now := s.now().UTC()
+	// On a rail paid per request the money waits in a hold of its own
+	// until the rail has paid it out, so that the posting to the rail's
+	// account can carry the payout's reference.
+	out := s.rail.Account()
+	if _, ok := s.asker(); ok {
+		out = "hold:withdraw:" + id
+	}
 	r, err := idem.Mutate(ctx, s.st, i, func(tx store.Tx) (Reply, error) {
 		if err := debit(tx, did, amount, "a withdrawal"); err != nil {
 			return Reply{}, err
@@ -271,7 +298,7 @@ func (s *Service) Withdraw(ctx context.Context, did string, req AmountRequest, k
 		if err := s.addTotal(tx, -amount); err != nil {
 			return Reply{}, err
 		}
-		if err := ledger.Post(tx, ledger.Transfer{ID: id, From: ledger.AgentAccount(did), To: s.rail.Account(),
+		if err := ledger.Post(tx, ledger.Transfer{ID: id, From: ledger.AgentAccount(did), To: out,
 			Amount: int64(amount), Currency: Currency, Memo: "withdrawal", At: now}); err != nil {
 			return Reply{}, err
 		}
@@ -285,7 +312,8 @@ func (s *Service) Withdraw(ctx context.Context, did string, req AmountRequest, k
 	if err != nil || r.Replayed {
 		return r, err
 	}
-	if _, perr := s.rail.Payout(ctx, rail.Payment{ID: id, Agent: did, Amount: int64(amount), Currency: Currency}); perr != nil {
+	ref, perr := s.rail.Payout(ctx, rail.Payment{ID: id, Agent: did, Amount: int64(amount), Currency: Currency})
+	if perr != nil {
 		// The payout did not happen: put the money back in the wallet,
 		// and forget the stored success so that a retry with the same key
 		// runs again.
@@ -296,7 +324,7 @@ func (s *Service) Withdraw(ctx context.Context, did string, req AmountRequest, k
 			if err := s.addTotal(tx, amount); err != nil {
 				return err
 			}
-			return ledger.Post(tx, ledger.Transfer{ID: id + ".reversed", From: s.rail.Account(), To: ledger.AgentAccount(did),
+			return ledger.Post(tx, ledger.Transfer{ID: id + ".reversed", From: out, To: ledger.AgentAccount(did),
 				Amount: int64(amount), Currency: Currency, Memo: "withdrawal reversed: payout failed", At: now})
 		})
 		if rerr != nil {
@@ -305,21 +333,38 @@ func (s *Service) Withdraw(ctx context.Context, did string, req AmountRequest, k
 		}
 		return Reply{}, railFailed("the withdrawal could not be paid out", perr)
 	}
+	if out != s.rail.Account() {
+		// Paid out: the money leaves through the rail's account, with the
+		// payout's reference. Should this fail, the agent was still paid,
+		// and the hold shows the money that left.
+		_ = s.st.Update(context.WithoutCancel(ctx), func(tx store.Tx) error {
+			return ledger.Post(tx, ledger.Transfer{ID: id + ".out", From: out, To: s.rail.Account(),
+				Amount: int64(amount), Currency: Currency, Memo: s.rail.Name() + " payout " + ref, At: now})
+		})
+	}
 	return r, nil
 }
 
 // Purchase is a purchase of record.
 type Purchase struct {
-	ID             string    `json:"purchase_id"`
-	ListingID      string    `json:"listing_id"`
-	Buyer          string    `json:"buyer"`
-	Seller         string    `json:"seller"`
-	Price          USD       `json:"price_usd"`
-	Fee            USD       `json:"fee_usd"`
-	Level          int       `json:"verification_level"`
-	ArtifactSHA256 string    `json:"artifact_sha256"`
-	PaymentRef     string    `json:"payment_ref"`
-	Purpose        string    `json:"purpose,omitempty"`
+	ID             string `json:"purchase_id"`
+	ListingID      string `json:"listing_id"`
+	Buyer          string `json:"buyer"`
+	Seller         string `json:"seller"`
+	Price          USD    `json:"price_usd"`
+	Fee            USD    `json:"fee_usd"`
+	Level          int    `json:"verification_level"`
+	ArtifactSHA256 string `json:"artifact_sha256"`
+	PaymentRef     string `json:"payment_ref"`
+	// Rail names the rail the purchase was paid on when it was paid by
+	// a payment of its own (x402), not from the wallet; Payer is the
+	// address that payment came from, which refunds go back to.
+	Rail    string `json:"rail,omitempty"`
+	Payer   string `json:"payer,omitempty"`
+	Purpose string `json:"purpose,omitempty"`
+	// RefundRef is the rail's reference of the refund paid back to
+	// Payer, once it is paid.
+	RefundRef      string    `json:"refund_ref,omitempty"`
 	Status         string    `json:"status"`
 	ChallengeID    string    `json:"challenge_id,omitempty"`
 	PurchasedAt    time.Time `json:"purchased_at"`
@@ -332,6 +377,9 @@ type Purchase struct {
 type PurchaseRequest struct {
 	Agent   string `json:"agent"`
 	Purpose string `json:"purpose,omitempty"`
+	// Pay is the purchase's payment on a rail paid per request (x402),
+	// used when the agent's wallet cannot cover the purchase.
+	Pay Pay `json:"-"`
 }
 
 // Recourse is what a buyer can do about a purchase.
@@ -354,6 +402,9 @@ type Bought struct {
 	TotalUSD USD             `json:"total_usd"`
 	Recourse Recourse        `json:"recourse"`
 	Receipt  json.RawMessage `json:"receipt"`
+	// Payment is the settlement of the purchase's own payment on a rail
+	// paid per request; absent when the wallet paid.
+	Payment *rail.Settled `json:"payment,omitempty"`
 }
 
 func loadPurchase(tx store.Tx, id string) (*Purchase, error) {
@@ -386,20 +437,42 @@ func (s *Service) Buy(ctx context.Context, listingID string, req PurchaseRequest
 	}
 	now := s.now().UTC()
 	pid := "pur_" + s.newID()
-	return idem.Mutate(ctx, s.st, i, func(tx store.Tx) (Reply, error) {
-		l, err := loadListing(tx, listingID)
+	// On a rail paid per request, a wallet that cannot cover the purchase
+	// is paid by the request's own payment: collected before the
+	// transaction, once what the transaction would refuse is refused.
+	var (
+		ref       string
+		settled   *rail.Settled
+		collected USD
+	)
+	if asker, perRequest := s.asker(); perRequest {
+		covered := false
+		err := s.st.View(ctx, func(tx store.Tx) error {
+			l, err := buyable(tx, listingID, req.Agent)
+			if err != nil {
+				return err
+			}
+			if collected, err = Add(l.Price, Fee(l.Price)); err != nil {
+				return err
+			}
+			bal, err := ledger.Balance(tx, ledger.AgentAccount(req.Agent), Currency)
+			covered = USD(bal) >= collected
+			return err
+		})
 		if err != nil {
 			return Reply{}, err
 		}
-		switch {
-		case l.Status != ListingActive:
-			return Reply{}, fault.New(fault.Conflict, ECodeListingNotActive, "listing %s is %s and sells nothing", l.ID, l.Status)
-		case l.Seller == req.Agent:
-			return Reply{}, fault.New(fault.Conflict, ECodeOwnListing, "a seller cannot buy its own listing")
+		if !covered {
+			r, st, err := s.collect(ctx, asker, pid+".in", req.Agent, collected, req.Pay, "purchase of listing "+listingID)
+			if err != nil {
+				return Reply{}, err
+			}
+			ref, settled = r, &st
 		}
-		if prev, err := tx.Get(boughtKey(l.ID, req.Agent)); err == nil {
-			return Reply{}, fault.New(fault.Conflict, ECodeAlreadyPurchased, "%s already bought %s (purchase %s)", req.Agent, l.ID, prev)
-		} else if !errors.Is(err, store.ErrNotFound) {
+	}
+	r, err := idem.Mutate(ctx, s.st, i, func(tx store.Tx) (Reply, error) {
+		l, err := buyable(tx, listingID, req.Agent)
+		if err != nil {
 			return Reply{}, err
 		}
 		fee := Fee(l.Price)
@@ -407,11 +480,25 @@ func (s *Service) Buy(ctx context.Context, listingID string, req PurchaseRequest
 		if err != nil {
 			return Reply{}, err
 		}
+		paymentRef, railName, payer := "ledger:"+pid+".pay", "", ""
+		if settled != nil {
+			if total != collected {
+				return Reply{}, fault.New(fault.Conflict, ECodeListingNotActive, "listing %s changed price while it was paid for", l.ID)
+			}
+			if err := s.addTotal(tx, total); err != nil {
+				return Reply{}, err
+			}
+			if err := ledger.Post(tx, ledger.Transfer{ID: pid + ".in", From: s.rail.Account(), To: ledger.AgentAccount(req.Agent),
+				Amount: int64(total), Currency: Currency, Memo: s.rail.Name() + " payment " + ref + " from " + settled.Payer + " for " + pid, At: now}); err != nil {
+				return Reply{}, err
+			}
+			paymentRef, railName, payer = ref, s.rail.Name(), settled.Payer
+		}
 		if err := debit(tx, req.Agent, total, "buying "+l.ID); err != nil {
 			return Reply{}, err
 		}
 		p := Purchase{ID: pid, ListingID: l.ID, Buyer: req.Agent, Seller: l.Seller, Price: l.Price, Fee: fee, Level: l.Level,
-			ArtifactSHA256: l.ArtifactSHA256, PaymentRef: "ledger:" + pid + ".pay", Purpose: req.Purpose, Status: PurchaseHeld,
+			ArtifactSHA256: l.ArtifactSHA256, PaymentRef: paymentRef, Rail: railName, Payer: payer, Purpose: req.Purpose, Status: PurchaseHeld,
 			PurchasedAt: now, WindowClosesAt: now.Add(Window(l.Level, l.Price))}
 		if err := touchAgent(tx, req.Agent, now); err != nil {
 			return Reply{}, err
@@ -428,12 +515,16 @@ func (s *Service) Buy(ctx context.Context, listingID string, req PurchaseRequest
 			RefundUSD: total, How: "challenge_listing with evidence before window_closes_at; an upheld challenge refunds price and fee" +
 				map[bool]string{true: " and pays the bond to the challenger", false: ""}[bond > 0]}
 		rid := receiptID(pid, "purchase")
-		rc, err := s.sign(tx, KindPurchase, rid, now, withActor(ctx, map[string]any{
+		subject := withActor(ctx, map[string]any{
 			"purchase_id": pid, "listing_id": l.ID, "buyer": p.Buyer, "seller": p.Seller, "artifact_sha256": p.ArtifactSHA256,
 			"price_usd": p.Price, "fee_usd": fee, "total_usd": total, "currency": "USD", "payment_ref": p.PaymentRef, "rail": s.rail.Name(),
 			"verification_level": l.Level, "verification_basis": basisOf(l), "purpose": p.Purpose,
 			"window_closes_at": p.WindowClosesAt.Format(time.RFC3339Nano), "purchased_at": now.Format(time.RFC3339Nano),
-		}), p.Buyer, p.Seller)
+		})
+		if settled != nil {
+			subject["payer"], subject["network"] = settled.Payer, settled.Network
+		}
+		rc, err := s.sign(tx, KindPurchase, rid, now, subject, p.Buyer, p.Seller)
 		if err != nil {
 			return Reply{}, err
 		}
@@ -458,9 +549,46 @@ func (s *Service) Buy(ctx context.Context, listingID string, req PurchaseRequest
 			// cannot be delivered as JSON, so it is not sold.
 			return Reply{}, fault.New(fault.Conflict, ECodeArtifactNotDeliverable, "listing %s holds an artifact that is not valid UTF-8 and cannot be delivered; nothing was charged", l.ID)
 		}
-		body, err := receipt.Marshal(Bought{Purchase: p, Artifact: art, Encoding: l.encoding(), TotalUSD: total, Recourse: rec, Receipt: rc})
+		body, err := receipt.Marshal(Bought{Purchase: p, Artifact: art, Encoding: l.encoding(), TotalUSD: total, Recourse: rec, Receipt: rc, Payment: settled})
 		return Reply{Body: body, Created: true}, err
 	})
+	if settled == nil {
+		return r, err
+	}
+	if errors.Is(err, store.ErrCommitUnknown) {
+		// The purchase may be recorded: refunding it could pay it twice.
+		return Reply{}, fault.Wrap(fault.Internal, ECodeCommitUnknown,
+			fmt.Errorf("market: purchase %s was paid as %s and its recording is unknown; not refunded, reconcile it: %w", pid, ref, err))
+	}
+	if err != nil || r.Replayed {
+		// A refused sale (or a concurrent request with the same key that
+		// recorded its own) pays this payment back on the rail.
+		if gerr := s.giveBack(ctx, ref, collected, err); gerr != nil {
+			return Reply{}, gerr
+		}
+	}
+	return r, err
+}
+
+// buyable loads a listing that agent may buy: active, not its own, not
+// bought by it before.
+func buyable(tx store.Tx, listingID, agent string) (*Listing, error) {
+	l, err := loadListing(tx, listingID)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case l.Status != ListingActive:
+		return nil, fault.New(fault.Conflict, ECodeListingNotActive, "listing %s is %s and sells nothing", l.ID, l.Status)
+	case l.Seller == agent:
+		return nil, fault.New(fault.Conflict, ECodeOwnListing, "a seller cannot buy its own listing")
+	}
+	if prev, err := tx.Get(boughtKey(l.ID, agent)); err == nil {
+		return nil, fault.New(fault.Conflict, ECodeAlreadyPurchased, "%s already bought %s (purchase %s)", agent, l.ID, prev)
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
+	return l, nil
 }
 
 // PurchaseOf returns a purchase, settling it first when its window has
@@ -550,12 +678,22 @@ func (s *Service) refund(tx store.Tx, p *Purchase, why string, now time.Time) er
 		Amount: int64(back), Currency: Currency, Memo: "refund: " + why, At: now}); err != nil {
 		return err
 	}
+	// Paid on the rail: paid back there, to the address that paid.
+	if err := s.payBackOnRail(tx, p, back, now); err != nil {
+		return err
+	}
 	p.Status, p.ClosedAt = PurchaseRefunded, now
 	rid := receiptID(p.ID, "refund")
-	if _, err := s.sign(tx, KindRefund, rid, now, map[string]any{
+	subject := map[string]any{
 		"purchase_id": p.ID, "listing_id": p.ListingID, "buyer": p.Buyer, "seller": p.Seller, "artifact_sha256": p.ArtifactSHA256,
 		"payment_ref": p.PaymentRef, "refund_usd": back, "reason": why, "refunded_at": now.Format(time.RFC3339Nano),
-	}, p.Buyer, p.Seller); err != nil {
+	}
+	if p.Rail != "" {
+		// The rail's reference of the refund is in the AssayRailRefund
+		// receipt that PayBack signs once the rail has paid it.
+		subject["paid_back_on"], subject["payer"] = p.Rail, p.Payer
+	}
+	if _, err := s.sign(tx, KindRefund, rid, now, subject, p.Buyer, p.Seller); err != nil {
 		return err
 	}
 	p.Receipts = append(p.Receipts, rid)

@@ -8,10 +8,11 @@
 // recourse, and a rail that cannot give money back cannot honour it. The
 // interface makes Refund a requirement, not an option.
 //
-// The dev rail (Dev) settles instantly and simulates refunds. An x402 rail
-// (HTTP 402 with the PAYMENT-REQUIRED, PAYMENT-SIGNATURE and PAYMENT-RESPONSE
-// headers of x402 v2, USDC on Base) plugs in behind the same interface; the
-// header names are defined here for it.
+// The dev rail (Dev) settles instantly and simulates refunds. The x402 rail
+// (runtime/rail/x402: HTTP 402 with the PAYMENT-REQUIRED, PAYMENT-SIGNATURE
+// and PAYMENT-RESPONSE headers of x402 v2, USDC on Base) is an Asker: it is
+// paid per request, so a purchase or deposit without a payment is answered
+// with a PaymentRequired error saying what to pay.
 package rail
 
 import (
@@ -44,7 +45,60 @@ type Payment struct {
 	// Proof is what the agent presented to pay, e.g. an x402
 	// PAYMENT-SIGNATURE header; the dev rail needs none.
 	Proof string
+	// Resource and Description say what is paid for (a URL and a line of
+	// text), for a rail that asks for payment (Asker).
+	Resource, Description string
 }
+
+// Asker is a rail that is paid per request, the way x402 is: the request
+// carries the payment (Payment.Proof), and a request without one is told
+// what to pay.
+type Asker interface {
+	Rail
+	// Ask returns the *PaymentRequired error that tells a client how to
+	// pay p.
+	Ask(p Payment) error
+	// Settled returns what the rail says of a payment it collected: the
+	// payer's address, the network and the transaction.
+	Settled(ctx context.Context, ref string) (Settled, error)
+}
+
+// Settled is a collected payment as a rail that asks for payment reports
+// it.
+type Settled struct {
+	// Payer is the address the money came from: a fact of the payment,
+	// independent of the agent id the request named.
+	Payer string `json:"payer"`
+	// Network names where it settled, e.g. eip155:84532.
+	Network string `json:"network"`
+	// Transaction is the settlement's reference on the network.
+	Transaction string `json:"transaction"`
+}
+
+// PaymentRequired is the error of a request that must be paid first, or
+// whose payment was refused in a way that paying again can cure (expired,
+// underpaid, wrongly addressed): HTTP answers it 402 with Header as
+// PAYMENT-REQUIRED. Err is the coded fault it unwraps to:
+// payment_required when no payment was presented, else why the one
+// presented was refused; a transport that cannot answer 402 answers that.
+type PaymentRequired struct {
+	// Header is the PAYMENT-REQUIRED value: base64 of Required's JSON.
+	Header string
+	// Required is the payment requirements (x402's PaymentRequired).
+	Required any
+	Err      error
+}
+
+// Error implements error.
+func (e *PaymentRequired) Error() string {
+	if e.Err != nil {
+		return e.Err.Error()
+	}
+	return "payment required"
+}
+
+// Unwrap returns why the payment presented was refused.
+func (e *PaymentRequired) Unwrap() error { return e.Err }
 
 // Rail moves money between agents and Assay.
 type Rail interface {
