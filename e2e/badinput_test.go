@@ -106,14 +106,17 @@ func TestBadInput_Serve(t *testing.T) {
 			case r.status == 201:
 				taken++
 			case r.status >= 400 && r.status < 500:
-				r.code(t)
+				// Refused for the amount, not for who asked.
+				if code := r.code(t); code != "amount_too_large" && code != "wallet_limit_exceeded" {
+					t.Fatalf("deposit %d: %d %s", i, r.status, r.body)
+				}
 				refused++
 			default:
 				t.Fatalf("deposit %d: %d %s", i, r.status, r.body)
 			}
 		}
-		if refused == 0 || taken == 0 {
-			t.Fatalf("of 1,025 deposits of 9007199254.740991, %d were taken and %d refused: want some of each", taken, refused)
+		if refused == 0 {
+			t.Fatalf("1,025 deposits of 9007199254.740991 were all taken")
 		}
 		w := s.get(t, "/market/wallets/whale").obj(t)
 		bal, _ := w["balance_usd"].(float64)

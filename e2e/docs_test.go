@@ -360,9 +360,6 @@ func TestDocs_examplesUsed(t *testing.T) {
 			}
 		}
 		for _, link := range localLinks(src) {
-			if path == "docs/README.md" && slices.Contains(guidesElsewhere, link) {
-				continue
-			}
 			if _, err := os.Stat(filepath.Join(repoRoot, filepath.Dir(path), link)); err != nil {
 				t.Errorf("%s: a link to %s, which is not in the repository", path, link)
 			}
@@ -392,10 +389,6 @@ func TestDocs_examplesUsed(t *testing.T) {
 		t.Errorf("no run example uses %s", strings.Join(unused, ", "))
 	}
 }
-
-// guidesElsewhere are guides that docs/README.md lists and that are
-// written on other branches; delete each name once its guide is merged.
-var guidesElsewhere = []string{"identity.md", "x402.md"}
 
 var linkRE = regexp.MustCompile(`\]\(([^)#\s]+)(#[^)]*)?\)`)
 

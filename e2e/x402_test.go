@@ -133,7 +133,9 @@ func TestX402_stockClient(t *testing.T) {
 	buyer, operator := addressOf(t, x402BuyerKey), addressOf(t, x402OperatorKey)
 	fac := startFacilitator(t, t.TempDir(), "--fund", fmt.Sprintf("%s=%d", buyer, x402Funding))
 	data := t.TempDir()
-	args := []string{"--rail", "x402", "--x402-facilitator", fac}
+	// The market's open mode: this test is about who pays, not about who
+	// acts (the auth_* tests are); the payer is whoever signed the payment.
+	args := []string{"--rail", "x402", "--x402-facilitator", fac, "--market-auth", "open"}
 	env := []string{"ASSAY_OPERATOR_TOKEN=op", "ASSAY_X402_OPERATOR_KEY=" + x402OperatorKey}
 	s := startServe(t, data, args, env, 30*time.Second)
 
