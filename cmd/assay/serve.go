@@ -32,7 +32,7 @@ import (
 	"github.com/assayhq/assay/wasm"
 )
 
-func init() { register("serve", "run the escrow court's HTTP server", cmdServe) }
+func init() { register("serve", "serve the court, the market, judgment matters and /mcp over HTTP", cmdServe) }
 
 // version is set at build time with -ldflags "-X main.version=…".
 var version = "dev"
