@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
@@ -21,7 +22,8 @@ const maxAttempts = 64
 type DB struct {
 	db   *badger.DB
 	dir  string
-	sync *groupSync // nil in memory
+	sync *groupSync          // nil in memory
+	logs map[string]*os.File // the log files syncFiles syncs, open (sync.go)
 
 	onCommit func(time.Duration)
 	onRetry  func()
@@ -74,7 +76,13 @@ func Open(dir string, opt Options) (*DB, error) {
 }
 
 // Close implements store.Store.
-func (d *DB) Close() error { return wrap(d.db.Close()) }
+func (d *DB) Close() error {
+	err := d.db.Close()
+	if d.sync != nil {
+		d.sync.quiesce(d.closeLogs)
+	}
+	return wrap(err)
+}
 
 // Update implements store.Store.
 func (d *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
@@ -163,6 +171,11 @@ func (t *tx) Delete(key string) error {
 
 func (t *tx) Scan(prefix string, reverse bool, fn func(string, []byte) error) error {
 	opts := badger.DefaultIteratorOptions
+	// The services' values are small and live in the LSM tree beside
+	// their keys: fn reads each where it lies, and a scan that stops
+	// early (a page, a reputation's shards) copies nothing it does not
+	// read.
+	opts.PrefetchValues = false
 	opts.Reverse = reverse
 	var it *badger.Iterator
 	if !reverse {

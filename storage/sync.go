@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 )
 
@@ -39,6 +40,16 @@ func (g *groupSync) failed() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.err
+}
+
+// quiesce runs fn when no sync is running, and starts none meanwhile.
+func (g *groupSync) quiesce(fn func()) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for g.running {
+		g.cond.Wait()
+	}
+	fn()
 }
 
 // wait returns once a sync that started after the call has finished.
@@ -80,28 +91,56 @@ func (g *groupSync) wait() error {
 // not call badger's DB.Sync, which holds the database's lock through the
 // sync and so stalls every commit behind it; syncing the files through
 // their own descriptors writes the same pages (badger writes them through
-// shared mappings) without stopping the writers.
+// shared mappings) without stopping the writers. The descriptors stay
+// open from sync to sync (one directory read finds the files that came
+// and went); only one sync runs at a time (groupSync), so d.logs needs no
+// lock.
 func (d *DB) syncFiles() error {
-	var files []string
-	for _, pattern := range []string{"*.mem", "*.vlog"} {
-		m, err := filepath.Glob(filepath.Join(d.dir, pattern))
-		if err != nil {
-			return err
-		}
-		files = append(files, m...)
+	dir, err := os.Open(d.dir)
+	if err != nil {
+		return err
 	}
-	for _, name := range files {
-		f, err := os.Open(name)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // flushed and removed meanwhile
-		} else if err != nil {
+	names, err := dir.Readdirnames(-1)
+	dir.Close()
+	if err != nil {
+		return err
+	}
+	if d.logs == nil {
+		d.logs = map[string]*os.File{}
+	}
+	seen := make(map[string]bool, len(d.logs))
+	for _, name := range names {
+		if !strings.HasSuffix(name, ".mem") && !strings.HasSuffix(name, ".vlog") {
+			continue
+		}
+		seen[name] = true
+		f := d.logs[name]
+		if f == nil {
+			f, err = os.Open(filepath.Join(d.dir, name))
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // flushed and removed meanwhile
+			} else if err != nil {
+				return err
+			}
+			d.logs[name] = f
+		}
+		if err := datasync(f); err != nil {
 			return err
 		}
-		err = datasync(f)
-		f.Close()
-		if err != nil {
-			return err
+	}
+	for name, f := range d.logs {
+		if !seen[name] {
+			f.Close() // flushed to a table and removed
+			delete(d.logs, name)
 		}
 	}
 	return nil
+}
+
+// closeLogs closes the descriptors syncFiles kept open.
+func (d *DB) closeLogs() {
+	for name, f := range d.logs {
+		f.Close()
+		delete(d.logs, name)
+	}
 }

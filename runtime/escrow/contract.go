@@ -302,24 +302,51 @@ func (s *Service) terms(req CreateRequest) (*Contract, *adjudicate.Plan, error) 
 	return c, plan, nil
 }
 
-// contractHash is the SHA-256 of the RFC 8785 form of the terms.
+// contractHash is the SHA-256 of the RFC 8785 form of the terms, written
+// from the contract's fields: the acceptance criteria are canonical
+// already (adjudicate.Plan.Canonical).
 func contractHash(c *Contract) (string, error) {
-	terms := map[string]any{
-		"contract_id":   c.ID,
-		"buyer":         c.Buyer,
-		"seller":        c.Seller,
-		"price":         c.Price,
-		"currency":      c.Currency,
-		"acceptance":    c.Acceptance,
-		"deadline_tick": c.DeadlineTick,
+	if err := receipt.CheckIntegers(c.Acceptance); err != nil {
+		return "", err
+	}
+	buf := make([]byte, 0, 256)
+	member := func(name string, write func([]byte) []byte) receipt.Member {
+		start := len(buf)
+		buf = write(buf)
+		return receipt.Member{Name: name, Value: buf[start:len(buf):len(buf)]}
+	}
+	str := func(name, s string) receipt.Member {
+		return member(name, func(b []byte) []byte { return receipt.AppendString(b, s) })
+	}
+	var err error
+	integer := func(name string, n int64) receipt.Member {
+		return member(name, func(b []byte) []byte {
+			var ierr error
+			if b, ierr = receipt.AppendInt(b, n); ierr != nil && err == nil {
+				err = ierr
+			}
+			return b
+		})
+	}
+	terms := []receipt.Member{
+		str("contract_id", c.ID),
+		str("buyer", c.Buyer),
+		str("seller", c.Seller),
+		integer("price", c.Price),
+		str("currency", c.Currency),
+		{Name: "acceptance", Value: c.Acceptance},
+		integer("deadline_tick", c.DeadlineTick),
 	}
 	if !c.DeliverBy.IsZero() {
-		terms["deliver_by"] = c.DeliverBy.Format(time.RFC3339)
+		terms = append(terms, str("deliver_by", c.DeliverBy.Format(time.RFC3339)))
 	}
 	if c.ReviewWindow != "" {
-		terms["review_window"] = c.ReviewWindow
+		terms = append(terms, str("review_window", c.ReviewWindow))
 	}
-	canon, err := receipt.Canonical(terms)
+	if err != nil {
+		return "", err
+	}
+	canon, err := receipt.CanonicalObject(terms)
 	if err != nil {
 		return "", err
 	}

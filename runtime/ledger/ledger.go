@@ -41,6 +41,7 @@ import (
 	"math/big"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -144,17 +145,19 @@ func Post(tx store.Tx, t Transfer) error {
 		{Transfer: t.ID, Account: t.From, Counter: t.To, Amount: -t.Amount, Currency: t.Currency, Memo: t.Memo, At: t.At},
 		{Transfer: t.ID, Account: t.To, Counter: t.From, Amount: t.Amount, Currency: t.Currency, Memo: t.Memo, At: t.At},
 	}
-	// Read and check everything before writing anything.
+	// Read and check everything before writing anything. The two legs
+	// are only ever written together, in one transaction: the first one
+	// tells whether the transfer was posted.
 	shard := shardOf(t.ID)
+	if _, err := tx.Get(legKey(legs[0], 0)); err == nil {
+		return fault.New(fault.Internal, "ledger", "transfer %s posted twice", t.ID)
+	} else if err != store.ErrNotFound {
+		return err
+	}
 	var counters [2]int64
 	for i, leg := range legs {
-		if _, err := tx.Get(legKey(leg, i)); err == nil {
-			return fault.New(fault.Internal, "ledger", "transfer %s posted twice", t.ID)
-		} else if err != store.ErrNotFound {
-			return err
-		}
-		var n int64
-		if err := store.GetJSON(tx, shardKey(leg.Account, leg.Currency, shard), &n); err != nil && err != store.ErrNotFound {
+		n, err := readCounter(tx, shardKey(leg.Account, leg.Currency, shard))
+		if err != nil {
 			return err
 		}
 		next, ok := Add(n, leg.Amount)
@@ -172,19 +175,38 @@ func Post(tx store.Tx, t Transfer) error {
 		if err := store.SetJSON(tx, legKey(leg, i), leg); err != nil {
 			return err
 		}
-		if err := store.SetJSON(tx, shardKey(leg.Account, leg.Currency, shard), counters[i]); err != nil {
+		// A counter is a JSON number, written as strconv writes it.
+		if err := tx.Set(shardKey(leg.Account, leg.Currency, shard), strconv.AppendInt(nil, counters[i], 10)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// readCounter reads a shard counter; an absent one is zero.
+func readCounter(tx store.Tx, key string) (int64, error) {
+	b, err := tx.Get(key)
+	if err == store.ErrNotFound {
+		return 0, nil
+	} else if err != nil {
+		return 0, err
+	}
+	if n, err := strconv.ParseInt(string(b), 10, 64); err == nil {
+		return n, nil
+	}
+	var n int64
+	if err := json.Unmarshal(b, &n); err != nil {
+		return 0, fmt.Errorf("ledger: decode %s: %w", key, err)
+	}
+	return n, nil
+}
+
 func legKey(leg Leg, i int) string {
-	return fmt.Sprintf("%s%s/%s/%d", prefix, url.PathEscape(leg.Account), leg.Transfer, i)
+	return prefix + url.PathEscape(leg.Account) + "/" + leg.Transfer + "/" + strconv.Itoa(i)
 }
 
 func shardKey(account, currency string, shard uint32) string {
-	return fmt.Sprintf("%s%s/%s/%d", shardPrefix, url.PathEscape(account), url.PathEscape(currency), shard)
+	return shardPrefix + url.PathEscape(account) + "/" + url.PathEscape(currency) + "/" + strconv.FormatUint(uint64(shard), 10)
 }
 
 func shardOf(transfer string) uint32 {

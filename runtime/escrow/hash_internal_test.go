@@ -1,0 +1,59 @@
+package escrow
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/assayhq/assay/runtime/receipt"
+)
+
+// TestContractHash: the hash written from the contract's fields is the
+// SHA-256 of the terms marshalled to JSON and canonicalised, the
+// definition the package documentation gives.
+func TestContractHash(t *testing.T) {
+	byText := func(c *Contract) string {
+		terms := map[string]any{"contract_id": c.ID, "buyer": c.Buyer, "seller": c.Seller, "price": c.Price,
+			"currency": c.Currency, "acceptance": c.Acceptance, "deadline_tick": c.DeadlineTick}
+		if !c.DeliverBy.IsZero() {
+			terms["deliver_by"] = c.DeliverBy.Format(time.RFC3339)
+		}
+		if c.ReviewWindow != "" {
+			terms["review_window"] = c.ReviewWindow
+		}
+		canon, err := receipt.Canonical(terms)
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		sum := sha256.Sum256(canon)
+		return hex.EncodeToString(sum[:])
+	}
+	base := Contract{ID: "esc-00112233", Buyer: "did:nanda:b", Seller: "did:nanda:s", Price: 10, Currency: "credits",
+		Acceptance: json.RawMessage(`{"assertions":[{"op":"gte","path":"rows","value":100}]}`), DeadlineTick: 1000}
+	for name, edit := range map[string]func(*Contract){
+		"OK":        func(*Contract) {},
+		"Deadlines": func(c *Contract) { c.DeliverBy, c.ReviewWindow = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC), "72h0m0s" },
+		"Odd":       func(c *Contract) { c.Buyer, c.Seller = "did:x:<&>\u2028\"é😀", "did:x:\x01\\" },
+		"Largest":   func(c *Contract) { c.Price, c.DeadlineTick = MaxPrice, MaxPrice },
+		"Empty":     func(c *Contract) { c.Acceptance = json.RawMessage(`{}`) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := base
+			edit(&c)
+			got, err := contractHash(&c)
+			if err != nil {
+				got = "error: " + err.Error()
+			}
+			if want := byText(&c); got != want {
+				t.Errorf("got %s, want %s", got, want)
+			}
+		})
+	}
+	c := base
+	c.Acceptance = json.RawMessage(`{"value":9007199254740994}`)
+	if _, err := contractHash(&c); err == nil {
+		t.Error("an integer beyond 2^53 in the criteria: no error")
+	}
+}

@@ -1,0 +1,79 @@
+package escrow_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/assayhq/assay/adjudicate"
+	"github.com/assayhq/assay/runtime/escrow"
+	"github.com/assayhq/assay/runtime/receipt"
+)
+
+// plainSubject is a VerdictSubject without CanonicalMembers: the receipt
+// package marshals it and canonicalises the JSON text, as it does any
+// subject.
+type plainSubject escrow.VerdictSubject
+
+// TestVerdictSubject_CanonicalMembers: a verdict signed from its members
+// is the very receipt, byte for byte, that signing its JSON text gives,
+// whatever its strings hold.
+func TestVerdictSubject_CanonicalMembers(t *testing.T) {
+	keys, err := receipt.OpenKeyring(receipt.KeyringConfig{Dir: t.TempDir(),
+		Now: func() time.Time { return time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC) }, Rand: rand.NewChaCha8([32]byte{7})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := escrow.VerdictSubject{ContractID: "esc-1d32e6667c804456", ContractHash: "ab12", EvidenceHash: "cd34",
+		Buyer: "did:nanda:buyer", Seller: "did:nanda:seller", Price: 50, Currency: "credits",
+		Verdict: "refund", Tier: "tier0", Payout: map[string]int64{"did:nanda:buyer": 50},
+		Checks: []adjudicate.Check{{Kind: "assertion", Spec: json.RawMessage(`{"path":"rows","op":"gte","value":1e2,"ratio":0.000001}`), Detail: "rows gte 100 -> False"}},
+		Reason: "only 40 of 100 rows", CriteriaSHA256: "ef56", DecidedAt: "2026-05-01T12:00:00.123Z"}
+	odd := "quote \" backslash \\ controls \x00\x01\b\t\n\f\r\x1f\x7f html <&> seps \u2028\u2029 bad \xff\xfe utf8 «schön» 😀 \uffff"
+	cases := map[string]func(v *escrow.VerdictSubject){
+		"OK":           func(*escrow.VerdictSubject) {},
+		"Accept":       func(v *escrow.VerdictSubject) { v.Checks, v.EvidenceHash, v.Reason, v.CriteriaSHA256 = []adjudicate.Check{}, "", "", "" },
+		"Escalated":    func(v *escrow.VerdictSubject) { v.Payout = map[string]int64{} },
+		"NilParts":     func(v *escrow.VerdictSubject) { v.Checks, v.Payout = nil, nil },
+		"OddStrings":   func(v *escrow.VerdictSubject) { v.Reason, v.Buyer, v.Currency, v.DecidedAt = odd, odd, odd, odd },
+		"OddPayout":    func(v *escrow.VerdictSubject) { v.Payout = map[string]int64{odd: 1, "\uffff": 2, "😀": 3, "z": 4, "<a>": 5, "": 6} },
+		"LargestPrice": func(v *escrow.VerdictSubject) { v.Price = 1 << 53; v.Payout = map[string]int64{"did:x": -(1 << 53)} },
+		"CheckOutcome": func(v *escrow.VerdictSubject) {
+			v.Checks = append(v.Checks, adjudicate.Check{Kind: "checker", Spec: json.RawMessage(`{"sha256":"00"}`), Passed: true, Detail: odd,
+				Outcome: &adjudicate.CheckerOutcome{ExitCode: 3}})
+		},
+	}
+	for name, edit := range cases {
+		t.Run(name, func(t *testing.T) {
+			v := base
+			v.Payout = map[string]int64{"did:nanda:buyer": 50}
+			edit(&v)
+			fast, err := keys.Sign(receipt.KindVerdict, "7d6a250e86c842be", v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			slow, err := keys.Sign(receipt.KindVerdict, "7d6a250e86c842be", plainSubject(v))
+			if err != nil {
+				t.Fatal(err)
+			}
+			fb, _ := receipt.Marshal(fast)
+			sb, _ := receipt.Marshal(slow)
+			if !bytes.Equal(fb, sb) {
+				t.Errorf("from the members:\n%s\nfrom the JSON text:\n%s", fb, sb)
+			}
+		})
+	}
+	t.Run("ErrUnsafeInteger", func(t *testing.T) {
+		v := base
+		v.Price = 1<<53 + 1
+		if _, err := keys.Sign(receipt.KindVerdict, "x", v); !errors.Is(err, receipt.ErrUnsafeInteger) {
+			t.Errorf("got %v", err)
+		}
+		if _, err := keys.Sign(receipt.KindVerdict, "x", plainSubject(v)); !errors.Is(err, receipt.ErrUnsafeInteger) {
+			t.Errorf("the JSON path: got %v", err)
+		}
+	})
+}
