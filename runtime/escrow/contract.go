@@ -240,7 +240,7 @@ func (s *Service) Create(ctx context.Context, req CreateRequest, ik idem.Idem) (
 	return s.mutate(ctx, ik, func(tx store.Tx) (Reply, error) {
 		// Ids are 64 random bits: no read for a collision, so that a
 		// creation conflicts with nothing.
-		if err := store.SetJSON(tx, contractKey(c.ID), c); err != nil {
+		if err := s.putContract(tx, c); err != nil {
 			return Reply{}, err
 		}
 		return Reply{Body: body}, putEvent(tx, ck, Event{Event: "create", ContractID: c.ID, Status: c.Status,
@@ -362,21 +362,12 @@ func wrongState(c *Contract, action string, want Status) error {
 	return fault.New(fault.Conflict, ECodeInvalidState, "cannot %s contract %s: it is %s, and %s needs it %s", action, c.ID, c.Status, action, want)
 }
 
-func loadContract(tx store.Tx, id string) (*Contract, error) {
-	var c Contract
-	err := store.GetJSON(tx, contractKey(id), &c)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, notFound(id)
-	}
-	return &c, err
-}
-
 // Get returns a contract, settling first a deadline that has passed.
 func (s *Service) Get(ctx context.Context, id string) (*Contract, error) {
 	var c *Contract
 	err := s.st.View(ctx, func(tx store.Tx) error {
 		var err error
-		c, err = loadContract(tx, id)
+		c, err = s.loadContract(tx, id)
 		return err
 	})
 	if err != nil || !s.isDue(c, s.now()) {
@@ -385,7 +376,7 @@ func (s *Service) Get(ctx context.Context, id string) (*Contract, error) {
 	ck := s.tick()
 	err = s.st.Update(ctx, func(tx store.Tx) error {
 		var err error
-		if c, err = loadContract(tx, id); err != nil {
+		if c, err = s.loadContract(tx, id); err != nil {
 			return err
 		}
 		_, err = s.settleDue(tx, c, ck)
@@ -445,7 +436,7 @@ func (s *Service) Fund(ctx context.Context, id string, ik idem.Idem) (Reply, err
 
 func (s *Service) fund(ctx context.Context, id string, ik idem.Idem, ck clock, ref string) (Reply, error) {
 	return s.mutate(ctx, ik, func(tx store.Tx) (Reply, error) {
-		c, err := loadContract(tx, id)
+		c, err := s.loadContract(tx, id)
 		if err != nil {
 			return Reply{}, err
 		}
@@ -460,7 +451,7 @@ func (s *Service) fund(ctx context.Context, id string, ik idem.Idem, ck clock, r
 			return Reply{}, err
 		}
 		c.Status, c.FundedAt = StatusFunded, ck.now
-		if err := store.SetJSON(tx, contractKey(id), c); err != nil {
+		if err := s.putContract(tx, c); err != nil {
 			return Reply{}, err
 		}
 		return Reply{Body: json.RawMessage(`{"status":"funded"}`)},
@@ -498,7 +489,7 @@ func (s *Service) Deliver(ctx context.Context, id string, req DeliverRequest, ik
 	body, _ := json.Marshal(map[string]string{"status": string(StatusDelivered), "evidence_hash": evidenceHash})
 	ck := s.tick()
 	return s.mutate(ctx, ik, func(tx store.Tx) (Reply, error) {
-		c, err := loadContract(tx, id)
+		c, err := s.loadContract(tx, id)
 		if err != nil {
 			return Reply{}, err
 		}
@@ -515,7 +506,7 @@ func (s *Service) Deliver(ctx context.Context, id string, req DeliverRequest, ik
 			return Reply{}, err
 		}
 		c.Status, c.DeliveredAt, c.EvidenceHash = StatusDelivered, ck.now, evidenceHash
-		if err := store.SetJSON(tx, contractKey(id), c); err != nil {
+		if err := s.putContract(tx, c); err != nil {
 			return Reply{}, err
 		}
 		return Reply{Body: body}, putEvent(tx, ck, Event{Event: "deliver", ContractID: id, Status: c.Status, EvidenceHash: evidenceHash})
@@ -541,7 +532,7 @@ func (s *Service) Accept(ctx context.Context, id string, ik idem.Idem) (Reply, e
 // decidable loads a contract that must be delivered, settling a lapsed
 // review window first.
 func (s *Service) decidable(tx store.Tx, id, action string, ck clock) (*Contract, error) {
-	c, err := loadContract(tx, id)
+	c, err := s.loadContract(tx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -573,7 +564,7 @@ func (s *Service) Dispute(ctx context.Context, id string, req DisputeRequest, ik
 	)
 	err := s.st.View(ctx, func(tx store.Tx) error {
 		var err error
-		if c, err = loadContract(tx, id); err != nil {
+		if c, err = s.loadContract(tx, id); err != nil {
 			return err
 		}
 		if c.Status != StatusDelivered {
@@ -642,7 +633,7 @@ func (s *Service) Resolve(ctx context.Context, id string, req ResolveRequest, ik
 	}
 	ck := s.tick()
 	return s.mutate(ctx, ik, func(tx store.Tx) (Reply, error) {
-		c, err := loadContract(tx, id)
+		c, err := s.loadContract(tx, id)
 		if err != nil {
 			return Reply{}, err
 		}
@@ -754,7 +745,7 @@ func (s *Service) finalize(tx store.Tx, c *Contract, ck clock, d decision) ([]by
 	if status == StatusResolved {
 		c.ResolvedAt = ck.now
 	}
-	if err := store.SetJSON(tx, contractKey(c.ID), c); err != nil {
+	if err := s.putContract(tx, c); err != nil {
 		return nil, err
 	}
 	return body, putEvent(tx, ck, Event{Event: d.event, ContractID: c.ID, Status: status,

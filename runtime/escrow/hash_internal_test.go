@@ -33,11 +33,13 @@ func TestContractHash(t *testing.T) {
 	base := Contract{ID: "esc-00112233", Buyer: "did:nanda:b", Seller: "did:nanda:s", Price: 10, Currency: "credits",
 		Acceptance: json.RawMessage(`{"assertions":[{"op":"gte","path":"rows","value":100}]}`), DeadlineTick: 1000}
 	for name, edit := range map[string]func(*Contract){
-		"OK":        func(*Contract) {},
-		"Deadlines": func(c *Contract) { c.DeliverBy, c.ReviewWindow = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC), "72h0m0s" },
-		"Odd":       func(c *Contract) { c.Buyer, c.Seller = "did:x:<&>\u2028\"é😀", "did:x:\x01\\" },
-		"Largest":   func(c *Contract) { c.Price, c.DeadlineTick = MaxPrice, MaxPrice },
-		"Empty":     func(c *Contract) { c.Acceptance = json.RawMessage(`{}`) },
+		"OK": func(*Contract) {},
+		"Deadlines": func(c *Contract) {
+			c.DeliverBy, c.ReviewWindow = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC), "72h0m0s"
+		},
+		"Odd":     func(c *Contract) { c.Buyer, c.Seller = "did:x:<&>\u2028\"é😀", "did:x:\x01\\" },
+		"Largest": func(c *Contract) { c.Price, c.DeadlineTick = MaxPrice, MaxPrice },
+		"Empty":   func(c *Contract) { c.Acceptance = json.RawMessage(`{}`) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := base

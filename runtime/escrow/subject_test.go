@@ -2,6 +2,7 @@ package escrow_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
@@ -10,7 +11,9 @@ import (
 
 	"github.com/assayhq/assay/adjudicate"
 	"github.com/assayhq/assay/runtime/escrow"
+	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/receipt"
+	"github.com/assayhq/assay/runtime/store"
 )
 
 // plainSubject is a VerdictSubject without CanonicalMembers: the receipt
@@ -34,12 +37,16 @@ func TestVerdictSubject_CanonicalMembers(t *testing.T) {
 		Reason: "only 40 of 100 rows", CriteriaSHA256: "ef56", DecidedAt: "2026-05-01T12:00:00.123Z"}
 	odd := "quote \" backslash \\ controls \x00\x01\b\t\n\f\r\x1f\x7f html <&> seps \u2028\u2029 bad \xff\xfe utf8 «schön» 😀 \uffff"
 	cases := map[string]func(v *escrow.VerdictSubject){
-		"OK":           func(*escrow.VerdictSubject) {},
-		"Accept":       func(v *escrow.VerdictSubject) { v.Checks, v.EvidenceHash, v.Reason, v.CriteriaSHA256 = []adjudicate.Check{}, "", "", "" },
-		"Escalated":    func(v *escrow.VerdictSubject) { v.Payout = map[string]int64{} },
-		"NilParts":     func(v *escrow.VerdictSubject) { v.Checks, v.Payout = nil, nil },
-		"OddStrings":   func(v *escrow.VerdictSubject) { v.Reason, v.Buyer, v.Currency, v.DecidedAt = odd, odd, odd, odd },
-		"OddPayout":    func(v *escrow.VerdictSubject) { v.Payout = map[string]int64{odd: 1, "\uffff": 2, "😀": 3, "z": 4, "<a>": 5, "": 6} },
+		"OK": func(*escrow.VerdictSubject) {},
+		"Accept": func(v *escrow.VerdictSubject) {
+			v.Checks, v.EvidenceHash, v.Reason, v.CriteriaSHA256 = []adjudicate.Check{}, "", "", ""
+		},
+		"Escalated":  func(v *escrow.VerdictSubject) { v.Payout = map[string]int64{} },
+		"NilParts":   func(v *escrow.VerdictSubject) { v.Checks, v.Payout = nil, nil },
+		"OddStrings": func(v *escrow.VerdictSubject) { v.Reason, v.Buyer, v.Currency, v.DecidedAt = odd, odd, odd, odd },
+		"OddPayout": func(v *escrow.VerdictSubject) {
+			v.Payout = map[string]int64{odd: 1, "\uffff": 2, "😀": 3, "z": 4, "<a>": 5, "": 6}
+		},
 		"LargestPrice": func(v *escrow.VerdictSubject) { v.Price = 1 << 53; v.Payout = map[string]int64{"did:x": -(1 << 53)} },
 		"CheckOutcome": func(v *escrow.VerdictSubject) {
 			v.Checks = append(v.Checks, adjudicate.Check{Kind: "checker", Spec: json.RawMessage(`{"sha256":"00"}`), Passed: true, Detail: odd,
@@ -76,4 +83,48 @@ func TestVerdictSubject_CanonicalMembers(t *testing.T) {
 			t.Errorf("the JSON path: got %v", err)
 		}
 	})
+}
+
+// TestService_ContractCache: a contract that changed under its key behind
+// the Service's back (another node, a restore) is read as stored, never
+// as the Service last decoded it.
+func TestService_ContractCache(t *testing.T) {
+	ctx := context.Background()
+	c := mustCourt(t)
+	r, err := c.Create(ctx, createReq("did:x:buyer", "did:x:seller", "10", rows100), idem.Idem{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var created escrow.Created
+	if err := json.Unmarshal(r.Body, &created); err != nil {
+		t.Fatal(err)
+	}
+	key := "escrow/contract/" + created.ContractID
+	err = c.store.Update(ctx, func(tx store.Tx) error {
+		var ct map[string]any
+		if err := store.GetJSON(tx, key, &ct); err != nil {
+			return err
+		}
+		ct["price"] = 11
+		return store.SetJSON(tx, key, ct)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Get(ctx, created.ContractID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Price != 11 {
+		t.Errorf("price %d, want the stored 11", got.Price)
+	}
+	if _, err := c.Fund(ctx, created.ContractID, idem.Idem{}); err != nil {
+		t.Fatal(err)
+	}
+	// A copy: what a caller does to it is not what the next read sees.
+	got, _ = c.Get(ctx, created.ContractID)
+	got.Receipts = append(got.Receipts, "x")
+	if again, _ := c.Get(ctx, created.ContractID); got.Status != escrow.StatusFunded || len(again.Receipts) != 0 {
+		t.Errorf("after fund: %+v, then %+v", got, again)
+	}
 }
