@@ -723,7 +723,7 @@ func (s *Service) finalize(tx store.Tx, c *Contract, ck clock, d decision) ([]by
 		Buyer: c.Buyer, Seller: c.Seller, Price: c.Price, Currency: c.Currency,
 		Verdict: d.verdict, Tier: d.tier, Checks: checks, Payout: payout, Reason: d.reason,
 		CriteriaSHA256: d.criteria, DecidedAt: ck.now.Format(time.RFC3339Nano),
-	})
+	}.signable())
 	if err != nil {
 		return nil, fmt.Errorf("escrow: sign receipt: %w", err)
 	}

@@ -4,9 +4,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"reflect"
 	"testing"
 	"time"
 
+	"github.com/assayhq/assay/adjudicate"
 	"github.com/assayhq/assay/runtime/receipt"
 )
 
@@ -57,5 +59,18 @@ func TestContractHash(t *testing.T) {
 	c.Acceptance = json.RawMessage(`{"value":9007199254740994}`)
 	if _, err := contractHash(&c); err == nil {
 		t.Error("an integer beyond 2^53 in the criteria: no error")
+	}
+}
+
+// TestCanonicalMembers_complete: the members written from the fields are
+// every field of VerdictSubject and adjudicate.Check. When this fails, a
+// field was added: teach CanonicalMembers or appendCheck to write it
+// (until then receipts are signed from the JSON text, correct but slower).
+func TestCanonicalMembers_complete(t *testing.T) {
+	if !verdictMembers {
+		t.Errorf("VerdictSubject's JSON names are %s", jsonNames(reflect.TypeFor[VerdictSubject]()))
+	}
+	if !checkMembers {
+		t.Errorf("adjudicate.Check's JSON names are %s", jsonNames(reflect.TypeFor[adjudicate.Check]()))
 	}
 }

@@ -1,20 +1,62 @@
 package escrow
 
 import (
+	"errors"
 	"maps"
+	"reflect"
 	"slices"
+	"strings"
 
+	"github.com/assayhq/assay/adjudicate"
 	"github.com/assayhq/assay/runtime/receipt"
 )
 
 // Interface guard.
 var _ receipt.Canonicaler = VerdictSubject{}
 
+// The members CanonicalMembers and canonicalCheck write. Should a field be
+// added to VerdictSubject or adjudicate.Check without them learning it,
+// these no longer match the structs' JSON names and receipts are signed
+// from the subject's JSON text again: slower, never missing a member.
+var (
+	verdictMembers = jsonNames(reflect.TypeFor[VerdictSubject]()) == "buyer checks contract_hash contract_id criteria_sha256 currency decided_at evidence_hash payout price reason seller tier verdict"
+	checkMembers   = jsonNames(reflect.TypeFor[adjudicate.Check]()) == "detail jurors kind outcome passed skipped spec"
+)
+
+// jsonNames lists the JSON names of a struct's fields, sorted.
+func jsonNames(t reflect.Type) string {
+	var names []string
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" {
+			name = f.Name
+		}
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return strings.Join(names, " ")
+}
+
+// verdictText is a VerdictSubject signed from its JSON text.
+type verdictText VerdictSubject
+
+// signable is what finalize signs: v itself, or its JSON text when
+// CanonicalMembers does not know all of its fields.
+func (v VerdictSubject) signable() any {
+	if verdictMembers {
+		return v
+	}
+	return verdictText(v)
+}
+
 // CanonicalMembers gives the subject's members in RFC 8785 form, the bytes
 // receipt.Canonical would give the struct's JSON, so that signing a
 // verdict canonicalises it once, from the struct. Only the checks, which
 // carry criteria's JSON, go through a JSON text.
 func (v VerdictSubject) CanonicalMembers() ([]receipt.Member, error) {
+	if !verdictMembers {
+		return nil, errors.New("escrow: VerdictSubject has fields CanonicalMembers does not write; sign signable()")
+	}
 	ms := make([]receipt.Member, 0, 14)
 	buf := make([]byte, 0, 512)
 	str := func(name, s string) {
@@ -45,9 +87,16 @@ func (v VerdictSubject) CanonicalMembers() ([]receipt.Member, error) {
 	case len(v.Checks) == 0:
 		checks = []byte("[]")
 	default:
-		if checks, err = receipt.Canonical(v.Checks); err != nil {
-			return nil, err
+		checks = append(checks, '[')
+		for i := range v.Checks {
+			if i > 0 {
+				checks = append(checks, ',')
+			}
+			if checks, err = appendCheck(checks, &v.Checks[i]); err != nil {
+				return nil, err
+			}
 		}
+		checks = append(checks, ']')
 	}
 	ms = append(ms, receipt.Member{Name: "checks", Value: checks})
 	start = len(buf)
@@ -77,4 +126,43 @@ func (v VerdictSubject) CanonicalMembers() ([]receipt.Member, error) {
 	}
 	str("decided_at", v.DecidedAt)
 	return ms, nil
+}
+
+// appendCheck appends a check in RFC 8785 form: written from its fields
+// when it is a plain one (no checker outcome, no jury votes), else through
+// its JSON text.
+func appendCheck(dst []byte, c *adjudicate.Check) ([]byte, error) {
+	if !checkMembers || c.Outcome != nil || c.Jurors != nil {
+		b, err := receipt.Canonical(c)
+		return append(dst, b...), err
+	}
+	spec := []byte("null")
+	if len(c.Spec) > 0 {
+		var err error
+		if spec, err = receipt.CanonicalJSON(c.Spec); err != nil {
+			return dst, err
+		}
+	}
+	buf := make([]byte, 0, 32+len(c.Kind)+len(c.Detail))
+	buf = receipt.AppendString(buf, c.Kind)
+	kind := len(buf)
+	buf = receipt.AppendString(buf, c.Detail)
+	ms := []receipt.Member{
+		{Name: "kind", Value: buf[:kind:kind]},
+		{Name: "detail", Value: buf[kind:]},
+		{Name: "passed", Value: boolJSON(c.Passed)},
+		{Name: "spec", Value: spec},
+	}
+	if c.Skipped {
+		ms = append(ms, receipt.Member{Name: "skipped", Value: boolJSON(true)})
+	}
+	b, err := receipt.CanonicalObject(ms)
+	return append(dst, b...), err
+}
+
+func boolJSON(b bool) []byte {
+	if b {
+		return []byte("true")
+	}
+	return []byte("false")
 }

@@ -48,6 +48,12 @@ func TestVerdictSubject_CanonicalMembers(t *testing.T) {
 			v.Payout = map[string]int64{odd: 1, "\uffff": 2, "😀": 3, "z": 4, "<a>": 5, "": 6}
 		},
 		"LargestPrice": func(v *escrow.VerdictSubject) { v.Price = 1 << 53; v.Payout = map[string]int64{"did:x": -(1 << 53)} },
+		"Checks": func(v *escrow.VerdictSubject) {
+			v.Checks = append(v.Checks,
+				adjudicate.Check{Kind: "assertion", Spec: json.RawMessage(` { "path" : "a\u003cb" , "value": [1.50, -0, 1E3, "\u00e9\/"] } `), Passed: true, Skipped: true, Detail: odd},
+				adjudicate.Check{Kind: "schema", Detail: ""},
+				adjudicate.Check{Kind: "semantic", Spec: json.RawMessage(`{"semantic":true}`), Jurors: []adjudicate.JurorVote{{Model: "m", Vote: "pass", Rationale: odd}}})
+		},
 		"CheckOutcome": func(v *escrow.VerdictSubject) {
 			v.Checks = append(v.Checks, adjudicate.Check{Kind: "checker", Spec: json.RawMessage(`{"sha256":"00"}`), Passed: true, Detail: odd,
 				Outcome: &adjudicate.CheckerOutcome{ExitCode: 3}})
