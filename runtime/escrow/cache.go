@@ -73,13 +73,22 @@ func (c *Contract) clone() *Contract {
 }
 
 func (s *Service) loadContract(tx store.Tx, id string) (*Contract, error) {
-	key := contractKey(id)
-	raw, err := tx.Get(key)
+	raw, err := tx.Get(contractKey(id))
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, notFound(id)
 	} else if err != nil {
 		return nil, err
 	}
+	return s.decodeContract(id, raw)
+}
+
+// decodeContract decodes raw, the bytes stored under id's key (nil: none),
+// from the cache when it holds them.
+func (s *Service) decodeContract(id string, raw []byte) (*Contract, error) {
+	if raw == nil {
+		return nil, notFound(id)
+	}
+	key := contractKey(id)
 	if c, ok := s.contracts.get(id, raw); ok {
 		return c, nil
 	}

@@ -149,14 +149,17 @@ func Post(tx store.Tx, t Transfer) error {
 	// are only ever written together, in one transaction: the first one
 	// tells whether the transfer was posted.
 	shard := shardOf(t.ID)
-	if _, err := tx.Get(legKey(legs[0], 0)); err == nil {
-		return fault.New(fault.Internal, "ledger", "transfer %s posted twice", t.ID)
-	} else if err != store.ErrNotFound {
+	keys := []string{legKey(legs[0], 0), shardKey(t.From, t.Currency, shard), shardKey(t.To, t.Currency, shard)}
+	vals, err := store.GetMany(tx, keys...) // one round trip where the store batches
+	if err != nil {
 		return err
+	}
+	if vals[0] != nil {
+		return fault.New(fault.Internal, "ledger", "transfer %s posted twice", t.ID)
 	}
 	var counters [2]int64
 	for i, leg := range legs {
-		n, err := readCounter(tx, shardKey(leg.Account, leg.Currency, shard))
+		n, err := parseCounter(keys[1+i], vals[1+i])
 		if err != nil {
 			return err
 		}
@@ -183,13 +186,10 @@ func Post(tx store.Tx, t Transfer) error {
 	return nil
 }
 
-// readCounter reads a shard counter; an absent one is zero.
-func readCounter(tx store.Tx, key string) (int64, error) {
-	b, err := tx.Get(key)
-	if err == store.ErrNotFound {
+// parseCounter reads a shard counter's value; an absent one (nil) is zero.
+func parseCounter(key string, b []byte) (int64, error) {
+	if b == nil {
 		return 0, nil
-	} else if err != nil {
-		return 0, err
 	}
 	if n, err := strconv.ParseInt(string(b), 10, 64); err == nil {
 		return n, nil
