@@ -1,11 +1,14 @@
 package storage
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -93,8 +96,17 @@ func (g *groupSync) wait() error {
 // their own descriptors writes the same pages (badger writes them through
 // shared mappings) without stopping the writers. The descriptors stay
 // open from sync to sync (one directory read finds the files that came
-// and went); only one sync runs at a time (groupSync), so d.logs needs no
-// lock.
+// and went); only one sync runs at a time (groupSync), so the state here
+// needs no lock.
+//
+// An fdatasync costs a trip to the device even for a file with nothing
+// new (ext4 flushes the disk's cache every time), so syncFiles syncs only
+// the files that may hold something not yet durable (syncPlan): the
+// newest write-ahead log, which badger's one writer appends to; an older
+// one once more after it was rotated out (badger writes to one log at a
+// time and creates the next only after its last write to the previous);
+// and the value logs when a transaction since the last sync wrote a value
+// big enough to go there (d.bigWrites) or the set of value logs changed.
 func (d *DB) syncFiles() error {
 	dir, err := os.Open(d.dir)
 	if err != nil {
@@ -107,13 +119,13 @@ func (d *DB) syncFiles() error {
 	}
 	if d.logs == nil {
 		d.logs = map[string]*os.File{}
+		d.sealed = map[string]bool{}
 	}
-	seen := make(map[string]bool, len(d.logs))
-	for _, name := range names {
-		if !strings.HasSuffix(name, ".mem") && !strings.HasSuffix(name, ".vlog") {
-			continue
-		}
-		seen[name] = true
+	// Read the flag before syncing: a value committed after this read
+	// is waited for by a sync that starts later and reads it set.
+	big := d.bigWrites.Swap(false)
+	plan := syncPlan(names, d.sealed, d.vlogSet, big)
+	for _, name := range plan.sync {
 		f := d.logs[name]
 		if f == nil {
 			f, err = os.Open(filepath.Join(d.dir, name))
@@ -128,13 +140,75 @@ func (d *DB) syncFiles() error {
 			return err
 		}
 	}
+	for _, name := range plan.sealed {
+		d.sealed[name] = true
+	}
+	d.vlogSet = plan.vlogSet
 	for name, f := range d.logs {
-		if !seen[name] {
+		if !plan.present[name] {
 			f.Close() // flushed to a table and removed
 			delete(d.logs, name)
+			delete(d.sealed, name)
+		}
+	}
+	for name := range d.sealed {
+		if !plan.present[name] {
+			delete(d.sealed, name)
 		}
 	}
 	return nil
+}
+
+// logPlan is what one sync syncs.
+type logPlan struct {
+	sync    []string        // the files to fdatasync
+	sealed  []string        // rotated-out write-ahead logs that need no sync after this one
+	vlogSet string          // the value logs present, for the next plan
+	present map[string]bool // every log file present
+}
+
+// syncPlan decides which of the log files in names a sync must fdatasync
+// (see syncFiles): sealed are the write-ahead logs already synced since
+// they were rotated out, vlogSet the value logs the last sync saw, big
+// whether a value big enough for the value log was committed since.
+func syncPlan(names []string, sealed map[string]bool, vlogSet string, big bool) logPlan {
+	var mems, vlogs []string
+	for _, n := range names {
+		switch {
+		case strings.HasSuffix(n, ".mem"):
+			mems = append(mems, n)
+		case strings.HasSuffix(n, ".vlog"):
+			vlogs = append(vlogs, n)
+		}
+	}
+	byNumber := func(a, b string) int { return cmp.Compare(logNumber(a), logNumber(b)) }
+	slices.SortFunc(mems, byNumber)
+	slices.SortFunc(vlogs, byNumber)
+	p := logPlan{vlogSet: strings.Join(vlogs, ","), present: make(map[string]bool, len(mems)+len(vlogs))}
+	for i, n := range mems {
+		p.present[n] = true
+		if i == len(mems)-1 {
+			p.sync = append(p.sync, n) // the one being written
+		} else if !sealed[n] {
+			p.sync = append(p.sync, n)
+			p.sealed = append(p.sealed, n)
+		}
+	}
+	for _, n := range vlogs {
+		p.present[n] = true
+	}
+	if big || p.vlogSet != vlogSet {
+		p.sync = append(p.sync, vlogs...)
+	}
+	return p
+}
+
+// logNumber is the file number a log's name starts with (badger's
+// 00005.mem, 000001.vlog), or 0.
+func logNumber(name string) uint64 {
+	stem, _, _ := strings.Cut(name, ".")
+	n, _ := strconv.ParseUint(stem, 10, 64)
+	return n
 }
 
 // closeLogs closes the descriptors syncFiles kept open.
