@@ -134,3 +134,32 @@ func TestService_ContractCache(t *testing.T) {
 		t.Errorf("after fund: %+v, then %+v", got, again)
 	}
 }
+
+// BenchmarkVerdictSubject_Sign: a dispute's verdict signed from its
+// members, against the same subject signed from its JSON text.
+func BenchmarkVerdictSubject_Sign(b *testing.B) {
+	keys, err := receipt.OpenKeyring(receipt.KeyringConfig{Dir: b.TempDir(),
+		Now: func() time.Time { return time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC) }, Rand: rand.NewChaCha8([32]byte{7})})
+	if err != nil {
+		b.Fatal(err)
+	}
+	v := escrow.VerdictSubject{ContractID: "esc-1d32e6667c804456", ContractHash: "9f2b6c1e8d7a4f3b2c1d0e9f8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e1f0a9b",
+		EvidenceHash: "1f2b6c1e8d7a4f3b2c1d0e9f8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e1f0a9b", Buyer: "did:bench:buyer-3", Seller: "did:bench:seller-44",
+		Price: 55, Currency: "credits", Verdict: "release", Tier: "tier0", Payout: map[string]int64{"did:bench:seller-44": 55},
+		Checks: []adjudicate.Check{
+			{Kind: "schema", Spec: json.RawMessage(`{"required":["rows"],"type":"object"}`), Passed: true, Detail: "schema ok"},
+			{Kind: "assertion", Spec: json.RawMessage(`{"op":"gte","path":"rows","value":3}`), Passed: true, Detail: "rows gte 3 -> True"},
+			{Kind: "assertion", Spec: json.RawMessage(`{"op":"lte","path":"rows","value":1000}`), Passed: true, Detail: "rows lte 1000 -> True"},
+		},
+		Reason: "bench", CriteriaSHA256: "2f2b6c1e8d7a4f3b2c1d0e9f8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e1f0a9b", DecidedAt: "2026-05-01T12:00:00.123Z"}
+	for name, subject := range map[string]any{"members": v, "text": plainSubject(v)} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := keys.Sign(receipt.KindVerdict, "7d6a250e86c842be", subject); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
