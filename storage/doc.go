@@ -15,9 +15,8 @@
 // newest write-ahead log; an older one once after its rotation; the value
 // logs after a value big enough to go there), since an fdatasync of a file
 // with nothing new still flushes the disk. One sync serves every
-// transaction waiting, and a
-// transaction that finds no sync running starts one at once: no timer, no
-// idle wait when few write. A transaction that wrote nothing waits for
+// transaction waiting, and a transaction that finds no sync running starts
+// one at once: no timer, no idle wait when few write. A transaction that wrote nothing waits for
 // none. After a sync fails, the store refuses further writes.
 //
 // DiskFloor measures what one such sync costs on the disk itself: a 4 KiB
