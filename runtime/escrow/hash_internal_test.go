@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -72,5 +73,50 @@ func TestCanonicalMembers_complete(t *testing.T) {
 	}
 	if !checkMembers {
 		t.Errorf("adjudicate.Check's JSON names are %s", jsonNames(reflect.TypeFor[adjudicate.Check]()))
+	}
+}
+
+// TestExtraStrings: a string field VerdictSubject gains is written from
+// the fields too; a known field renamed or retagged, or a new field of
+// another type, sends signing back to the JSON text.
+func TestExtraStrings(t *testing.T) {
+	const known = "a b,omitempty"
+	for name, c := range map[string]struct {
+		v    any
+		want string
+		ok   bool
+	}{
+		"OK": {struct {
+			A string `json:"a"`
+			B int    `json:"b,omitempty"`
+		}{}, "[]", true},
+		"Actor": {struct {
+			A     string `json:"a"`
+			B     int    `json:"b,omitempty"`
+			Actor string `json:"actor,omitempty"`
+			Plain string
+		}{}, "[{2 actor true} {3 Plain false}]", true},
+		"Retagged": {struct{ A, B string }{}, "[]", false},
+		"OmitemptyOff": {struct {
+			A string `json:"a"`
+			B string `json:"b"`
+		}{}, "[]", false},
+		"NotString": {struct {
+			A string `json:"a"`
+			B int    `json:"b,omitempty"`
+			N int    `json:"n"`
+		}{}, "[]", false},
+		"AsString": {struct {
+			A string `json:"a"`
+			B int    `json:"b,omitempty"`
+			S string `json:"s,string"`
+		}{}, "[]", false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, ok := extraStrings(reflect.TypeOf(c.v), known)
+			if ok != c.ok || ok && fmt.Sprint(got) != c.want {
+				t.Errorf("got %v %v, want %s %v", got, ok, c.want, c.ok)
+			}
+		})
 	}
 }

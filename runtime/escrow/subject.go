@@ -14,14 +14,51 @@ import (
 // Interface guard.
 var _ receipt.Canonicaler = VerdictSubject{}
 
-// The members CanonicalMembers and canonicalCheck write. Should a field be
-// added to VerdictSubject or adjudicate.Check without them learning it,
-// these no longer match the structs' JSON names and receipts are signed
-// from the subject's JSON text again: slower, never missing a member.
+// The members CanonicalMembers and appendCheck write by name. A string
+// field added to VerdictSubject since (an optional actor, say) is written
+// too, found by reflection (verdictStrings). Should a field of another
+// type be added to VerdictSubject, or any field to adjudicate.Check,
+// without these learning it, receipts are signed from the subject's JSON
+// text again: slower, never missing a member.
 var (
-	verdictMembers = jsonNames(reflect.TypeFor[VerdictSubject]()) == "buyer checks contract_hash contract_id criteria_sha256 currency decided_at evidence_hash payout price reason seller tier verdict"
-	checkMembers   = jsonNames(reflect.TypeFor[adjudicate.Check]()) == "detail jurors kind outcome passed skipped spec"
+	verdictStrings, verdictMembers = extraStrings(reflect.TypeFor[VerdictSubject](),
+		"buyer checks contract_hash contract_id criteria_sha256,omitempty currency decided_at evidence_hash,omitempty payout price reason,omitempty seller tier verdict")
+	checkMembers = jsonNames(reflect.TypeFor[adjudicate.Check]()) == "detail jurors kind outcome passed skipped spec"
 )
+
+// stringField is a string field of a struct and how encoding/json names it.
+type stringField struct {
+	index     int
+	name      string
+	omitEmpty bool
+}
+
+// extraStrings returns the fields of t that known (their JSON tags, in
+// name order) does not name, and whether the fields known names are there
+// with those very tags and the others are all strings that encoding/json
+// writes as such.
+func extraStrings(t reflect.Type, known string) ([]stringField, bool) {
+	var out []stringField
+	var tags []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		name, opts, _ := strings.Cut(tag, ",")
+		if name == "" {
+			name = f.Name
+		}
+		if slices.ContainsFunc(strings.Fields(known), func(k string) bool { n, _, _ := strings.Cut(k, ","); return n == name }) {
+			tags = append(tags, tag)
+			continue
+		}
+		if name == "-" || !f.IsExported() || f.Type.Kind() != reflect.String || strings.Contains(opts, "string") {
+			return nil, false
+		}
+		out = append(out, stringField{index: i, name: name, omitEmpty: slices.Contains(strings.Split(opts, ","), "omitempty") || slices.Contains(strings.Split(opts, ","), "omitzero")})
+	}
+	slices.Sort(tags)
+	return out, strings.Join(tags, " ") == known
+}
 
 // jsonNames lists the JSON names of a struct's fields, sorted.
 func jsonNames(t reflect.Type) string {
@@ -125,6 +162,14 @@ func (v VerdictSubject) CanonicalMembers() ([]receipt.Member, error) {
 		str("criteria_sha256", v.CriteriaSHA256)
 	}
 	str("decided_at", v.DecidedAt)
+	if len(verdictStrings) > 0 {
+		rv := reflect.ValueOf(v)
+		for _, f := range verdictStrings {
+			if s := rv.Field(f.index).String(); s != "" || !f.omitEmpty {
+				str(f.name, s)
+			}
+		}
+	}
 	return ms, nil
 }
 

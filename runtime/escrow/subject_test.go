@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 	"time"
 
@@ -41,9 +42,17 @@ func TestVerdictSubject_CanonicalMembers(t *testing.T) {
 		"Accept": func(v *escrow.VerdictSubject) {
 			v.Checks, v.EvidenceHash, v.Reason, v.CriteriaSHA256 = []adjudicate.Check{}, "", "", ""
 		},
-		"Escalated":  func(v *escrow.VerdictSubject) { v.Payout = map[string]int64{} },
-		"NilParts":   func(v *escrow.VerdictSubject) { v.Checks, v.Payout = nil, nil },
-		"OddStrings": func(v *escrow.VerdictSubject) { v.Reason, v.Buyer, v.Currency, v.DecidedAt = odd, odd, odd, odd },
+		"Escalated": func(v *escrow.VerdictSubject) { v.Payout = map[string]int64{} },
+		"NilParts":  func(v *escrow.VerdictSubject) { v.Checks, v.Payout = nil, nil },
+		"OddStrings": func(v *escrow.VerdictSubject) {
+			// Every string field, those added since this test too.
+			rv := reflect.ValueOf(v).Elem()
+			for i := range rv.NumField() {
+				if rv.Field(i).Kind() == reflect.String {
+					rv.Field(i).SetString(odd)
+				}
+			}
+		},
 		"OddPayout": func(v *escrow.VerdictSubject) {
 			v.Payout = map[string]int64{odd: 1, "\uffff": 2, "😀": 3, "z": 4, "<a>": 5, "": 6}
 		},
