@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -21,7 +23,17 @@ const maxAttempts = 64
 type DB struct {
 	db   *badger.DB
 	dir  string
-	sync *groupSync // nil in memory
+	sync *groupSync          // nil in memory
+	logs map[string]*os.File // the log files syncFiles syncs, open (sync.go)
+	// sealed are the rotated-out write-ahead logs synced since, vlogSet
+	// the value logs the last sync saw (sync.go).
+	sealed  map[string]bool
+	vlogSet string
+	// bigValue is the size from which a value may go to the value log
+	// (half badger's threshold, to be safe); bigWrites is set when a
+	// transaction that wrote one committed since the last sync.
+	bigValue  int
+	bigWrites atomic.Bool
 
 	onCommit func(time.Duration)
 	onRetry  func()
@@ -66,7 +78,7 @@ func Open(dir string, opt Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
 	}
-	d := &DB{db: db, dir: dir, onCommit: opt.OnCommit, onRetry: opt.OnRetry}
+	d := &DB{db: db, dir: dir, onCommit: opt.OnCommit, onRetry: opt.OnRetry, bigValue: max(1, int(bo.ValueThreshold/2))}
 	if !opt.InMemory {
 		d.sync = newGroupSync(d.syncFiles, opt.OnSync)
 	}
@@ -74,7 +86,13 @@ func Open(dir string, opt Options) (*DB, error) {
 }
 
 // Close implements store.Store.
-func (d *DB) Close() error { return wrap(d.db.Close()) }
+func (d *DB) Close() error {
+	err := d.db.Close()
+	if d.sync != nil {
+		d.sync.quiesce(d.closeLogs)
+	}
+	return wrap(err)
+}
 
 // Update implements store.Store.
 func (d *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
@@ -95,7 +113,7 @@ func (d *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
 			}
 		}
 		txn := d.db.NewTransaction(true)
-		t := &tx{txn: txn}
+		t := &tx{txn: txn, bigValue: d.bigValue}
 		err := fn(t)
 		if err == nil {
 			err = txn.Commit()
@@ -105,6 +123,12 @@ func (d *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
 			// Acknowledge only what is on disk. A transaction that wrote
 			// nothing committed nothing, and waits for no sync.
 			// A failed sync leaves the commit applied but not durable.
+			if t.big {
+				// After the commit, before the wait: the sync waited
+				// for, or one before it that started after this, syncs
+				// the value logs (syncFiles).
+				d.bigWrites.Store(true)
+			}
 			if err := d.sync.wait(); err != nil {
 				return errors.Join(err, store.ErrCommitUnknown)
 			}
@@ -138,8 +162,10 @@ func (d *DB) View(ctx context.Context, fn func(store.Tx) error) error {
 }
 
 type tx struct {
-	txn   *badger.Txn
-	wrote bool // Set or Delete was called
+	txn      *badger.Txn
+	wrote    bool // Set or Delete was called
+	bigValue int  // 0: no value is big (View)
+	big      bool // a value of at least bigValue bytes was set
 }
 
 func (t *tx) Get(key string) ([]byte, error) {
@@ -153,6 +179,9 @@ func (t *tx) Get(key string) ([]byte, error) {
 
 func (t *tx) Set(key string, value []byte) error {
 	t.wrote = true
+	if t.bigValue > 0 && len(key)+len(value) >= t.bigValue {
+		t.big = true
+	}
 	return wrap(t.txn.Set([]byte(key), value))
 }
 
@@ -163,6 +192,11 @@ func (t *tx) Delete(key string) error {
 
 func (t *tx) Scan(prefix string, reverse bool, fn func(string, []byte) error) error {
 	opts := badger.DefaultIteratorOptions
+	// The services' values are small and live in the LSM tree beside
+	// their keys: fn reads each where it lies, and a scan that stops
+	// early (a page, a reputation's shards) copies nothing it does not
+	// read.
+	opts.PrefetchValues = false
 	opts.Reverse = reverse
 	var it *badger.Iterator
 	if !reverse {

@@ -1,11 +1,15 @@
 package storage
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -39,6 +43,16 @@ func (g *groupSync) failed() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.err
+}
+
+// quiesce runs fn when no sync is running, and starts none meanwhile.
+func (g *groupSync) quiesce(fn func()) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for g.running {
+		g.cond.Wait()
+	}
+	fn()
 }
 
 // wait returns once a sync that started after the call has finished.
@@ -80,28 +94,127 @@ func (g *groupSync) wait() error {
 // not call badger's DB.Sync, which holds the database's lock through the
 // sync and so stalls every commit behind it; syncing the files through
 // their own descriptors writes the same pages (badger writes them through
-// shared mappings) without stopping the writers.
+// shared mappings) without stopping the writers. The descriptors stay
+// open from sync to sync (one directory read finds the files that came
+// and went); only one sync runs at a time (groupSync), so the state here
+// needs no lock.
+//
+// An fdatasync costs a trip to the device even for a file with nothing
+// new (ext4 flushes the disk's cache every time), so syncFiles syncs only
+// the files that may hold something not yet durable (syncPlan): the
+// newest write-ahead log, which badger's one writer appends to; an older
+// one once more after it was rotated out (badger writes to one log at a
+// time and creates the next only after its last write to the previous);
+// and the value logs when a transaction since the last sync wrote a value
+// big enough to go there (d.bigWrites) or the set of value logs changed.
 func (d *DB) syncFiles() error {
-	var files []string
-	for _, pattern := range []string{"*.mem", "*.vlog"} {
-		m, err := filepath.Glob(filepath.Join(d.dir, pattern))
-		if err != nil {
-			return err
-		}
-		files = append(files, m...)
+	dir, err := os.Open(d.dir)
+	if err != nil {
+		return err
 	}
-	for _, name := range files {
-		f, err := os.Open(name)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // flushed and removed meanwhile
-		} else if err != nil {
+	names, err := dir.Readdirnames(-1)
+	dir.Close()
+	if err != nil {
+		return err
+	}
+	if d.logs == nil {
+		d.logs = map[string]*os.File{}
+		d.sealed = map[string]bool{}
+	}
+	// Read the flag before syncing: a value committed after this read
+	// is waited for by a sync that starts later and reads it set.
+	big := d.bigWrites.Swap(false)
+	plan := syncPlan(names, d.sealed, d.vlogSet, big)
+	for _, name := range plan.sync {
+		f := d.logs[name]
+		if f == nil {
+			f, err = os.Open(filepath.Join(d.dir, name))
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // flushed and removed meanwhile
+			} else if err != nil {
+				return err
+			}
+			d.logs[name] = f
+		}
+		if err := datasync(f); err != nil {
 			return err
 		}
-		err = datasync(f)
-		f.Close()
-		if err != nil {
-			return err
+	}
+	for _, name := range plan.sealed {
+		d.sealed[name] = true
+	}
+	d.vlogSet = plan.vlogSet
+	for name, f := range d.logs {
+		if !plan.present[name] {
+			f.Close() // flushed to a table and removed
+			delete(d.logs, name)
+			delete(d.sealed, name)
+		}
+	}
+	for name := range d.sealed {
+		if !plan.present[name] {
+			delete(d.sealed, name)
 		}
 	}
 	return nil
+}
+
+// logPlan is what one sync syncs.
+type logPlan struct {
+	sync    []string        // the files to fdatasync
+	sealed  []string        // rotated-out write-ahead logs that need no sync after this one
+	vlogSet string          // the value logs present, for the next plan
+	present map[string]bool // every log file present
+}
+
+// syncPlan decides which of the log files in names a sync must fdatasync
+// (see syncFiles): sealed are the write-ahead logs already synced since
+// they were rotated out, vlogSet the value logs the last sync saw, big
+// whether a value big enough for the value log was committed since.
+func syncPlan(names []string, sealed map[string]bool, vlogSet string, big bool) logPlan {
+	var mems, vlogs []string
+	for _, n := range names {
+		switch {
+		case strings.HasSuffix(n, ".mem"):
+			mems = append(mems, n)
+		case strings.HasSuffix(n, ".vlog"):
+			vlogs = append(vlogs, n)
+		}
+	}
+	byNumber := func(a, b string) int { return cmp.Compare(logNumber(a), logNumber(b)) }
+	slices.SortFunc(mems, byNumber)
+	slices.SortFunc(vlogs, byNumber)
+	p := logPlan{vlogSet: strings.Join(vlogs, ","), present: make(map[string]bool, len(mems)+len(vlogs))}
+	for i, n := range mems {
+		p.present[n] = true
+		if i == len(mems)-1 {
+			p.sync = append(p.sync, n) // the one being written
+		} else if !sealed[n] {
+			p.sync = append(p.sync, n)
+			p.sealed = append(p.sealed, n)
+		}
+	}
+	for _, n := range vlogs {
+		p.present[n] = true
+	}
+	if big || p.vlogSet != vlogSet {
+		p.sync = append(p.sync, vlogs...)
+	}
+	return p
+}
+
+// logNumber is the file number a log's name starts with (badger's
+// 00005.mem, 000001.vlog), or 0.
+func logNumber(name string) uint64 {
+	stem, _, _ := strings.Cut(name, ".")
+	n, _ := strconv.ParseUint(stem, 10, 64)
+	return n
+}
+
+// closeLogs closes the descriptors syncFiles kept open.
+func (d *DB) closeLogs() {
+	for name, f := range d.logs {
+		f.Close()
+		delete(d.logs, name)
+	}
 }

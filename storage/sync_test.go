@@ -93,3 +93,60 @@ func TestGroupSync_observed(t *testing.T) {
 		t.Errorf("%d syncs for %d concurrent commits: none shared", syncs, n)
 	}
 }
+
+// TestSyncPlan: a sync fdatasyncs the newest write-ahead log every time,
+// an older one once after it was rotated out, and the value logs when a
+// big value was committed or the set of value logs changed.
+func TestSyncPlan(t *testing.T) {
+	sealed := map[string]bool{}
+	vlogs := ""
+	step := func(names []string, big bool, want string) {
+		t.Helper()
+		p := syncPlan(names, sealed, vlogs, big)
+		if got := fmt.Sprint(p.sync); got != want {
+			t.Errorf("sync %s, want %s", got, want)
+		}
+		for _, n := range p.sealed {
+			sealed[n] = true
+		}
+		vlogs = p.vlogSet
+	}
+	files := []string{"MANIFEST", "000003.sst", "00002.mem", "00001.mem", "000001.vlog", "KEYREGISTRY"}
+	step(files, false, "[00001.mem 00002.mem 000001.vlog]") // first: everything
+	step(files, false, "[00002.mem]")
+	step(files, true, "[00002.mem 000001.vlog]")
+	files = append(files, "00003.mem")
+	step(files, false, "[00002.mem 00003.mem]") // 00002 rotated out: once more
+	step(files, false, "[00003.mem]")
+	files = append(files, "000002.vlog")
+	step(files, false, "[00003.mem 000001.vlog 000002.vlog]") // a new value log
+	step([]string{"99999.mem", "100000.mem", "000001.vlog", "000002.vlog"}, false, "[99999.mem 100000.mem]")
+	step([]string{"99999.mem", "100000.mem", "000001.vlog", "000002.vlog"}, false, "[100000.mem]")
+}
+
+// TestGroupSync_bigValues: a transaction that wrote a value big enough for
+// the value log has the sync it waits for see it, so that the value logs
+// are synced; other transactions do not.
+func TestGroupSync_bigValues(t *testing.T) {
+	db, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var seen []bool
+	db.sync = newGroupSync(func() error {
+		seen = append(seen, db.bigWrites.Load())
+		return db.syncFiles()
+	}, nil)
+	for _, size := range []int{100, 2 << 20, 100} {
+		err := db.Update(context.Background(), func(tx store.Tx) error {
+			return tx.Set(fmt.Sprintf("k/%d", size), make([]byte, size))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fmt.Sprint(seen) != "[false true false]" {
+		t.Errorf("the syncs saw big values %v, want [false true false]", seen)
+	}
+}

@@ -10,13 +10,20 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"net/url"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"text/tabwriter"
 	"time"
 
+	"github.com/valyala/fasthttp"
+
 	"github.com/assayhq/assay/internal/metrics"
+	"github.com/assayhq/assay/storage"
 )
 
 func init() {
@@ -30,7 +37,7 @@ func cmdBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	case len(args) > 0 && args[0] == "replays":
 		return cmdBenchReplays(args[1:], stdout, stderr)
 	}
-	fmt.Fprintln(stderr, "usage: assay bench court [--base URL[,URL...]] [--clients N] [--cases N] [--dispute-every K] [--json]")
+	fmt.Fprintln(stderr, "usage: assay bench court [--base URL[,URL...]] [--clients N[,N...]] [--cases N | --duration D] [--warmup N] [--dispute-every K] [--fsync-dir DIR] [--json]")
 	fmt.Fprintln(stderr, "       assay bench replays --store postgres:URL --base URL --checker PATH [--count N] [--json]")
 	return exitUsage
 }
@@ -51,10 +58,14 @@ func cmdBenchCourt(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var (
 		base         = fs.String("base", envOr("ASSAY_BASE", "http://127.0.0.1:8080"), "the servers' base `URLs`, comma-separated: clients are spread over them, client i on the i-th modulo their number")
-		clients      = fs.Int("clients", 64, "concurrent clients, each driving whole cases one after another")
-		cases        = fs.Int("cases", 4000, "cases to drive in all")
+		clients      = fs.String("clients", "64", "concurrent `clients`, each driving whole cases one after another; a comma-separated list (2,8,32,128) runs once per count and prints a table")
+		cases        = fs.Int("cases", 4000, "cases to drive in each run")
+		duration     = fs.Duration("duration", 0, "run each client count this long instead of for --cases (e.g. 8s)")
+		warmup       = fs.Int("warmup", 0, "cases driven before the first run, not measured")
 		disputeEvery = fs.Int("dispute-every", 2, "every K-th case ends in a dispute, the rest in accept (0: none)")
-		asJSON       = fs.Bool("json", false, "print the result as JSON")
+		floorDir     = fs.String("fsync-dir", envOr("ASSAY_DATA", "."), "measure the disk's floor in `DIR` (the server's data disk): 4 KiB writes each made durable by fdatasync, before and after the runs; empty: do not")
+		floorN       = fs.Int("fsync-writes", 100, "timed writes of the floor, before and again after the runs")
+		asJSON       = fs.Bool("json", false, "print the result as JSON: one run's object, or {\"floor\", \"runs\"} for a list of client counts")
 	)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -63,44 +74,157 @@ func cmdBenchCourt(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	bases := splitBases(*base)
-	if *clients < 1 || *cases < 1 || *disputeEvery < 0 || len(bases) == 0 {
-		fmt.Fprintln(stderr, "assay bench court: --base must name a server, --clients and --cases must be positive, --dispute-every not negative")
+	counts, cerr := parseCounts(*clients)
+	if cerr != nil || *cases < 1 || *duration < 0 || *warmup < 0 || *disputeEvery < 0 || *floorN < 1 || len(bases) == 0 {
+		fmt.Fprintln(stderr, "assay bench court: --base must name a server, --clients must be positive counts, --cases and --fsync-writes positive, --duration, --warmup and --dispute-every not negative")
 		return exitUsage
 	}
-	res, err := benchCourt(context.Background(), courtLoad{
-		Bases: bases, Clients: *clients, Cases: *cases, DisputeEvery: *disputeEvery,
-	})
-	if err != nil {
+	ctx := context.Background()
+	var floor []time.Duration
+	measureFloor := func() error {
+		if *floorDir == "" {
+			return nil
+		}
+		d, err := storage.DiskFloor(*floorDir, *floorN)
+		floor = append(floor, d...)
+		return err
+	}
+	if err := measureFloor(); err != nil {
 		fmt.Fprintf(stderr, "assay bench court: %v\n", err)
 		return exitNo
 	}
-	if *asJSON {
-		json.NewEncoder(stdout).Encode(res)
-	} else {
-		fmt.Fprintf(stdout, "%d cases (%d accepted, %d disputed) by %d clients on %d node(s) in %s\n",
-			res.Cases, res.Accepted, res.Disputed, res.Clients, res.Nodes, time.Duration(res.ElapsedNS).Round(time.Millisecond))
-		fmt.Fprintf(stdout, "%.0f cases/s, %.0f requests/s\n", res.CasesPerSec, res.RequestsPerSec)
-		fmt.Fprintf(stdout, "case latency p50 %s p99 %s; request latency p50 %s p99 %s\n",
-			time.Duration(res.CaseP50NS), time.Duration(res.CaseP99NS), time.Duration(res.RequestP50NS), time.Duration(res.RequestP99NS))
-		if sv := res.Server; sv != nil {
-			fmt.Fprintf(stdout, "server-side (/metrics, from histogram buckets): %d requests, p50 %s p99 %s\n",
-				sv.Requests, time.Duration(sv.P50NS).Round(time.Microsecond), time.Duration(sv.P99NS).Round(time.Microsecond))
-			for _, r := range slices.Sorted(maps.Keys(sv.Routes)) {
-				l := sv.Routes[r]
-				fmt.Fprintf(stdout, "  %-4s %-26s %6d  p50 %-10s p99 %s\n", l.Method, l.Route, l.Requests,
-					time.Duration(l.P50NS).Round(time.Microsecond), time.Duration(l.P99NS).Round(time.Microsecond))
-			}
-		} else {
-			fmt.Fprintf(stdout, "server-side latency: %s\n", res.ServerNote)
-		}
-		if res.Errors > 0 {
-			fmt.Fprintf(stdout, "%d cases failed; first error: %s\n", res.Errors, res.FirstError)
+	if *warmup > 0 {
+		if _, err := benchCourt(ctx, courtLoad{Bases: bases, Clients: counts[len(counts)-1], Cases: *warmup, DisputeEvery: *disputeEvery}); err != nil {
+			fmt.Fprintf(stderr, "assay bench court: warm-up: %v\n", err)
+			return exitNo
 		}
 	}
-	if res.Errors > 0 {
+	var runs []courtResult
+	failed := false
+	for _, n := range counts {
+		res, err := benchCourt(ctx, courtLoad{Bases: bases, Clients: n, Cases: *cases, Duration: *duration, DisputeEvery: *disputeEvery})
+		if err != nil {
+			fmt.Fprintf(stderr, "assay bench court: %v\n", err)
+			return exitNo
+		}
+		failed = failed || res.Errors > 0
+		runs = append(runs, res)
+	}
+	if err := measureFloor(); err != nil {
+		fmt.Fprintf(stderr, "assay bench court: %v\n", err)
+		return exitNo
+	}
+	var fl *diskFloor
+	if len(floor) > 0 {
+		fl = &diskFloor{Dir: *floorDir, Writes: len(floor), BlockBytes: storage.FloorBlock}
+		fl.P50NS, fl.P99NS = percentiles(floor)
+		fl.FourNS = 4 * fl.P50NS
+		for i := range runs {
+			runs[i].FloorRatio = float64(runs[i].CaseP50NS) / float64(fl.FourNS)
+		}
+	}
+	switch {
+	case *asJSON && len(runs) == 1:
+		runs[0].Floor = fl
+		json.NewEncoder(stdout).Encode(runs[0])
+	case *asJSON:
+		json.NewEncoder(stdout).Encode(struct {
+			Floor *diskFloor    `json:"floor,omitempty"`
+			Runs  []courtResult `json:"runs"`
+		}{fl, runs})
+	case len(runs) == 1:
+		printRun(stdout, runs[0], fl)
+	default:
+		printTable(stdout, runs, fl)
+	}
+	if failed {
 		return exitNo
 	}
 	return exitOK
+}
+
+// parseCounts reads a comma-separated list of positive client counts.
+func parseCounts(list string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("bad client count %q", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// diskFloor is what DiskFloor measured: the latency of one durable 4 KiB
+// write on the data disk, and four of them, a whole case's floor.
+type diskFloor struct {
+	Dir        string `json:"dir"`
+	Writes     int    `json:"writes"`
+	BlockBytes int    `json:"block_bytes"`
+	P50NS      int64  `json:"p50_ns"`
+	P99NS      int64  `json:"p99_ns"`
+	FourNS     int64  `json:"four_p50_ns"`
+}
+
+func ms(ns int64) string { return strconv.FormatFloat(float64(ns)/1e6, 'f', 2, 64) }
+
+func printFloor(w io.Writer, fl *diskFloor) {
+	if fl == nil {
+		return
+	}
+	fmt.Fprintf(w, "disk floor in %s: %d writes of %d bytes, each made durable by fdatasync: p50 %s ms, p99 %s ms; four in a row (one case's writes): %s ms\n",
+		fl.Dir, fl.Writes, fl.BlockBytes, ms(fl.P50NS), ms(fl.P99NS), ms(fl.FourNS))
+}
+
+func printRun(w io.Writer, res courtResult, fl *diskFloor) {
+	fmt.Fprintf(w, "%d cases (%d accepted, %d disputed) by %d clients on %d node(s) in %s (load %s)\n",
+		res.Cases, res.Accepted, res.Disputed, res.Clients, res.Nodes, time.Duration(res.ElapsedNS).Round(time.Millisecond), res.Load)
+	fmt.Fprintf(w, "%.0f cases/s, %.0f requests/s\n", res.CasesPerSec, res.RequestsPerSec)
+	fmt.Fprintf(w, "case latency p50 %s p99 %s; request latency p50 %s p99 %s\n",
+		time.Duration(res.CaseP50NS), time.Duration(res.CaseP99NS), time.Duration(res.RequestP50NS), time.Duration(res.RequestP99NS))
+	if sv := res.Server; sv != nil {
+		fmt.Fprintf(w, "server-side (/metrics, from histogram buckets): %d requests, p50 %s p99 %s\n",
+			sv.Requests, time.Duration(sv.P50NS).Round(time.Microsecond), time.Duration(sv.P99NS).Round(time.Microsecond))
+		for _, r := range slices.Sorted(maps.Keys(sv.Routes)) {
+			l := sv.Routes[r]
+			fmt.Fprintf(w, "  %-4s %-26s %6d  p50 %-10s p99 %s\n", l.Method, l.Route, l.Requests,
+				time.Duration(l.P50NS).Round(time.Microsecond), time.Duration(l.P99NS).Round(time.Microsecond))
+		}
+	} else {
+		fmt.Fprintf(w, "server-side latency: %s\n", res.ServerNote)
+	}
+	printFloor(w, fl)
+	if fl != nil {
+		fmt.Fprintf(w, "case p50 / four durable writes: %.2fx\n", res.FloorRatio)
+	}
+	if res.Errors > 0 {
+		fmt.Fprintf(w, "%d cases failed; first error: %s\n", res.Errors, res.FirstError)
+	}
+}
+
+// printTable prints one line per client count, then the disk's floor.
+func printTable(w io.Writer, runs []courtResult, fl *diskFloor) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "clients\tcases\tcases/s\tcase p50 ms\tcase p99 ms\trequest p50 ms\trequest p99 ms\tserver p99 ms\tp50 / 4 fsyncs\terrors\tload\t")
+	for _, r := range runs {
+		sv, ratio := "-", "-"
+		if r.Server != nil {
+			sv = ms(r.Server.P99NS)
+		}
+		if fl != nil {
+			ratio = strconv.FormatFloat(r.FloorRatio, 'f', 2, 64) + "x"
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t\n", r.Clients, r.Cases, r.CasesPerSec,
+			ms(r.CaseP50NS), ms(r.CaseP99NS), ms(r.RequestP50NS), ms(r.RequestP99NS), sv, ratio, r.Errors, r.Load)
+	}
+	tw.Flush()
+	printFloor(w, fl)
+	for _, r := range runs {
+		if r.Errors > 0 {
+			fmt.Fprintf(w, "%d clients: %d cases failed; first error: %s\n", r.Clients, r.Errors, r.FirstError)
+		}
+	}
 }
 
 // courtLoad describes a load run against the escrow court.
@@ -108,6 +232,7 @@ type courtLoad struct {
 	Bases        []string // client i drives its cases on Bases[i%len(Bases)]
 	Clients      int
 	Cases        int
+	Duration     time.Duration // when positive, drive cases until it has passed, not Cases
 	DisputeEvery int
 }
 
@@ -127,6 +252,13 @@ type courtResult struct {
 	CaseP99NS      int64   `json:"case_p99_ns"`
 	RequestP50NS   int64   `json:"request_p50_ns"`
 	RequestP99NS   int64   `json:"request_p99_ns"`
+	// Load is the machine's load average (1, 5, 15 minutes) as the run
+	// started, from /proc/loadavg; empty where there is none.
+	Load string `json:"load,omitempty"`
+	// FloorRatio is CaseP50NS over four durable writes of the disk's
+	// floor (Floor); zero when the floor was not measured.
+	FloorRatio float64    `json:"p50_over_four_fsyncs,omitempty"`
+	Floor      *diskFloor `json:"floor,omitempty"`
 	// Server is what the servers' /metrics saw of the run; nil, with
 	// ServerNote saying why, when a base serves no /metrics.
 	Server     *serverLatency `json:"server,omitempty"`
@@ -219,16 +351,22 @@ func latencyDelta(before, after []metrics.Scrape) *serverLatency {
 
 // benchCourt drives whole cases (create, fund, deliver, then accept or
 // dispute) from concurrent clients, each case through the seed's routes,
-// and measures throughput and latency.
+// and measures throughput and latency. The clients share the machine with
+// the server they measure, so they are cheap: fasthttp with one kept-alive
+// connection per client, and request and response buffers reused.
 func benchCourt(ctx context.Context, l courtLoad) (courtResult, error) {
-	client := &http.Client{
-		Timeout:   30 * time.Second,
-		Transport: &http.Transport{MaxIdleConns: l.Clients, MaxIdleConnsPerHost: l.Clients, IdleConnTimeout: time.Minute},
-	}
-	for _, b := range l.Bases {
+	client := &http.Client{Timeout: 30 * time.Second}
+	hosts := make([]*fasthttp.HostClient, len(l.Bases))
+	for i, b := range l.Bases {
 		if err := probe(ctx, client, b); err != nil {
 			return courtResult{}, err
 		}
+		u, err := url.Parse(b)
+		if err != nil || u.Host == "" {
+			return courtResult{}, fmt.Errorf("bad base URL %q", b)
+		}
+		hosts[i] = &fasthttp.HostClient{Addr: u.Host, IsTLS: u.Scheme == "https", MaxConns: l.Clients,
+			ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, MaxIdleConnDuration: time.Minute}
 	}
 	before, scrapeErr := scrapeBases(ctx, client, l.Bases)
 	var (
@@ -236,42 +374,53 @@ func benchCourt(ctx context.Context, l courtLoad) (courtResult, error) {
 		mu       sync.Mutex
 		caseLat  = make([]time.Duration, 0, l.Cases)
 		reqLat   = make([]time.Duration, 0, l.Cases*4)
-		res      = courtResult{Clients: l.Clients, Nodes: len(l.Bases)}
+		res      = courtResult{Clients: l.Clients, Nodes: len(l.Bases), Load: loadAverage()}
 		firstErr error
 		wg       sync.WaitGroup
 	)
 	start := time.Now()
+	deadline := start.Add(l.Duration)
 	for c := range l.Clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var lats []time.Duration
+			cl := newCaseClient(hosts[c%len(hosts)], l.Bases[c%len(l.Bases)], c)
+			defer cl.release()
+			var cases, reqs []time.Duration
+			accepted, disputed, failed := 0, 0, 0
+			var err1 error
 			for {
 				i := int(next.Add(1)) - 1
-				if i >= l.Cases {
+				if l.Duration > 0 && !time.Now().Before(deadline) || l.Duration <= 0 && i >= l.Cases {
 					break
 				}
 				dispute := l.DisputeEvery > 0 && i%l.DisputeEvery == 0
 				t0 := time.Now()
-				lats = lats[:0]
-				err := driveCase(ctx, client, l.Bases[c%len(l.Bases)], c, i, dispute, &lats)
+				err := cl.drive(i, dispute, &reqs)
 				took := time.Since(t0)
-				mu.Lock()
-				reqLat = append(reqLat, lats...)
 				switch {
 				case err != nil:
-					res.Errors++
-					if firstErr == nil {
-						firstErr = err
+					failed++
+					if err1 == nil {
+						err1 = err
 					}
 				case dispute:
-					res.Disputed++
-					caseLat = append(caseLat, took)
+					disputed++
+					cases = append(cases, took)
 				default:
-					res.Accepted++
-					caseLat = append(caseLat, took)
+					accepted++
+					cases = append(cases, took)
 				}
-				mu.Unlock()
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			caseLat = append(caseLat, cases...)
+			reqLat = append(reqLat, reqs...)
+			res.Accepted += accepted
+			res.Disputed += disputed
+			res.Errors += failed
+			if firstErr == nil {
+				firstErr = err1
 			}
 		}()
 	}
@@ -298,67 +447,115 @@ func benchCourt(ctx context.Context, l courtLoad) (courtResult, error) {
 	return res, nil
 }
 
-// driveCase runs one case; rows decides the verdict of a dispute (a
-// dispute against 3 rows when 2 were promised is decided release).
-func driveCase(ctx context.Context, client *http.Client, base string, clientN, i int, dispute bool, lats *[]time.Duration) error {
-	var created struct {
-		ContractID string `json:"contract_id"`
+// loadAverage returns the first three fields of /proc/loadavg, or "".
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
 	}
-	body := fmt.Sprintf(`{"buyer":"did:bench:buyer-%d","seller":"did:bench:seller-%d","price":%d,"acceptance":{"schema":{"type":"object","required":["rows"]},"assertions":[{"path":"rows","op":"gte","value":%d},{"path":"rows","op":"lte","value":1000}]}}`,
-		clientN, i%97, 10+i%90, 2+i%2)
-	if err := post(ctx, client, base+"/contracts", body, &created, lats); err != nil {
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// caseClient is one client of a load run: its connection pool, and the
+// request, response and body buffers it reuses from case to case.
+type caseClient struct {
+	host  *fasthttp.HostClient
+	base  string
+	n     int
+	req   *fasthttp.Request
+	resp  *fasthttp.Response
+	body  []byte
+	url   []byte
+	id    []byte
+	reply struct {
+		ContractID        string `json:"contract_id"`
+		CredentialSubject struct {
+			Verdict string `json:"verdict"`
+		} `json:"credentialSubject"`
+	}
+}
+
+func newCaseClient(host *fasthttp.HostClient, base string, n int) *caseClient {
+	return &caseClient{host: host, base: base, n: n, req: fasthttp.AcquireRequest(), resp: fasthttp.AcquireResponse()}
+}
+
+func (cl *caseClient) release() {
+	fasthttp.ReleaseRequest(cl.req)
+	fasthttp.ReleaseResponse(cl.resp)
+}
+
+// drive runs case i; rows decides the verdict of a dispute (a dispute
+// against 3 rows when 2 were promised is decided release).
+func (cl *caseClient) drive(i int, dispute bool, lats *[]time.Duration) error {
+	b := append(cl.body[:0], `{"buyer":"did:bench:buyer-`...)
+	b = strconv.AppendInt(b, int64(cl.n), 10)
+	b = append(b, `","seller":"did:bench:seller-`...)
+	b = strconv.AppendInt(b, int64(i%97), 10)
+	b = append(b, `","price":`...)
+	b = strconv.AppendInt(b, int64(10+i%90), 10)
+	b = append(b, `,"acceptance":{"schema":{"type":"object","required":["rows"]},"assertions":[{"path":"rows","op":"gte","value":`...)
+	b = strconv.AppendInt(b, int64(2+i%2), 10)
+	b = append(b, `},{"path":"rows","op":"lte","value":1000}]}}`...)
+	cl.body = b
+	if err := cl.post("/contracts", "", b, true, lats); err != nil {
 		return err
 	}
-	if created.ContractID == "" {
+	if cl.reply.ContractID == "" {
 		return errors.New("POST /contracts answered no contract_id")
 	}
-	id := base + "/contracts/" + created.ContractID
-	if err := post(ctx, client, id+"/fund", `{}`, nil, lats); err != nil {
+	cl.id = append(cl.id[:0], cl.reply.ContractID...)
+	if err := cl.post("/contracts/", "/fund", []byte(`{}`), false, lats); err != nil {
 		return err
 	}
-	if err := post(ctx, client, id+"/deliver", `{"deliverable":{"rows":3},"evidence":{}}`, nil, lats); err != nil {
+	if err := cl.post("/contracts/", "/deliver", []byte(`{"deliverable":{"rows":3},"evidence":{}}`), false, lats); err != nil {
 		return err
 	}
 	if dispute {
-		var receipt struct {
-			CredentialSubject struct {
-				Verdict string `json:"verdict"`
-			} `json:"credentialSubject"`
-		}
-		if err := post(ctx, client, id+"/dispute", `{"reason":"bench"}`, &receipt, lats); err != nil {
+		if err := cl.post("/contracts/", "/dispute", []byte(`{"reason":"bench"}`), true, lats); err != nil {
 			return err
 		}
-		if v := receipt.CredentialSubject.Verdict; v != "release" && v != "refund" {
-			return fmt.Errorf("dispute of %s answered verdict %q", created.ContractID, v)
+		if v := cl.reply.CredentialSubject.Verdict; v != "release" && v != "refund" {
+			return fmt.Errorf("dispute of %s answered verdict %q", cl.id, v)
 		}
 		return nil
 	}
-	return post(ctx, client, id+"/accept", `{}`, nil, lats)
+	return cl.post("/contracts/", "/accept", []byte(`{}`), false, lats)
 }
 
-func post(ctx context.Context, client *http.Client, url, body string, out any, lats *[]time.Duration) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
-	if err != nil {
-		return err
+// post sends body to the base's path (the case's id between path and
+// suffix when suffix is not empty) and, when decode is set, reads the
+// answer into cl.reply.
+func (cl *caseClient) post(path, suffix string, body []byte, decode bool, lats *[]time.Duration) error {
+	u := append(append(cl.url[:0], cl.base...), path...)
+	if suffix != "" {
+		u = append(append(u, cl.id...), suffix...)
 	}
-	req.Header.Set("Content-Type", "application/json")
+	cl.url = u
+	req, resp := cl.req, cl.resp
+	req.Reset()
+	resp.Reset()
+	req.SetRequestURIBytes(u)
+	req.Header.SetMethod(fasthttp.MethodPost)
+	req.Header.SetContentType("application/json")
+	req.SetBodyRaw(body)
 	t0 := time.Now()
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
+	err := cl.host.Do(req, resp)
 	*lats = append(*lats, time.Since(t0))
 	if err != nil {
-		return err
+		return fmt.Errorf("POST %s: %w", u, err)
 	}
-	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusCreated {
-		return fmt.Errorf("POST %s: %s: %s", url, resp.Status, bytes.TrimSpace(data))
+	data := resp.Body()
+	if st := resp.StatusCode(); st != http.StatusOK && st != http.StatusCreated {
+		return fmt.Errorf("POST %s: %d: %s", u, st, bytes.TrimSpace(data))
 	}
-	if out != nil {
-		if err := json.Unmarshal(data, out); err != nil {
-			return fmt.Errorf("POST %s: %w", url, err)
+	if decode {
+		cl.reply.ContractID, cl.reply.CredentialSubject.Verdict = "", ""
+		if err := json.Unmarshal(data, &cl.reply); err != nil {
+			return fmt.Errorf("POST %s: %w", u, err)
 		}
 	}
 	return nil

@@ -244,7 +244,7 @@ func (s *Service) Create(ctx context.Context, req CreateRequest, ik idem.Idem) (
 	return s.mutate(ctx, ik, func(tx store.Tx) (Reply, error) {
 		// Ids are 64 random bits: no read for a collision, so that a
 		// creation conflicts with nothing.
-		if err := store.SetJSON(tx, contractKey(c.ID), c); err != nil {
+		if err := s.putContract(tx, c); err != nil {
 			return Reply{}, err
 		}
 		return Reply{Body: body}, putEvent(tx, ck, Event{Event: "create", ContractID: c.ID, Status: c.Status,
@@ -306,24 +306,51 @@ func (s *Service) terms(req CreateRequest) (*Contract, *adjudicate.Plan, error) 
 	return c, plan, nil
 }
 
-// contractHash is the SHA-256 of the RFC 8785 form of the terms.
+// contractHash is the SHA-256 of the RFC 8785 form of the terms, written
+// from the contract's fields: the acceptance criteria are canonical
+// already (adjudicate.Plan.Canonical).
 func contractHash(c *Contract) (string, error) {
-	terms := map[string]any{
-		"contract_id":   c.ID,
-		"buyer":         c.Buyer,
-		"seller":        c.Seller,
-		"price":         c.Price,
-		"currency":      c.Currency,
-		"acceptance":    c.Acceptance,
-		"deadline_tick": c.DeadlineTick,
+	if err := receipt.CheckIntegers(c.Acceptance); err != nil {
+		return "", err
+	}
+	buf := make([]byte, 0, 256)
+	member := func(name string, write func([]byte) []byte) receipt.Member {
+		start := len(buf)
+		buf = write(buf)
+		return receipt.Member{Name: name, Value: buf[start:len(buf):len(buf)]}
+	}
+	str := func(name, s string) receipt.Member {
+		return member(name, func(b []byte) []byte { return receipt.AppendString(b, s) })
+	}
+	var err error
+	integer := func(name string, n int64) receipt.Member {
+		return member(name, func(b []byte) []byte {
+			var ierr error
+			if b, ierr = receipt.AppendInt(b, n); ierr != nil && err == nil {
+				err = ierr
+			}
+			return b
+		})
+	}
+	terms := []receipt.Member{
+		str("contract_id", c.ID),
+		str("buyer", c.Buyer),
+		str("seller", c.Seller),
+		integer("price", c.Price),
+		str("currency", c.Currency),
+		{Name: "acceptance", Value: c.Acceptance},
+		integer("deadline_tick", c.DeadlineTick),
 	}
 	if !c.DeliverBy.IsZero() {
-		terms["deliver_by"] = c.DeliverBy.Format(time.RFC3339)
+		terms = append(terms, str("deliver_by", c.DeliverBy.Format(time.RFC3339)))
 	}
 	if c.ReviewWindow != "" {
-		terms["review_window"] = c.ReviewWindow
+		terms = append(terms, str("review_window", c.ReviewWindow))
 	}
-	canon, err := receipt.Canonical(terms)
+	if err != nil {
+		return "", err
+	}
+	canon, err := receipt.CanonicalObject(terms)
 	if err != nil {
 		return "", err
 	}
@@ -339,21 +366,12 @@ func wrongState(c *Contract, action string, want Status) error {
 	return fault.New(fault.Conflict, ECodeInvalidState, "cannot %s contract %s: it is %s, and %s needs it %s", action, c.ID, c.Status, action, want)
 }
 
-func loadContract(tx store.Tx, id string) (*Contract, error) {
-	var c Contract
-	err := store.GetJSON(tx, contractKey(id), &c)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, notFound(id)
-	}
-	return &c, err
-}
-
 // Get returns a contract, settling first a deadline that has passed.
 func (s *Service) Get(ctx context.Context, id string) (*Contract, error) {
 	var c *Contract
 	err := s.st.View(ctx, func(tx store.Tx) error {
 		var err error
-		c, err = loadContract(tx, id)
+		c, err = s.loadContract(tx, id)
 		return err
 	})
 	if err != nil || !s.isDue(c, s.now()) {
@@ -362,7 +380,7 @@ func (s *Service) Get(ctx context.Context, id string) (*Contract, error) {
 	ck := s.tick()
 	err = s.st.Update(ctx, func(tx store.Tx) error {
 		var err error
-		if c, err = loadContract(tx, id); err != nil {
+		if c, err = s.loadContract(tx, id); err != nil {
 			return err
 		}
 		_, err = s.settleDue(tx, c, ck)
@@ -422,7 +440,7 @@ func (s *Service) Fund(ctx context.Context, id string, ik idem.Idem) (Reply, err
 
 func (s *Service) fund(ctx context.Context, id string, ik idem.Idem, ck clock, ref string) (Reply, error) {
 	return s.mutate(ctx, ik, func(tx store.Tx) (Reply, error) {
-		c, err := loadContract(tx, id)
+		c, err := s.loadContract(tx, id)
 		if err != nil {
 			return Reply{}, err
 		}
@@ -437,7 +455,7 @@ func (s *Service) fund(ctx context.Context, id string, ik idem.Idem, ck clock, r
 			return Reply{}, err
 		}
 		c.Status, c.FundedAt = StatusFunded, ck.now
-		if err := store.SetJSON(tx, contractKey(id), c); err != nil {
+		if err := s.putContract(tx, c); err != nil {
 			return Reply{}, err
 		}
 		return Reply{Body: json.RawMessage(`{"status":"funded"}`)},
@@ -475,7 +493,7 @@ func (s *Service) Deliver(ctx context.Context, id string, req DeliverRequest, ik
 	body, _ := json.Marshal(map[string]string{"status": string(StatusDelivered), "evidence_hash": evidenceHash})
 	ck := s.tick()
 	return s.mutate(ctx, ik, func(tx store.Tx) (Reply, error) {
-		c, err := loadContract(tx, id)
+		c, err := s.loadContract(tx, id)
 		if err != nil {
 			return Reply{}, err
 		}
@@ -492,7 +510,7 @@ func (s *Service) Deliver(ctx context.Context, id string, req DeliverRequest, ik
 			return Reply{}, err
 		}
 		c.Status, c.DeliveredAt, c.EvidenceHash = StatusDelivered, ck.now, evidenceHash
-		if err := store.SetJSON(tx, contractKey(id), c); err != nil {
+		if err := s.putContract(tx, c); err != nil {
 			return Reply{}, err
 		}
 		return Reply{Body: body}, putEvent(tx, ck, Event{Event: "deliver", ContractID: id, Status: c.Status, EvidenceHash: evidenceHash})
@@ -518,7 +536,7 @@ func (s *Service) Accept(ctx context.Context, id string, ik idem.Idem) (Reply, e
 // decidable loads a contract that must be delivered, settling a lapsed
 // review window first.
 func (s *Service) decidable(tx store.Tx, id, action string, ck clock) (*Contract, error) {
-	c, err := loadContract(tx, id)
+	c, err := s.loadContract(tx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -549,14 +567,25 @@ func (s *Service) Dispute(ctx context.Context, id string, req DisputeRequest, ik
 		dl delivery
 	)
 	err := s.st.View(ctx, func(tx store.Tx) error {
-		var err error
-		if c, err = loadContract(tx, id); err != nil {
+		// The contract and its delivery in one read (one round trip on
+		// PostgreSQL): a contract not delivered has none, and needs none.
+		vals, err := store.GetMany(tx, contractKey(id), deliveryKey(id))
+		if err != nil {
+			return err
+		}
+		if c, err = s.decodeContract(id, vals[0]); err != nil {
 			return err
 		}
 		if c.Status != StatusDelivered {
 			return nil
 		}
-		return store.GetJSON(tx, deliveryKey(id), &dl)
+		if vals[1] == nil {
+			return fmt.Errorf("escrow: delivered contract %s has no delivery: %w", id, store.ErrNotFound)
+		}
+		if err := json.Unmarshal(vals[1], &dl); err != nil {
+			return fmt.Errorf("store: decode %s: %w", deliveryKey(id), err)
+		}
+		return nil
 	})
 	if err != nil {
 		return Reply{}, err
@@ -619,7 +648,7 @@ func (s *Service) Resolve(ctx context.Context, id string, req ResolveRequest, ik
 	}
 	ck := s.tick()
 	return s.mutate(ctx, ik, func(tx store.Tx) (Reply, error) {
-		c, err := loadContract(tx, id)
+		c, err := s.loadContract(tx, id)
 		if err != nil {
 			return Reply{}, err
 		}
@@ -710,7 +739,7 @@ func (s *Service) finalize(tx store.Tx, c *Contract, ck clock, d decision) ([]by
 		Buyer: c.Buyer, Seller: c.Seller, Price: c.Price, Currency: c.Currency,
 		Verdict: d.verdict, Tier: d.tier, Checks: checks, Payout: payout, Reason: d.reason,
 		CriteriaSHA256: d.criteria, DecidedAt: ck.now.Format(time.RFC3339Nano), Actor: d.actor,
-	})
+	}.signable())
 	if err != nil {
 		return nil, fmt.Errorf("escrow: sign receipt: %w", err)
 	}
@@ -732,7 +761,7 @@ func (s *Service) finalize(tx store.Tx, c *Contract, ck clock, d decision) ([]by
 	if status == StatusResolved {
 		c.ResolvedAt = ck.now
 	}
-	if err := store.SetJSON(tx, contractKey(c.ID), c); err != nil {
+	if err := s.putContract(tx, c); err != nil {
 		return nil, err
 	}
 	return body, putEvent(tx, ck, Event{Event: d.event, ContractID: c.ID, Status: status,

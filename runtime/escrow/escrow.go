@@ -122,7 +122,10 @@ type Service struct {
 	rail   rail.Rail
 	prefix string
 	plans  *adjudicate.Cache
-	seq    atomic.Uint64 // last activity sequence number handed out
+	// contracts keeps contracts decoded between the mutations of a case
+	// (cache.go).
+	contracts contractCache
+	seq       atomic.Uint64 // last activity sequence number handed out
 	// node tells this process's activity events from those of other
 	// nodes serving the court from the same store, which number theirs
 	// from the same last sequence number: random per process, so that no

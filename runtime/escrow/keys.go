@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"net/url"
+	"strconv"
 )
 
 // Key prefixes; storage/doc.go lists them.
@@ -23,7 +24,15 @@ func contractKey(id string) string     { return keyContract + id }
 func deliveryKey(id string) string     { return keyDelivery + id }
 func adjudicationKey(id string) string { return keyAdjudication + id }
 func activityKey(seq uint64, node string) string {
-	return fmt.Sprintf("%s%020d-%s", keyActivity, seq, node)
+	var n [20]byte
+	digits := strconv.AppendUint(n[:0], seq, 10)
+	k := make([]byte, 0, len(keyActivity)+21+len(node))
+	k = append(k, keyActivity...)
+	for range 20 - len(digits) {
+		k = append(k, '0')
+	}
+	k = append(append(append(k, digits...), '-'), node...)
+	return string(k)
 }
 
 func reputationPrefix(did string) string { return keyReputation + url.PathEscape(did) + "/" }

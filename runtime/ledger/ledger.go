@@ -41,6 +41,7 @@ import (
 	"math/big"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -144,17 +145,22 @@ func Post(tx store.Tx, t Transfer) error {
 		{Transfer: t.ID, Account: t.From, Counter: t.To, Amount: -t.Amount, Currency: t.Currency, Memo: t.Memo, At: t.At},
 		{Transfer: t.ID, Account: t.To, Counter: t.From, Amount: t.Amount, Currency: t.Currency, Memo: t.Memo, At: t.At},
 	}
-	// Read and check everything before writing anything.
+	// Read and check everything before writing anything. The two legs
+	// are only ever written together, in one transaction: the first one
+	// tells whether the transfer was posted.
 	shard := shardOf(t.ID)
+	keys := []string{legKey(legs[0], 0), shardKey(t.From, t.Currency, shard), shardKey(t.To, t.Currency, shard)}
+	vals, err := store.GetMany(tx, keys...) // one round trip where the store batches
+	if err != nil {
+		return err
+	}
+	if vals[0] != nil {
+		return fault.New(fault.Internal, "ledger", "transfer %s posted twice", t.ID)
+	}
 	var counters [2]int64
 	for i, leg := range legs {
-		if _, err := tx.Get(legKey(leg, i)); err == nil {
-			return fault.New(fault.Internal, "ledger", "transfer %s posted twice", t.ID)
-		} else if err != store.ErrNotFound {
-			return err
-		}
-		var n int64
-		if err := store.GetJSON(tx, shardKey(leg.Account, leg.Currency, shard), &n); err != nil && err != store.ErrNotFound {
+		n, err := parseCounter(keys[1+i], vals[1+i])
+		if err != nil {
 			return err
 		}
 		next, ok := Add(n, leg.Amount)
@@ -172,19 +178,35 @@ func Post(tx store.Tx, t Transfer) error {
 		if err := store.SetJSON(tx, legKey(leg, i), leg); err != nil {
 			return err
 		}
-		if err := store.SetJSON(tx, shardKey(leg.Account, leg.Currency, shard), counters[i]); err != nil {
+		// A counter is a JSON number, written as strconv writes it.
+		if err := tx.Set(shardKey(leg.Account, leg.Currency, shard), strconv.AppendInt(nil, counters[i], 10)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// parseCounter reads a shard counter's value; an absent one (nil) is zero.
+func parseCounter(key string, b []byte) (int64, error) {
+	if b == nil {
+		return 0, nil
+	}
+	if n, err := strconv.ParseInt(string(b), 10, 64); err == nil {
+		return n, nil
+	}
+	var n int64
+	if err := json.Unmarshal(b, &n); err != nil {
+		return 0, fmt.Errorf("ledger: decode %s: %w", key, err)
+	}
+	return n, nil
+}
+
 func legKey(leg Leg, i int) string {
-	return fmt.Sprintf("%s%s/%s/%d", prefix, url.PathEscape(leg.Account), leg.Transfer, i)
+	return prefix + url.PathEscape(leg.Account) + "/" + leg.Transfer + "/" + strconv.Itoa(i)
 }
 
 func shardKey(account, currency string, shard uint32) string {
-	return fmt.Sprintf("%s%s/%s/%d", shardPrefix, url.PathEscape(account), url.PathEscape(currency), shard)
+	return shardPrefix + url.PathEscape(account) + "/" + url.PathEscape(currency) + "/" + strconv.FormatUint(uint64(shard), 10)
 }
 
 func shardOf(transfer string) uint32 {

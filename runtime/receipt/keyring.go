@@ -75,6 +75,7 @@ type Keyring struct {
 
 type ringKey struct {
 	priv      ed25519.PrivateKey
+	signing   *signingKey // priv, prepared to sign
 	notBefore time.Time
 	notAfter  *time.Time
 }
@@ -171,7 +172,7 @@ func (k *Keyring) Sign(kind, id string, subject any) (Receipt, error) {
 	if issued.Before(cur.notBefore) {
 		return Receipt{}, fmt.Errorf("%w: now %s, not_before %s", ErrClock, issued.Format(timeLayout), cur.notBefore.Format(timeLayout))
 	}
-	return sign(cur.priv, kind, id, issued, subject)
+	return cur.signing.sign(kind, id, issued, subject)
 }
 
 // Rotate makes a new key the signing key. The old key stays listed with
@@ -260,7 +261,8 @@ func (k *Keyring) generate(notBefore time.Time) (ringKey, error) {
 	if err != nil {
 		return ringKey{}, fmt.Errorf("receipt: key seed: %w", err)
 	}
-	return ringKey{priv: ed25519.NewKeyFromSeed(seed), notBefore: notBefore}, nil
+	priv := ed25519.NewKeyFromSeed(seed)
+	return ringKey{priv: priv, signing: newSigningKey(priv), notBefore: notBefore}, nil
 }
 
 // create makes the first key. When another process created one meanwhile,
@@ -343,7 +345,7 @@ func loadKeys(path string) ([]ringKey, error) {
 		case i > 0 && sk.NotBefore.Before(keys[i-1].notBefore):
 			return nil, bad("keys are not in order of not_before")
 		}
-		keys[i] = ringKey{priv: priv, notBefore: sk.NotBefore.UTC(), notAfter: sk.NotAfter}
+		keys[i] = ringKey{priv: priv, signing: newSigningKey(priv), notBefore: sk.NotBefore.UTC(), notAfter: sk.NotAfter}
 	}
 	return keys, nil
 }

@@ -92,9 +92,27 @@ func (r Receipt) ShortID() string { return strings.TrimPrefix(r.ID, IDPrefix) }
 // Subject decodes the signed credentialSubject into v.
 func (r Receipt) Subject(v any) error { return json.Unmarshal(r.CredentialSubject, v) }
 
+// signingKey is a private key and what every receipt it signs names it
+// by, worked out once.
+type signingKey struct {
+	priv   ed25519.PrivateKey
+	issuer string // DIDKey
+	method string // VerificationMethod
+	pub64  string // standard base64 of the public key
+}
+
+func newSigningKey(priv ed25519.PrivateKey) *signingKey {
+	pub := priv.Public().(ed25519.PublicKey)
+	return &signingKey{priv: priv, issuer: DIDKey(pub), method: VerificationMethod(pub), pub64: base64.StdEncoding.EncodeToString(pub)}
+}
+
 // sign builds and signs a receipt. kind and id must be valid; issued is UTC
 // in whole seconds.
 func sign(priv ed25519.PrivateKey, kind, id string, issued time.Time, subject any) (Receipt, error) {
+	return newSigningKey(priv).sign(kind, id, issued, subject)
+}
+
+func (k *signingKey) sign(kind, id string, issued time.Time, subject any) (Receipt, error) {
 	if !validKind(kind) {
 		return Receipt{}, fmt.Errorf("%w: %q", ErrBadKind, kind)
 	}
@@ -102,26 +120,37 @@ func sign(priv ed25519.PrivateKey, kind, id string, issued time.Time, subject an
 		return Receipt{}, fmt.Errorf("%w: %q", ErrBadID, id)
 	}
 	when := issued.UTC().Format(timeLayout)
-	canon, err := bindSubject(subject, Binding{ID: id, Type: kind, Issued: when})
+	binding := Binding{ID: id, Type: kind, Issued: when}
+	var (
+		canon []byte
+		err   error
+	)
+	if c, ok := subject.(Canonicaler); ok {
+		var members []Member
+		if members, err = c.CanonicalMembers(); err == nil {
+			canon, err = canonicalObject(members, binding)
+		}
+	} else {
+		canon, err = bindSubject(subject, binding)
+	}
 	if err != nil {
 		return Receipt{}, err
 	}
-	pub := priv.Public().(ed25519.PublicKey)
 	sum := sha256.Sum256(canon)
 	return Receipt{
 		Context:           []string{ContextVC1, ContextAssay},
 		Type:              []string{"VerifiableCredential", kind},
 		ID:                IDPrefix + id,
-		Issuer:            DIDKey(pub),
+		Issuer:            k.issuer,
 		IssuanceDate:      when,
 		CredentialSubject: canon,
 		Proof: Proof{
 			Type:               Suite,
 			Created:            when,
-			VerificationMethod: VerificationMethod(pub),
+			VerificationMethod: k.method,
 			SubjectHash:        hex.EncodeToString(sum[:]),
-			PublicKey:          base64.StdEncoding.EncodeToString(pub),
-			Signature:          base64.StdEncoding.EncodeToString(ed25519.Sign(priv, canon)),
+			PublicKey:          k.pub64,
+			Signature:          base64.StdEncoding.EncodeToString(ed25519.Sign(k.priv, canon)),
 		},
 	}, nil
 }

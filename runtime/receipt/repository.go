@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -57,24 +59,90 @@ func Marshal(v any) ([]byte, error) {
 // what the service answers with.
 func Put(tx store.Tx, r Receipt, at time.Time, parties ...string) (json.RawMessage, error) {
 	id := r.ShortID()
-	body, err := Marshal(r)
+	body, err := marshalReceipt(r)
 	if err != nil {
 		return nil, err
 	}
 	if err := tx.Set(keyByID+id, body); err != nil {
 		return nil, err
 	}
-	seen := map[string]bool{}
-	for _, p := range parties {
-		if p == "" || seen[p] {
+	var stamp [20]byte
+	nano := strconv.AppendInt(stamp[:0], at.UnixNano(), 10)
+	for i, p := range parties {
+		if p == "" || slices.Contains(parties[:i], p) {
 			continue
 		}
-		seen[p] = true
-		if err := tx.Set(fmt.Sprintf("%s%020d-%s", agentPrefix(p), at.UnixNano(), id), []byte(id)); err != nil {
+		// <party>/<unixnano:020d>-<id>
+		k := make([]byte, 0, len(keyByAgent)+len(p)+len(id)+24)
+		k = append(k, agentPrefix(p)...)
+		for range 20 - len(nano) {
+			k = append(k, '0')
+		}
+		k = append(append(append(k, nano...), '-'), id...)
+		if err := tx.Set(string(k), []byte(id)); err != nil {
 			return nil, err
 		}
 	}
 	return body, nil
+}
+
+// marshalReceipt is Marshal(r), written field by field: every field but
+// the subject is plain ASCII that needs no escape, and the subject, as
+// encoding/json would, is copied compacted. A receipt with a field that
+// is not plain goes through Marshal.
+func marshalReceipt(r Receipt) ([]byte, error) {
+	strs := []string{r.ID, r.Issuer, r.IssuanceDate, r.Proof.Type, r.Proof.Created, r.Proof.VerificationMethod,
+		r.Proof.SubjectHash, r.Proof.PublicKey, r.Proof.Signature}
+	strs = append(append(strs, r.Context...), r.Type...)
+	if r.Context == nil || r.Type == nil || len(r.CredentialSubject) == 0 || slices.ContainsFunc(strs, notPlain) {
+		return Marshal(r)
+	}
+	b := bytes.NewBuffer(make([]byte, 0, len(r.CredentialSubject)+600))
+	list := func(name string, vs []string) {
+		b.WriteString(name)
+		for i, v := range vs {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteByte('"')
+			b.WriteString(v)
+			b.WriteByte('"')
+		}
+		b.WriteByte(']')
+	}
+	field := func(name, v string) {
+		b.WriteString(name)
+		b.WriteString(v)
+		b.WriteByte('"')
+	}
+	list(`{"@context":[`, r.Context)
+	list(`,"type":[`, r.Type)
+	field(`,"id":"`, r.ID)
+	field(`,"issuer":"`, r.Issuer)
+	field(`,"issuanceDate":"`, r.IssuanceDate)
+	b.WriteString(`,"credentialSubject":`)
+	if err := json.Compact(b, r.CredentialSubject); err != nil {
+		return Marshal(r) // the error encoding/json gives it
+	}
+	field(`,"proof":{"type":"`, r.Proof.Type)
+	field(`,"created":"`, r.Proof.Created)
+	field(`,"verificationMethod":"`, r.Proof.VerificationMethod)
+	field(`,"subjectHash":"`, r.Proof.SubjectHash)
+	field(`,"publicKey":"`, r.Proof.PublicKey)
+	field(`,"signature":"`, r.Proof.Signature)
+	b.WriteString("}}")
+	return b.Bytes(), nil
+}
+
+// notPlain reports whether s holds a byte encoding/json would escape (or
+// might: anything outside printable ASCII).
+func notPlain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return true
+		}
+	}
+	return false
 }
 
 func agentPrefix(did string) string { return keyByAgent + url.PathEscape(did) + "/" }

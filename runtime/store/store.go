@@ -77,6 +77,37 @@ type Tx interface {
 	Scan(prefix string, reverse bool, fn func(key string, value []byte) error) error
 }
 
+// MultiGetter is a Tx that reads several keys in one exchange with its
+// database: PostgreSQL's sends the reads in one batch, one round trip.
+type MultiGetter interface {
+	// GetMany returns the values of keys, in order: nil for a key that
+	// has none, a non-nil slice (empty for an empty value) for one that
+	// has.
+	GetMany(keys []string) ([][]byte, error)
+}
+
+// GetMany reads keys in tx, in one exchange where tx is a MultiGetter and
+// one Get each otherwise. A key that has no value reads as nil.
+func GetMany(tx Tx, keys ...string) ([][]byte, error) {
+	if m, ok := tx.(MultiGetter); ok {
+		return m.GetMany(keys)
+	}
+	out := make([][]byte, len(keys))
+	for i, k := range keys {
+		v, err := tx.Get(k)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		} else if err != nil {
+			return nil, err
+		}
+		if v == nil {
+			v = []byte{} // present, empty
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
 // GetJSON reads key into v.
 func GetJSON(tx Tx, key string, v any) error {
 	b, err := tx.Get(key)

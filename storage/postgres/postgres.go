@@ -48,8 +48,11 @@ type Store struct {
 	onRetry  func()
 }
 
-// Interface guard.
-var _ store.Store = (*Store)(nil)
+// Interface guards.
+var (
+	_ store.Store       = (*Store)(nil)
+	_ store.MultiGetter = (*tx)(nil)
+)
 
 // Options configure Open.
 type Options struct {
@@ -315,14 +318,7 @@ func (t *tx) send(sql string, args []any, then func(*pgx.QueuedQuery)) error {
 		b.Queue(t.begin)
 		t.begin = ""
 	}
-	for _, w := range t.pending {
-		if w.value == nil {
-			b.Queue(`DELETE FROM kv WHERE key = $1`, w.key)
-		} else {
-			b.Queue(`INSERT INTO kv (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, w.key, w.value)
-		}
-	}
-	t.pending = t.pending[:0]
+	t.queueWrites(b)
 	if sql != "" {
 		q := b.Queue(sql, args...)
 		if then != nil {
@@ -333,6 +329,18 @@ func (t *tx) send(sql string, args []any, then func(*pgx.QueuedQuery)) error {
 		return nil
 	}
 	return t.fail(t.conn.SendBatch(t.ctx, b).Close())
+}
+
+// queueWrites moves the writes waiting into b.
+func (t *tx) queueWrites(b *pgx.Batch) {
+	for _, w := range t.pending {
+		if w.value == nil {
+			b.Queue(`DELETE FROM kv WHERE key = $1`, w.key)
+		} else {
+			b.Queue(`INSERT INTO kv (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, w.key, w.value)
+		}
+	}
+	t.pending = t.pending[:0]
 }
 
 func (t *tx) Get(key string) ([]byte, error) {
@@ -355,6 +363,41 @@ func (t *tx) Get(key string) ([]byte, error) {
 		return nil, store.ErrNotFound
 	}
 	return v, nil
+}
+
+// GetMany implements store.MultiGetter: the reads go in one batch, with
+// the BEGIN and the writes waiting, so that they take one round trip.
+func (t *tx) GetMany(keys []string) ([][]byte, error) {
+	if t.failed != nil {
+		return nil, t.failed
+	}
+	out := make([][]byte, len(keys))
+	if len(keys) == 0 {
+		return out, nil
+	}
+	b := &pgx.Batch{}
+	if t.begin != "" {
+		b.Queue(t.begin)
+		t.begin = ""
+	}
+	t.queueWrites(b)
+	for i, k := range keys {
+		b.Queue(`SELECT value FROM kv WHERE key = $1`, []byte(k)).QueryRow(func(row pgx.Row) error {
+			err := row.Scan(&out[i])
+			switch {
+			case errors.Is(err, pgx.ErrNoRows):
+				out[i] = nil
+				return nil
+			case err == nil && out[i] == nil:
+				out[i] = []byte{} // present, empty
+			}
+			return err
+		})
+	}
+	if err := t.fail(t.conn.SendBatch(t.ctx, b).Close()); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func (t *tx) Set(key string, value []byte) error {

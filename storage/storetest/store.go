@@ -248,6 +248,24 @@ func RunStoreSuite(t *testing.T, open func(testing.TB) store.Store) {
 			return nil
 		})
 	})
+	t.Run("GetMany", func(t *testing.T) {
+		s := open(t)
+		setKeys(t, s, "m/a", "m/b")
+		update(t, s, func(tx store.Tx) error {
+			must(t, tx.Set("m/new", []byte("n")))
+			must(t, tx.Set("m/empty", []byte{}))
+			must(t, tx.Delete("m/b"))
+			vals, err := store.GetMany(tx, "m/a", "m/b", "m/new", "m/none", "m/empty")
+			if err != nil {
+				return err
+			}
+			got := fmt.Sprintf("%q", vals)
+			if want := `["vm/a" "" "n" "" ""]`; got != want || vals[1] != nil || vals[3] != nil || vals[4] == nil {
+				t.Errorf("GetMany: %s (nil at 1 and 3 only), want %s", got, want)
+			}
+			return nil
+		})
+	})
 	t.Run("ErrRollback", func(t *testing.T) {
 		s := open(t)
 		setKeys(t, s, "k/kept", "k/deleted")
