@@ -13,8 +13,9 @@ import (
 
 // receiptRoutes registers the routes that serve and verify receipts.
 func (s *server) receiptRoutes(app *fiber.App) {
-	app.Get("/receipts/:id", s.receipt)
-	app.Post("/verify", s.verify)
+	r := s.router(app, "")
+	r.add("GET", "/receipts/{id}", s.receipt)
+	r.add("POST", "/verify", s.verify)
 }
 
 // receipt serves a receipt of any service from the receipt repository, in
