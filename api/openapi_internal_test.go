@@ -193,7 +193,9 @@ func TestOpenAPI_ValidationCanFail(t *testing.T) {
 		tamper func(int, []byte) (int, []byte)
 	}{
 		{"WrongType", func() *http.Request { return jsonReq("POST", "/contracts", create) },
-			func(s int, b []byte) (int, []byte) { return s, bytes.Replace(b, []byte(`"status":"created"`), []byte(`"status":7`), 1) }},
+			func(s int, b []byte) (int, []byte) {
+				return s, bytes.Replace(b, []byte(`"status":"created"`), []byte(`"status":7`), 1)
+			}},
 		{"MissingField", func() *http.Request { return jsonReq("POST", "/contracts", create) },
 			func(s int, b []byte) (int, []byte) { return s, []byte(`{"status":"created"}`) }},
 		{"UnknownErrorCode", func() *http.Request { return httptest.NewRequest("GET", "/contracts/esc-0000000000000000", nil) },
