@@ -71,6 +71,7 @@ func cmdServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	addr := fs.String("addr", envOr("ASSAY_ADDR", ":8080"), "listen `ADDR` ($ASSAY_ADDR); port 0 picks a free one")
 	config := configFlags(fs, os.Getenv, withStore|withKeys)
 	mattersAuth := fs.String("matters-auth", envOr("ASSAY_MATTERS_AUTH", string(api.MattersSigned)), "judgment routes' `MODE` ($ASSAY_MATTERS_AUTH): signed (RFC 9421 principals) or open (identities from the body, local use only)")
+	corsOrigins := fs.String("cors-origins", envOr("ASSAY_CORS_ORIGINS", api.DefaultCORSOrigins), "`ORIGINS` whose pages may call the public routes ($ASSAY_CORS_ORIGINS): * (any), a comma-separated list (https://a.example,https://b.example), or none; never the operator's routes, never with credentials")
 	logFormat := fs.String("log-format", envOr("ASSAY_LOG_FORMAT", "text"), "the log's `FORMAT` ($ASSAY_LOG_FORMAT): text or json")
 	logRequests, err1 := envBool("ASSAY_LOG_REQUESTS", true)
 	withMetrics, err2 := envBool("ASSAY_METRICS", true)
@@ -123,7 +124,7 @@ func cmdServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cfg := serveConfig{Addr: *addr, Data: c.Data, Store: c.Store, Keys: c.Keys, MattersAuth: api.MattersAuth(*mattersAuth), MemoryBudgetMiB: budget,
+	cfg := serveConfig{Addr: *addr, Data: c.Data, Store: c.Store, Keys: c.Keys, MattersAuth: api.MattersAuth(*mattersAuth), CORSOrigins: *corsOrigins, MemoryBudgetMiB: budget,
 		LogFormat: *logFormat, LogRequests: logRequests, Metrics: withMetrics, DebugAddr: *debugAddr}
 	if err := serveWith(ctx, cfg, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "assay serve: %v\n", err)
@@ -139,6 +140,8 @@ type serveConfig struct {
 	Store       storeSpec // zero: badger in Data/db
 	Keys        string    // the directory holding keys/ed25519.json; "": Data
 	MattersAuth api.MattersAuth
+	// CORSOrigins is api.Config.CORSOrigins.
+	CORSOrigins string
 	// MemoryBudgetMiB is the sandbox's wasm.Config.MemoryBudgetMiB; 0 its
 	// default.
 	MemoryBudgetMiB int
@@ -281,7 +284,7 @@ func serveWith(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) e
 		Court: svc.court, Keys: keys, OperatorToken: os.Getenv("ASSAY_OPERATOR_TOKEN"),
 		JurorName: jurorName, JurorModel: jurorModel, Version: version, Logger: log,
 		InFlight: &inflight, Matters: svc.matters, MattersAuth: mattersAuth,
-		Market: svc.market, AdvanceMarketClock: advance, ReplayQueue: svc.queue, Replays: svc.replays,
+		CORSOrigins: cfg.CORSOrigins, Market: svc.market, AdvanceMarketClock: advance, ReplayQueue: svc.queue, Replays: svc.replays,
 		Metrics: m, LogRequests: cfg.LogRequests,
 	})
 	ln, err := net.Listen("tcp", addr)
