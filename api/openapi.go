@@ -278,23 +278,24 @@ func operation(r *route, matters MattersAuth) map[string]any {
 // preflightOperation documents the CORS preflight of a route that a page
 // of another origin may call (cors.go).
 func preflightOperation(r *route) map[string]any {
-	return map[string]any{
+	op := map[string]any{
 		"operationId": "preflight" + strings.TrimPrefix(operationID(r), strings.ToLower(r.method)),
 		"summary":     "CORS preflight of " + r.path,
 		"tags":        []string{r.service},
 		"security":    []map[string][]string{},
-		"parameters": func() []map[string]any {
-			var ps []map[string]any
-			for _, name := range r.params() {
-				ps = append(ps, map[string]any{"name": name, "in": "path", "required": true, "schema": map[string]any{"type": "string"}})
-			}
-			return ps
-		}(),
 		"responses": map[string]any{
 			"204": map[string]any{"description": "the methods, headers and origins allowed (Access-Control-Allow-*)"},
 			"4XX": map[string]any{"description": "refused", "content": map[string]any{"application/json": map[string]any{"schema": errorSchema(commonCodes)}}},
 		},
 	}
+	var ps []map[string]any
+	for _, name := range r.params() {
+		ps = append(ps, map[string]any{"name": name, "in": "path", "required": true, "description": "the " + name, "schema": map[string]any{"type": "string"}})
+	}
+	if ps != nil {
+		op["parameters"] = ps
+	}
+	return op
 }
 
 // operationID is the route's method and path in camel case:
