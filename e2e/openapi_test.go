@@ -55,20 +55,28 @@ type contract struct {
 	mu     sync.Mutex
 	closed bool
 	seen   int
+	// preflights counts the CORS preflights the proxy carried, by path.
+	preflights map[string]int
+}
+
+// preflighted is how many CORS preflights of path the proxy carried.
+func (p *contract) preflighted(path string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.preflights[path]
 }
 
 // validatingProxy starts a contract proxy on a free loopback port for
 // the server at upstream.
 func validatingProxy(tb testing.TB, upstream string) *contract {
 	tb.Helper()
-	doc, rt := loadOpenAPI(tb, upstream)
-	_ = doc
+	_, rt := loadOpenAPI(tb, upstream)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
 	target, _ := url.Parse(upstream)
-	p := &contract{tb: tb, router: rt, base: "http://" + ln.Addr().String()}
+	p := &contract{tb: tb, router: rt, base: "http://" + ln.Addr().String(), preflights: map[string]int{}}
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
@@ -163,6 +171,9 @@ func (p *contract) handler(next http.Handler) http.Handler {
 		}
 		p.mu.Lock()
 		p.seen++
+		if r.Method == http.MethodOptions && r.Header.Get("Origin") != "" && r.Header.Get("Access-Control-Request-Method") != "" {
+			p.preflights[r.URL.Path]++
+		}
 		p.mu.Unlock()
 		if r.Method != http.MethodHead {
 			vreq := r.Clone(context.Background())
