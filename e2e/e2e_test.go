@@ -52,9 +52,9 @@ type server struct {
 	direct string
 	proxy  *contract
 	cmd    *exec.Cmd
-	data string
-	out  *bytes.Buffer // stderr
-	done chan error
+	data   string
+	out    *bytes.Buffer // stderr
+	done   chan error
 }
 
 var listening = regexp.MustCompile(`serving the escrow court on (http://\S+)`)
