@@ -100,5 +100,7 @@ func registerMarket(app *fiber.App, s *server) {
 		})
 	}
 	registerMCP(app, s) // the same operations as the seed's MCP tools
-	s.routes.add(lookup("POST", MCPPath))
+	for _, method := range []string{"POST", "GET", "DELETE"} {
+		s.routes.add(lookup(method, MCPPath))
+	}
 }

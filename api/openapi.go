@@ -131,17 +131,6 @@ func matterReq[T any]() *jsonschema.Schema {
 	return s
 }
 
-func matterChanged() *jsonschema.Schema {
-	return &jsonschema.Schema{Type: "object", Required: []string{"matter", "receipt"}, Properties: map[string]*jsonschema.Schema{
-		"matter": {Type: "object", Description: "the Matter's redacted projection"}, "receipt": receiptSchema}}
-}
-
-func matterTicked() *jsonschema.Schema {
-	return &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{
-		"evaluated_at": {Type: "string"}, "expired": {Type: "integer"},
-		"receipts": {AnyOf: []*jsonschema.Schema{{Type: "null"}, {Type: "array", Items: receiptSchema}}}}}
-}
-
 // errorSchema is every error's shape, its code one of codes.
 func errorSchema(codes []string) *jsonschema.Schema {
 	return &jsonschema.Schema{Type: "object", Required: []string{"detail", "error"}, Properties: map[string]*jsonschema.Schema{
@@ -259,6 +248,13 @@ func operation(r *route, matters MattersAuth) map[string]any {
 		}
 		ok["content"] = content
 	}
+	codes := r.allCodes()
+	errBody := map[string]any{"application/json": map[string]any{"schema": errorSchema(codes)}}
+	if status >= 400 { // a route that only refuses
+		op["responses"] = map[string]any{fmt.Sprint(status): map[string]any{"description": r.summary, "content": errBody}}
+		op["x-error-codes"] = codes
+		return op
+	}
 	responses := map[string]any{fmt.Sprint(status): ok}
 	if r.created {
 		responses["201"] = map[string]any{"description": "created (a retry with the same Idempotency-Key answers 200 and the same body)", "content": ok["content"]}
@@ -266,8 +262,6 @@ func operation(r *route, matters MattersAuth) map[string]any {
 	if r.path == MCPPath {
 		responses["202"] = map[string]any{"description": "a notification, accepted"}
 	}
-	codes := r.allCodes()
-	errBody := map[string]any{"application/json": map[string]any{"schema": errorSchema(codes)}}
 	responses["4XX"] = map[string]any{"description": "refused: error.code is one of " + strings.Join(codes, ", "), "content": errBody}
 	responses["5XX"] = map[string]any{"description": "the server could not answer: internal, or a dependency unavailable", "content": errBody}
 	op["responses"] = responses

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"net/http"
+
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/assayhq/assay/adjudicate"
@@ -64,9 +66,9 @@ type (
 		Purchase  market.Purchase  `json:"purchase"`
 	}
 	fingerprintOut struct {
-		Fingerprint string   `json:"fingerprint"`
-		Tokens      []string `json:"tokens"`
-		Constraints []string `json:"constraints"`
+		Fingerprint string              `json:"fingerprint"`
+		Tokens      []string            `json:"tokens"`
+		Constraints []market.Constraint `json:"constraints"`
 	}
 	clockIn struct {
 		Advance string `json:"advance" jsonschema:"a non-negative Go duration, e.g. 2h"`
@@ -263,9 +265,14 @@ var routeTable = []route{
 		req: jsonRPCSchema, resp: jsonRPCSchema, respTypes: []string{"application/json"},
 		codes: []string{codeInvalidRequest, codeNotAcceptable, codeSessionNotFound, codeInvalidArguments}},
 
+	{method: "GET", path: MCPPath, service: svcMCP, auth: AuthOpen, status: http.StatusMethodNotAllowed,
+		summary: "no event stream: the server is stateless and answers each POST in full; answers 405 with Allow: POST"},
+	{method: "DELETE", path: MCPPath, service: svcMCP, auth: AuthOpen, status: http.StatusMethodNotAllowed,
+		summary: "no session to end: the server is stateless; answers 405 with Allow: POST"},
+
 	// judgment matters
 	{method: "POST", path: mattersBase + "/open", service: svcMatters, auth: AuthMattersSigned, summary: "open a Matter before a spend, publication or irreversible action",
-		req: matterReq[matters.OpenRequest], resp: matterChanged, created: true, codes: matterCodes,
+		req: matterReq[matters.OpenRequest], resp: schemaFn[matters.Changed], created: true, codes: matterCodes,
 		hint: &hint{verb: "open", detail: "open a Matter before a spend, publication or irreversible action; signed mode binds requester_id to your key id and requires action_digest (sign every request: RFC 9421 Ed25519 covering @method @path @authority content-digest, with created, keyid, nonce; see /skill.md)",
 			body: map[string]any{"action_digest": "<sha256 hex of the exact action>", "question": "may we pay invoice 42?", "stakes_usdc": "12.5",
 				"deadline": "2026-05-01T13:00:00Z", "risk_class": "spend|publish|irreversible",
@@ -273,29 +280,29 @@ var routeTable = []route{
 				"idempotency_key": "1 to 256 bytes"},
 			returns: `201 {"matter": <redacted projection>, "receipt": <matter_opened>}`}},
 	{method: "POST", path: mattersBase + "/assign", service: svcMatters, auth: AuthMattersSigned, summary: "the requester or an operator assigns the one solver",
-		req: matterReq[matters.AssignRequest], resp: matterChanged, codes: matterCodes,
+		req: matterReq[matters.AssignRequest], resp: schemaFn[matters.Changed], codes: matterCodes,
 		hint: &hint{verb: "assign", detail: "the requester or an operator assigns the one solver (a solver principal of the tenant), asserting conflict_free",
 			body:    map[string]any{"matter_id": "mat-…", "solver_id": "<solver key id>", "solver_kind": "human|model", "qualification": "optional, at most 1024 bytes", "conflict_free": true, "idempotency_key": "…"},
 			returns: `{"matter", "receipt": <solver_assigned>}`}},
 	{method: "POST", path: mattersBase + "/accept", service: svcMatters, auth: AuthMattersSigned, summary: "the assigned solver accepts the assignment",
-		req: matterReq[matters.AcceptRequest], resp: matterChanged, codes: matterCodes,
+		req: matterReq[matters.AcceptRequest], resp: schemaFn[matters.Changed], codes: matterCodes,
 		hint: &hint{verb: "accept", detail: "the assigned solver accepts the assignment", body: map[string]any{"matter_id": "mat-…", "idempotency_key": "…"}, returns: `{"matter", "receipt": <solver_accepted>}`}},
 	{method: "POST", path: mattersBase + "/verdict", service: svcMatters, auth: AuthMattersSigned, summary: "the accepted solver submits the one verdict",
-		req: matterReq[matters.VerdictRequest], resp: matterChanged, codes: matterCodes,
+		req: matterReq[matters.VerdictRequest], resp: schemaFn[matters.Changed], codes: matterCodes,
 		hint: &hint{verb: "submit_verdict", detail: "the accepted solver submits the one verdict; it must match verdict_schema and carry the Matter's action_digest; the first valid one wins",
 			body:    map[string]any{"matter_id": "mat-…", "solver_kind": "human|model", "action_digest": "<the Matter's>", "verdict": map[string]any{"approve": true}, "idempotency_key": "…"},
 			returns: `{"matter", "receipt": <verdict_submitted, verdict_schema_ok true>}`}},
 	{method: "POST", path: mattersBase + "/settle", service: svcMatters, auth: AuthMattersSigned, summary: "the requester or an operator marks a judged Matter settled",
-		req: matterReq[matters.SettleRequest], resp: matterChanged, codes: matterCodes,
+		req: matterReq[matters.SettleRequest], resp: schemaFn[matters.Changed], codes: matterCodes,
 		hint: &hint{verb: "settle", detail: "the requester or an operator marks a judged Matter settled: solver_paid is a flag, no funds move",
 			body: map[string]any{"matter_id": "mat-…", "idempotency_key": "…"}, returns: `{"matter", "receipt": <matter_settled>}`}},
 	{method: "POST", path: mattersBase + "/dispute", service: svcMatters, auth: AuthMattersSigned, summary: "the requester or an operator disputes an open or judged Matter (terminal)",
-		req: matterReq[matters.DisputeRequest], resp: matterChanged, codes: matterCodes,
+		req: matterReq[matters.DisputeRequest], resp: schemaFn[matters.Changed], codes: matterCodes,
 		hint: &hint{verb: "dispute", detail: "the requester or an operator disputes an open or judged Matter (terminal)",
 			body:    map[string]any{"matter_id": "mat-…", "reason": "1 to 2048 bytes", "action_digest": "<the Matter's>", "idempotency_key": "…"},
 			returns: `{"matter", "receipt": <matter_disputed>}`}},
 	{method: "POST", path: mattersBase + "/tick", service: svcMatters, auth: AuthMattersSigned, summary: "an operator expires the tenant's open Matters at or past their deadline",
-		req: matterReq[matters.TickRequest], resp: matterTicked, codes: matterCodes,
+		req: matterReq[matters.TickRequest], resp: schemaFn[matters.Ticked], codes: matterCodes,
 		hint: &hint{verb: "tick", detail: "an operator expires the tenant's open Matters at or past their deadline; a replay answers the original receipts",
 			body: map[string]any{"idempotency_key": "…"}, returns: `{"evaluated_at", "expired", "receipts": <matter_expired…>}`}},
 	{method: "GET", path: mattersBase, service: svcMatters, auth: AuthMattersSigned, summary: "the caller's open Matters", resp: schemaFn[matterListOut], codes: matterCodes},

@@ -342,7 +342,7 @@ func TestErrors(t *testing.T) {
 		{"JSONTooLarge", "POST", "/contracts", `{"buyer":"` + strings.Repeat("a", 2<<20) + `"}`, 413, "body_too_large"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := s.do(t, tc.method, tc.path, []byte(tc.body))
+			r := s.do(t, tc.method, tc.path, []byte(tc.body), malformed, "1") // each is refused on purpose
 			if r.status != tc.status || r.code(t) != tc.code {
 				t.Fatalf("%d %s, want %d %s", r.status, r.body, tc.status, tc.code)
 			}
