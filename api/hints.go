@@ -70,18 +70,44 @@ func hintRoute(r *route) *route {
 }
 
 // hints registers the usage notes of the table's routes under prefix
-// whose own route is (or, under mattersBase, is about to be) served.
+// whose own route is (or, under mattersBase, is about to be) served: the
+// note the row gives, or, for a POST route with none whose path has no
+// GET route, one derived from the row (derivedHint).
 func (s *server) hints(app *fiber.App, prefix string, served func(*route) bool) {
 	for i := range routeTable {
 		r := &routeTable[i]
-		if r.hint == nil || !strings.HasPrefix(r.path, prefix) || !served(r) {
+		if !strings.HasPrefix(r.path, prefix) || !served(r) || (prefix == "" && strings.HasPrefix(r.path, mattersBase)) {
 			continue
 		}
-		if prefix == "" && strings.HasPrefix(r.path, mattersBase) {
-			continue
+		if r.hint == nil {
+			if r.method != fiber.MethodPost || r.path == MCPPath || allRoutes["GET "+r.path] != nil {
+				continue
+			}
+			d := *r
+			d.hint = derivedHint(r)
+			r = &d
 		}
 		u := usageOf(r)
 		app.Get(toFiber(r.hintPath()), func(c *fiber.Ctx) error { return c.JSON(u) })
 		s.routes.add(hintRoute(r))
 	}
+}
+
+// derivedHint is the usage note of a route whose row gives none: its
+// summary, and its body's fields with what each is.
+func derivedHint(r *route) *hint {
+	segs := strings.Split(strings.Trim(pathParam.ReplaceAllString(r.path, ""), "/"), "/")
+	h := &hint{verb: segs[len(segs)-1], detail: r.summary, returns: "see " + OpenAPIPath + " for the answer's schema"}
+	if r.req != nil {
+		body := map[string]any{}
+		for name, p := range r.req().Properties {
+			desc := p.Description
+			if desc == "" {
+				desc = p.Type
+			}
+			body[name] = desc
+		}
+		h.body = body
+	}
+	return h
 }

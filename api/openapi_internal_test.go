@@ -222,3 +222,43 @@ func TestOpenAPI_ValidationCanFail(t *testing.T) {
 		}
 	})
 }
+
+// TestRouteTable_Derived: GET / lists every route, the market's, the
+// replays' and MCP's among them; /agentfacts names their endpoints; a
+// market mutation's bare GET answers a derived usage note; a refusal of
+// an unknown field names the body's fields, from its type.
+func TestRouteTable_Derived(t *testing.T) {
+	app, s := fullServer(t)
+	get := func(path string) string {
+		res, err := app.Test(httptest.NewRequest("GET", path, nil), -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		if res.StatusCode != 200 {
+			t.Fatalf("GET %s: %d %s", path, res.StatusCode, b)
+		}
+		return string(b)
+	}
+	manual := get("/")
+	for _, r := range s.routes.list() {
+		method, path, _ := strings.Cut(r, " ")
+		if !strings.Contains(manual, "`"+method+" "+path+"`") {
+			t.Errorf("GET / does not list %s", r)
+		}
+	}
+	facts := get("/agentfacts")
+	for _, want := range []string{`"market":"http://example.com/market"`, `"replays":"http://example.com/replays"`, `"mcp":"http://example.com/mcp"`, `"openapi":`, `"POST /market/listings/{id}/purchase"`} {
+		if !strings.Contains(facts, want) {
+			t.Errorf("/agentfacts lacks %s", want)
+		}
+	}
+	if u := get("/market/listings/lst_1/purchase"); !strings.Contains(u, `"how_to_purchase":{"method":"POST","path":"/market/listings/{id}/purchase"`) || !strings.Contains(u, `"purpose"`) {
+		t.Errorf("GET of the purchase route: %s", u)
+	}
+	res, _ := app.Test(jsonReq("POST", "/contracts", `{"colour":"red"}`), -1)
+	b, _ := io.ReadAll(res.Body)
+	if !strings.Contains(string(b), "this route takes "+fieldsOf[escrow.CreateRequest]()) || !strings.Contains(string(b), "buyer, seller, price, currency, acceptance") {
+		t.Errorf("an unknown field: %s", b)
+	}
+}
