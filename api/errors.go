@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -122,6 +123,9 @@ func errorHandler(log *slog.Logger, allow func(path string) string) fiber.ErrorH
 		if errors.As(err, &fe) && fe.Code == http.StatusMethodNotAllowed {
 			methods := allow(c.Path())
 			c.Set(fiber.HeaderAllow, methods)
+			if c.Method() == fiber.MethodOptions && c.Get(fiber.HeaderAccessControlRequestMethod) == "" && strings.Contains(methods, fiber.MethodOptions) {
+				return c.SendStatus(fiber.StatusNoContent) // an OPTIONS that is no preflight: the methods
+			}
 			return writeError(c, http.StatusMethodNotAllowed, codeMethodNotAllowed,
 				fmt.Sprintf("%s is not a method of %s; it takes %s", c.Method(), c.Path(), methods))
 		}
