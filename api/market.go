@@ -99,8 +99,6 @@ func registerMarket(app *fiber.App, s *server) {
 			return c.JSON(fiber.Map{"advanced": d.String()})
 		})
 	}
-	registerMCP(app, s) // the same operations as the seed's MCP tools
-	for _, method := range []string{"POST", "GET", "DELETE"} {
-		s.routes.add(lookup(method, MCPPath))
-	}
+	registerMCP(app, s)                   // the same operations as the seed's MCP tools
+	s.routes.add(lookup("POST", MCPPath)) // the SDK answers the other methods 405 with Allow
 }

@@ -173,7 +173,7 @@ func openAPI(t *table, version string, matters MattersAuth) map[string]any {
 			"title":       "Assay",
 			"version":     version,
 			"summary":     "Escrow with a deterministic court, an artifact market and judgment matters, for agents",
-			"description": "Derived from the server's route table: every route this server serves, what it takes and answers, who may call it, and every error code it can answer (error.code). The manual is at /skill.md.",
+			"description": "Derived from the server's route table: every route this server serves, what it takes and answers, who may call it, and every error code it can answer (error.code). A method a path does not take answers 405 method_not_allowed with Allow; a path that is not here answers 404 route_not_found. The manual is at /skill.md.",
 			"license":     map[string]any{"name": "Apache-2.0", "identifier": "Apache-2.0"},
 		},
 		"servers": []map[string]any{{"url": "/", "description": "this server"}},

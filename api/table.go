@@ -1,8 +1,6 @@
 package api
 
 import (
-	"net/http"
-
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/assayhq/assay/adjudicate"
@@ -264,11 +262,6 @@ var routeTable = []route{
 	{method: "POST", path: MCPPath, service: svcMCP, auth: AuthOpen, summary: "the market's tools over MCP (JSON-RPC 2.0; streamable HTTP, JSON responses); resolve_challenge takes the operator's bearer token",
 		req: jsonRPCSchema, resp: jsonRPCSchema, respTypes: []string{"application/json"},
 		codes: []string{codeInvalidRequest, codeNotAcceptable, codeSessionNotFound, codeInvalidArguments}},
-
-	{method: "GET", path: MCPPath, service: svcMCP, auth: AuthOpen, status: http.StatusMethodNotAllowed,
-		summary: "no event stream: the server is stateless and answers each POST in full; answers 405 with Allow: POST"},
-	{method: "DELETE", path: MCPPath, service: svcMCP, auth: AuthOpen, status: http.StatusMethodNotAllowed,
-		summary: "no session to end: the server is stateless; answers 405 with Allow: POST"},
 
 	// judgment matters
 	{method: "POST", path: mattersBase + "/open", service: svcMatters, auth: AuthMattersSigned, summary: "open a Matter before a spend, publication or irreversible action",

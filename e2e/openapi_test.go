@@ -106,6 +106,9 @@ func validatingProxy(tb testing.TB, upstream string) *contract {
 // close stops the proxy; checks after it report nothing.
 func (p *contract) close() {
 	p.mu.Lock()
+	if !p.closed {
+		p.tb.Logf("openapi: %d exchanges checked against /openapi.json", p.seen)
+	}
 	p.closed = true
 	p.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -295,5 +298,71 @@ func npmCI(tb testing.TB, dir string) {
 	ci.Dir = dir
 	if out, err := ci.CombinedOutput(); err != nil {
 		tb.Fatalf("npm ci in %s: %v\n%s", dir, err, out)
+	}
+}
+
+// recordingTB is a testing.TB whose errors are recorded, not reported.
+type recordingTB struct {
+	testing.TB
+	mu     sync.Mutex
+	errors []string
+}
+
+func (r *recordingTB) Errorf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.errors = append(r.errors, fmt.Sprintf(format, args...))
+}
+
+func (r *recordingTB) recorded() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.errors...)
+}
+
+// TestOpenAPI_ProxyCatches: the validating proxy, in front of a server
+// that serves assay's own document but answers wrongly, fails the test:
+// a field of the wrong type, an error code the route lacks, a route the
+// document lacks; a right answer passes.
+func TestOpenAPI_ProxyCatches(t *testing.T) {
+	real := start(t, t.TempDir())
+	doc := real.get(t, "/openapi.json").body
+	upstream := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/openapi.json":
+			w.Write(doc)
+		case "/healthz":
+			fmt.Fprint(w, `{"status":"ok"}`)
+		case "/ledger":
+			fmt.Fprint(w, `{"sums":{},"balanced":"yes"}`)
+		case "/contracts/esc-1":
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprint(w, `{"detail":"no","error":{"code":"listing_not_found","message":"no"}}`)
+		default:
+			fmt.Fprint(w, `{"served":"but undocumented"}`)
+		}
+	})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go upstream.Serve(ln)
+	t.Cleanup(func() { upstream.Close() })
+
+	for path, wrong := range map[string]bool{"/healthz": false, "/ledger": true, "/contracts/esc-1": true, "/nowhere": true} {
+		rec := &recordingTB{TB: t}
+		p := validatingProxy(rec, "http://"+ln.Addr().String())
+		res, err := http.Get(p.base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		p.close()
+		if got := rec.recorded(); (len(got) > 0) != wrong {
+			t.Errorf("GET %s through the proxy: recorded %q, want a failure: %v", path, got, wrong)
+		} else if wrong {
+			t.Logf("GET %s: %.160s", path, got[0])
+		}
 	}
 }
