@@ -106,6 +106,7 @@ func newServer(cfg Config) (*fiber.App, *server) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	routes := newTable()
+	routes.cors = !corsOff(cfg.CORSOrigins)
 	app := fiber.New(fiber.Config{
 		AppName:               "assay",
 		BodyLimit:             max(cfg.MaxBodyBytes, escrow.MaxCheckerBytes),

@@ -143,7 +143,8 @@ func errorSchema(codes []string) *jsonschema.Schema {
 }
 
 // openAPI builds the document of t for a server whose matters routes
-// authenticate with auth.
+// authenticate with auth; routes a page of another origin may call have
+// their CORS preflight when t.cors.
 func openAPI(t *table, version string, matters MattersAuth) map[string]any {
 	paths := map[string]map[string]any{}
 	for _, r := range t.routes {
@@ -153,7 +154,7 @@ func openAPI(t *table, version string, matters MattersAuth) map[string]any {
 			paths[r.path] = item
 		}
 		item[strings.ToLower(r.method)] = operation(r, matters)
-		if corsRoute(r) && item["options"] == nil {
+		if t.cors && corsRoute(r) && item["options"] == nil {
 			item["options"] = preflightOperation(r)
 		}
 	}
@@ -214,7 +215,8 @@ func operation(r *route, matters MattersAuth) map[string]any {
 	for _, q := range r.query {
 		params = append(params, map[string]any{"name": q.name, "in": "query", "required": false, "description": q.desc, "schema": q.schema})
 	}
-	if r.method == http.MethodPost && (r.auth != AuthOperator || r.path == "/contracts/{id}/resolve" || strings.HasPrefix(r.path, "/market")) && r.path != MCPPath {
+	if slices.Contains(r.codes, codeIdemConflict) { // a mutation that reads the header
+
 		params = append(params, map[string]any{"name": "Idempotency-Key", "in": "header", "required": false,
 			"description": "retries with the same key and body answer the first call's result (1 to 256 printable characters)", "schema": map[string]any{"type": "string"}})
 	}

@@ -128,6 +128,11 @@ func TestOpenAPI_Document(t *testing.T) {
 			t.Errorf("%s has no 4XX answer", r.key())
 		}
 	}
+	for path, want := range map[string]bool{"/contracts": true, "/market/listings/{id}/purchase": true, "/checkers": true, mattersBase + "/open": true, "/verify": false, "/replays": false} {
+		if got := doc.Paths.Find(path).Post.Parameters.GetByInAndName("header", "Idempotency-Key") != nil; got != want {
+			t.Errorf("POST %s takes Idempotency-Key: %v, want %v", path, got, want)
+		}
+	}
 	for _, p := range []string{"/contracts", "/verify", "/contracts/{id}/fund", mattersBase + "/open"} {
 		if item := doc.Paths.Find(p); item == nil || item.Get == nil {
 			t.Errorf("the usage note GET %s is not in the document", p)

@@ -129,6 +129,9 @@ type table struct {
 	// patterns match a request path to the table's paths, for Allow and
 	// CORS.
 	patterns []pathPattern
+	// cors: the server answers CORS preflights (Config.CORSOrigins is not
+	// "none").
+	cors bool
 }
 
 type pathPattern struct {
@@ -213,7 +216,7 @@ func (t *table) allow(path string) string {
 		if r.method == http.MethodGet {
 			methods = append(methods, http.MethodHead)
 		}
-		if corsRoute(r) {
+		if t.cors && corsRoute(r) {
 			methods = append(methods, http.MethodOptions)
 		}
 	}
