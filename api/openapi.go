@@ -177,16 +177,49 @@ func openAPI(t *table, version string, matters MattersAuth) map[string]any {
 			"description": "Derived from the server's route table: every route this server serves, what it takes and answers, who may call it, and every error code it can answer (error.code). A method a path does not take answers 405 method_not_allowed with Allow; a path that is not here answers 404 route_not_found. The manual is at /skill.md.",
 			"license":     map[string]any{"name": "Apache-2.0", "identifier": "Apache-2.0"},
 		},
-		"servers": []map[string]any{{"url": "/", "description": "this server"}},
-		"tags":    tags,
-		"paths":   paths,
-		"components": map[string]any{"securitySchemes": map[string]any{
-			"operator": map[string]any{"type": "http", "scheme": "bearer",
-				"description": "the operator's token (ASSAY_OPERATOR_TOKEN): Authorization: Bearer <token>"},
-			"signature": map[string]any{"type": "apiKey", "in": "header", "name": "Signature",
-				"description": `RFC 9421 HTTP Message Signatures, Ed25519, by a principal an operator registered: Signature and Signature-Input covering ("@method" "@path" "@authority" "content-digest") with created, keyid, nonce; Content-Digest: sha-256=:<base64>: (RFC 9530)`},
-		}},
+		"servers":    []map[string]any{{"url": "/", "description": "this server"}},
+		"tags":       tags,
+		"paths":      paths,
+		"components": map[string]any{"securitySchemes": usedSchemes(paths)},
 	}
+}
+
+// securitySchemes are how the auth column's values read in OpenAPI, by
+// the scheme's name: the ones the document's operations use are listed.
+var securitySchemes = map[string]map[string]any{
+	"operator": {"type": "http", "scheme": "bearer",
+		"description": "the operator's token (ASSAY_OPERATOR_TOKEN): Authorization: Bearer <token>"},
+	"signature": {"type": "apiKey", "in": "header", "name": "Signature",
+		"description": `RFC 9421 HTTP Message Signatures, Ed25519, by a principal an operator registered: Signature and Signature-Input covering ("@method" "@path" "@authority" "content-digest") with created, keyid, nonce; Content-Digest: sha-256=:<base64>: (RFC 9530)`},
+	"agentSignature": {"type": "apiKey", "in": "header", "name": "Signature",
+		"description": "the acting agent's own signature over the request"},
+}
+
+// schemeOf is the security scheme of an auth value ("" for none).
+func schemeOf(a Auth, matters MattersAuth) string {
+	switch {
+	case a == AuthOperator:
+		return "operator"
+	case a == AuthMattersSigned && matters != MattersOpen:
+		return "signature"
+	case a == AuthSignedAgent:
+		return "agentSignature"
+	}
+	return ""
+}
+
+func usedSchemes(paths map[string]map[string]any) map[string]any {
+	used := map[string]any{}
+	for _, item := range paths {
+		for _, op := range item {
+			for _, req := range op.(map[string]any)["security"].([]map[string][]string) {
+				for name := range req {
+					used[name] = securitySchemes[name]
+				}
+			}
+		}
+	}
+	return used
 }
 
 func operation(r *route, matters MattersAuth) map[string]any {
@@ -196,13 +229,9 @@ func operation(r *route, matters MattersAuth) map[string]any {
 		"tags":         []string{r.service},
 		"x-assay-auth": r.auth,
 	}
-	switch {
-	case r.auth == AuthOperator:
-		op["security"] = []map[string][]string{{"operator": {}}}
-	case r.auth == AuthMattersSigned && matters != MattersOpen:
-		op["security"] = []map[string][]string{{"signature": {}}}
-	default:
-		op["security"] = []map[string][]string{}
+	op["security"] = []map[string][]string{}
+	if scheme := schemeOf(r.auth, matters); scheme != "" {
+		op["security"] = []map[string][]string{{scheme: {}}}
 	}
 	var params []map[string]any
 	for _, name := range r.params() {
