@@ -9,6 +9,7 @@ package api
 
 import (
 	_ "embed"
+	"encoding/json"
 	"log/slog"
 	"strings"
 	"sync/atomic"
@@ -78,6 +79,10 @@ type Config struct {
 	Metrics *metrics.Metrics
 	// LogRequests logs one line per request to Logger at info (observe.go).
 	LogRequests bool
+	// CORSOrigins are the origins whose pages may call the public routes
+	// (cors.go), comma-separated: DefaultCORSOrigins ("*") when empty,
+	// "none" for no cross-origin calls.
+	CORSOrigins string
 }
 
 //go:embed skill.md
@@ -86,20 +91,35 @@ var skill string
 type server struct {
 	cfg     Config
 	started time.Time
+	// routes is the route table as New registered it.
+	routes *table
+	// manual is skill.md with its route list filled in, once New has
+	// registered every route.
+	manual string
+	// openapi is the route table as an OpenAPI 3.1 document.
+	openapi []byte
 }
 
 // New returns the fiber app serving the court.
 func New(cfg Config) *fiber.App {
+	app, _ := newServer(cfg)
+	return app
+}
+
+// newServer is New, and the server whose routes the app serves.
+func newServer(cfg Config) (*fiber.App, *server) {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	routes := newTable()
+	routes.cors = !corsOff(cfg.CORSOrigins)
 	app := fiber.New(fiber.Config{
 		AppName:               "assay",
 		BodyLimit:             max(cfg.MaxBodyBytes, escrow.MaxCheckerBytes),
-		ErrorHandler:          errorHandler(cfg.Logger),
+		ErrorHandler:          errorHandler(cfg.Logger, routes.allow),
 		DisableStartupMessage: true,
 		Immutable:             true,
 		JSONEncoder:           receipt.Marshal,
@@ -109,7 +129,7 @@ func New(cfg Config) *fiber.App {
 		IdleTimeout:           120 * time.Second,
 		ReadBufferSize:        readBufferBytes,
 	})
-	s := &server{cfg: cfg, started: time.Now()}
+	s := &server{cfg: cfg, started: time.Now(), routes: routes}
 	if n := cfg.InFlight; n != nil {
 		app.Use(func(c *fiber.Ctx) error {
 			n.Add(1)
@@ -126,16 +146,19 @@ func New(cfg Config) *fiber.App {
 		app.Use(observe(log, cfg.Metrics))
 	}
 	app.Use(edges)
+	app.Use(s.cors())
 
-	app.Get("/", s.skill)
-	app.Get("/skill.md", s.skill)
-	app.Get("/health", s.health)
-	app.Get("/healthz", s.healthz)
-	app.Get("/agentfacts", s.agentFacts)
-	app.Get("/.well-known/agent-facts", s.agentFacts)
-	app.Get("/.well-known/assay-keys", s.keys)
+	r := s.router(app, "")
+	r.add("GET", "/", s.skill)
+	r.add("GET", "/skill.md", s.skill)
+	r.add("GET", "/health", s.health)
+	r.add("GET", "/healthz", s.healthz)
+	r.add("GET", "/agentfacts", s.agentFacts)
+	r.add("GET", "/.well-known/agent-facts", s.agentFacts)
+	r.add("GET", "/.well-known/assay-keys", s.keys)
+	r.add("GET", OpenAPIPath, s.openAPIDoc)
 	if cfg.Metrics != nil {
-		app.Get("/metrics", metricsHandler(cfg.Metrics))
+		r.add("GET", "/metrics", metricsHandler(cfg.Metrics))
 	}
 
 	s.courtRoutes(app)
@@ -144,10 +167,14 @@ func New(cfg Config) *fiber.App {
 	s.mattersRoutes(app)
 	registerMarket(app, s)
 	s.consoleRoutes(app)
-	for path, h := range hints {
-		app.Get(path, hint(h))
+	s.hints(app, "", func(r *route) bool { return routes.byKey[r.key()] != nil })
+	s.manual = strings.Replace(skill, "{{ROUTES}}", routeList(routes), 1)
+	doc, err := json.Marshal(openAPI(routes, cfg.Version, cfg.MattersAuth))
+	if err != nil {
+		panic("api: the OpenAPI document: " + err.Error())
 	}
-	return app
+	s.openapi = doc
+	return app, s
 }
 
 func (s *server) skill(c *fiber.Ctx) error {
@@ -155,7 +182,7 @@ func (s *server) skill(c *fiber.Ctx) error {
 		return sendConsole(c, consoleFiles, "index.html")
 	}
 	c.Set(fiber.HeaderContentType, "text/markdown; charset=utf-8")
-	return c.SendString(strings.ReplaceAll(skill, "{{BASE}}", c.BaseURL()))
+	return c.SendString(strings.ReplaceAll(s.manual, "{{BASE}}", c.BaseURL()))
 }
 
 func (s *server) health(c *fiber.Ctx) error {
@@ -188,6 +215,35 @@ func (s *server) keys(c *fiber.Ctx) error {
 	return c.JSON(receipt.KeySet{Keys: s.cfg.Keys.Keys()})
 }
 
+// factEndpoints are the endpoints /agentfacts names, each shown when the
+// route (method and path of the route table) is served.
+var factEndpoints = []struct{ name, at, route string }{
+	{"docs", "/skill.md", "GET /skill.md"},
+	{"openapi", OpenAPIPath, "GET " + OpenAPIPath},
+	{"health", "/health", "GET /health"},
+	{"keys", "/.well-known/assay-keys", "GET /.well-known/assay-keys"},
+	{"contracts", "/contracts", "POST /contracts"},
+	{"verify", "/verify", "POST /verify"},
+	{"activity", "/activity", "GET /activity"},
+	{"checkers", "/checkers", "POST /checkers"},
+	{"reputation", "/agents/{did}/reputation", "GET /agents/{did}/reputation"},
+	{"replays", "/replays", "POST /replays"},
+	{"market", "/market", "GET /market/listings"},
+	{"mcp", MCPPath, "POST " + MCPPath},
+	{"judgment_matters", mattersBase, "GET " + mattersBase},
+	{"console", "/console", "GET /console"},
+}
+
+func (s *server) endpoints(base string) fiber.Map {
+	m := fiber.Map{"base": base}
+	for _, e := range factEndpoints {
+		if s.routes.byKey[e.route] != nil {
+			m[e.name] = base + e.at
+		}
+	}
+	return m
+}
+
 func (s *server) agentFacts(c *fiber.Ctx) error {
 	base := c.BaseURL()
 	cur := s.cfg.Keys.Current()
@@ -197,17 +253,8 @@ func (s *server) agentFacts(c *fiber.Ctx) error {
 		"description": "Escrow and deterministic dispute resolution for agents that pay each other: the court replays the agreed acceptance criteria in a sandbox and signs the verdict.",
 		"version":     s.cfg.Version,
 		"provider":    fiber.Map{"name": "Assay", "url": "https://github.com/assayhq/assay"},
-		"endpoints": fiber.Map{
-			"base":       base,
-			"docs":       base + "/skill.md",
-			"health":     base + "/health",
-			"keys":       base + "/.well-known/assay-keys",
-			"contracts":  base + "/contracts",
-			"verify":     base + "/verify",
-			"activity":   base + "/activity",
-			"checkers":   base + "/checkers",
-			"reputation": base + "/agents/{did}/reputation",
-		},
+		"endpoints":   s.endpoints(base),
+		"routes":      s.routes.list(),
 		"capabilities": fiber.Map{
 			"functions":      []string{"escrow", "deterministic-arbitration", "sandboxed-checkers", "signed-verdict-receipts", "receipt-verification", "beta-reputation", "bans"},
 			"modalities":     []string{"application/json", "application/wasm"},

@@ -11,9 +11,10 @@ import (
 
 // checkerRoutes registers checker upload and lookup, and batch replays.
 func (s *server) checkerRoutes(app *fiber.App) {
-	app.Post("/checkers", s.putChecker)
-	app.Get("/checkers/:sha256", s.checker)
-	app.Post("/replays", s.replays)
+	r := s.router(app, "")
+	r.add("POST", "/checkers", s.putChecker)
+	r.add("GET", "/checkers/{sha256}", s.checker)
+	r.add("POST", "/replays", s.replays)
 }
 
 func (s *server) putChecker(c *fiber.Ctx) error {

@@ -26,8 +26,9 @@ var consoleTypes = map[string]string{
 // consoleRoutes serves the web console (package web) at /console and its
 // files under /console/.
 func (s *server) consoleRoutes(app *fiber.App) {
-	app.Get("/console", func(c *fiber.Ctx) error { return sendConsole(c, consoleFiles, "index.html") })
-	app.Get("/console/:file", func(c *fiber.Ctx) error { return sendConsole(c, consoleFiles, c.Params("file")) })
+	r := s.router(app, "")
+	r.add("GET", "/console", func(c *fiber.Ctx) error { return sendConsole(c, consoleFiles, "index.html") })
+	r.add("GET", "/console/{file}", func(c *fiber.Ctx) error { return sendConsole(c, consoleFiles, c.Params("file")) })
 }
 
 // wantsHTML reports whether the request is a browser's asking for a page:

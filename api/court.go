@@ -10,22 +10,23 @@ import (
 // courtRoutes registers the escrow court's routes: contracts and their
 // mutations, agents' receipts and reputation, activity, and the ledger.
 func (s *server) courtRoutes(app *fiber.App) {
-	app.Get("/activity", s.activity)
+	r := s.router(app, "")
+	r.add("GET", "/activity", s.activity)
 	app.Use("/contracts/", s.courtAuth) // auth.go: the parties, when the court is signed
 
-	app.Post("/contracts", jsonMutation(s, createFields, s.create))
-	app.Get("/contracts/:id", s.contract)
-	app.Post("/contracts/:id/fund", jsonMutation(s, emptyFields, s.fund))
-	app.Post("/contracts/:id/deliver", jsonMutation(s, deliverFields, s.deliver))
-	app.Post("/contracts/:id/accept", jsonMutation(s, emptyFields, s.accept))
-	app.Post("/contracts/:id/dispute", jsonMutation(s, disputeFields, s.dispute))
-	app.Post("/contracts/:id/resolve", s.operator(courtOperator), jsonMutation(s, resolveFields, s.resolve))
+	r.add("POST", "/contracts", jsonMutation(s, s.create))
+	r.add("GET", "/contracts/{id}", s.contract)
+	r.add("POST", "/contracts/{id}/fund", jsonMutation(s, s.fund))
+	r.add("POST", "/contracts/{id}/deliver", jsonMutation(s, s.deliver))
+	r.add("POST", "/contracts/{id}/accept", jsonMutation(s, s.accept))
+	r.add("POST", "/contracts/{id}/dispute", jsonMutation(s, s.dispute))
+	r.add("POST", "/contracts/{id}/resolve", s.operator(courtOperator), jsonMutation(s, s.resolve))
 
-	app.Get("/agents/:did/receipts", s.agentReceipts)
-	app.Get("/agents/:did/reputation", s.reputation)
+	r.add("GET", "/agents/{did}/receipts", s.agentReceipts)
+	r.add("GET", "/agents/{did}/reputation", s.reputation)
 
-	app.Get("/accounts/:id", s.account)
-	app.Get("/ledger", s.ledger)
+	r.add("GET", "/accounts/{id}", s.account)
+	r.add("GET", "/ledger", s.ledger)
 }
 
 func (s *server) activity(c *fiber.Ctx) error {
@@ -40,14 +41,6 @@ func (s *server) activity(c *fiber.Ctx) error {
 	return c.JSON(fiber.Map{"count": a.Count, "total_seq": a.TotalSeq, "events": a.Events,
 		"court_public_key": s.cfg.Keys.Current().PublicKey})
 }
-
-const (
-	createFields  = "buyer, seller, price, currency, acceptance, deadline_tick, deliver_by, review_window"
-	deliverFields = "deliverable, evidence"
-	disputeFields = "reason"
-	resolveFields = "verdict, reason"
-	emptyFields   = "no fields: send {}"
-)
 
 func (s *server) create(c *fiber.Ctx, req escrow.CreateRequest, id idem.Idem) (idem.Reply, error) {
 	return s.cfg.Court.Create(c.UserContext(), req, id)

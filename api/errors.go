@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -55,6 +56,12 @@ const (
 	codeOperatorDisabled       = "operator_disabled"
 	codeUnauthorized           = "unauthorized"
 	codeInternal               = "internal" // what a caller is told of any internal error
+	codeNotAReceipt            = "not_a_receipt"
+
+	// the codes of runtime packages that name none, for the route table
+	codeIdemConflict    = "idempotency_conflict"
+	codeIdemInvalidKey  = "invalid_idempotency_key"
+	codeReceiptNotFound = "receipt_not_found"
 
 	// the MCP transport's refusals
 	codeInvalidRequest   = "invalid_request"
@@ -77,7 +84,6 @@ type errorCode struct {
 // fiberCodes names the errors fiber raises before a handler runs.
 var fiberCodes = map[int]fault.Error{
 	http.StatusNotFound:              {Kind: fault.NotFound, Code: codeRouteNotFound, Message: "no such route; GET / lists them"},
-	http.StatusMethodNotAllowed:      {Kind: fault.Invalid, Code: codeMethodNotAllowed, Message: "method not allowed on this route"},
 	http.StatusRequestEntityTooLarge: {Kind: fault.TooLarge, Code: codeBodyTooLarge, Message: "request body too large"},
 }
 
@@ -91,8 +97,10 @@ type statusError struct {
 func (e *statusError) Error() string { return e.code + ": " + e.message }
 
 // errorHandler answers every error in one shape, with the status its kind
-// maps to. Internal errors are logged and not shown.
-func errorHandler(log *slog.Logger) fiber.ErrorHandler {
+// maps to. Internal errors are logged and not shown. A method the route
+// does not take answers 405 with Allow, the methods allow names for the
+// path (the route table's).
+func errorHandler(log *slog.Logger, allow func(path string) string) fiber.ErrorHandler {
 	return func(c *fiber.Ctx, err error) error {
 		// fasthttp refused the request while reading it: a body over
 		// the server's limit, or a request line and headers over its read
@@ -112,6 +120,15 @@ func errorHandler(log *slog.Logger) fiber.ErrorHandler {
 			return writeError(c, se.status, se.code, se.message)
 		}
 		var fe *fiber.Error
+		if errors.As(err, &fe) && fe.Code == http.StatusMethodNotAllowed {
+			methods := allow(c.Path())
+			c.Set(fiber.HeaderAllow, methods)
+			if c.Method() == fiber.MethodOptions && c.Get(fiber.HeaderAccessControlRequestMethod) == "" && strings.Contains(methods, fiber.MethodOptions) {
+				return c.SendStatus(fiber.StatusNoContent) // an OPTIONS that is no preflight: the methods
+			}
+			return writeError(c, http.StatusMethodNotAllowed, codeMethodNotAllowed,
+				fmt.Sprintf("%s is not a method of %s; it takes %s", c.Method(), c.Path(), methods))
+		}
 		if errors.As(err, &fe) {
 			if known, ok := fiberCodes[fe.Code]; ok {
 				err = &known

@@ -8,28 +8,18 @@ import (
 
 // The exchange's routes, under /api/v1/economic/matters/exchange and
 // signed as the judgment routes are (docs/exchange.md).
-const (
-	solverFields  = "solver_id, solver_kind, lineage, qualifications, conflicts, idempotency_key"
-	qOpenFields   = openFields + ", quorum"
-	seatFields    = "matter_id, solver_id, idempotency_key"
-	commitFields  = "matter_id, solver_id, commitment, idempotency_key"
-	revealFields  = "matter_id, solver_id, action_digest, verdict, salt, idempotency_key"
-	appealFields  = "matter_id, reason, fee_usdc, action_digest, idempotency_key"
-	observeFields = "matter_id, outcome, idempotency_key"
-)
-
 // exchangeRoutes registers the exchange's routes on the judgment group.
-func (s *server) exchangeRoutes(g fiber.Router) {
+func (s *server) exchangeRoutes(reg router) {
 	m := s.cfg.Matters
-	g.Post("/exchange/solvers", matterMutation(s, solverFields, func(r *matters.RegisterSolverRequest) *string { return &r.IdempotencyKey }, m.RegisterSolver))
-	g.Get("/exchange/solvers/:id", s.solverProfile)
-	g.Post("/exchange/open", matterMutation(s, qOpenFields, func(r *matters.QuorumOpenRequest) *string { return &r.IdempotencyKey }, m.OpenQuorum))
-	g.Post("/exchange/assign", matterMutation(s, seatFields, func(r *matters.SeatRequest) *string { return &r.IdempotencyKey }, m.AssignSeat))
-	g.Post("/exchange/accept", matterMutation(s, acceptFields, func(r *matters.AcceptRequest) *string { return &r.IdempotencyKey }, m.AcceptSeat))
-	g.Post("/exchange/commit", matterMutation(s, commitFields, func(r *matters.CommitRequest) *string { return &r.IdempotencyKey }, m.Commit))
-	g.Post("/exchange/reveal", matterMutation(s, revealFields, func(r *matters.RevealRequest) *string { return &r.IdempotencyKey }, m.Reveal))
-	g.Post("/exchange/appeal", matterMutation(s, appealFields, func(r *matters.AppealRequest) *string { return &r.IdempotencyKey }, m.Appeal))
-	g.Post("/exchange/observe", matterMutation(s, observeFields, func(r *matters.ObserveRequest) *string { return &r.IdempotencyKey }, m.Observe))
+	reg.add("POST", "/exchange/solvers", matterMutation(s, fieldsOf[matters.RegisterSolverRequest](), func(r *matters.RegisterSolverRequest) *string { return &r.IdempotencyKey }, m.RegisterSolver))
+	reg.add("GET", "/exchange/solvers/{id}", s.solverProfile)
+	reg.add("POST", "/exchange/open", matterMutation(s, fieldsOf[matters.QuorumOpenRequest](), func(r *matters.QuorumOpenRequest) *string { return &r.IdempotencyKey }, m.OpenQuorum))
+	reg.add("POST", "/exchange/assign", matterMutation(s, fieldsOf[matters.SeatRequest](), func(r *matters.SeatRequest) *string { return &r.IdempotencyKey }, m.AssignSeat))
+	reg.add("POST", "/exchange/accept", matterMutation(s, fieldsOf[matters.AcceptRequest](), func(r *matters.AcceptRequest) *string { return &r.IdempotencyKey }, m.AcceptSeat))
+	reg.add("POST", "/exchange/commit", matterMutation(s, fieldsOf[matters.CommitRequest](), func(r *matters.CommitRequest) *string { return &r.IdempotencyKey }, m.Commit))
+	reg.add("POST", "/exchange/reveal", matterMutation(s, fieldsOf[matters.RevealRequest](), func(r *matters.RevealRequest) *string { return &r.IdempotencyKey }, m.Reveal))
+	reg.add("POST", "/exchange/appeal", matterMutation(s, fieldsOf[matters.AppealRequest](), func(r *matters.AppealRequest) *string { return &r.IdempotencyKey }, m.Appeal))
+	reg.add("POST", "/exchange/observe", matterMutation(s, fieldsOf[matters.ObserveRequest](), func(r *matters.ObserveRequest) *string { return &r.IdempotencyKey }, m.Observe))
 }
 
 func (s *server) solverProfile(c *fiber.Ctx) error {

@@ -7,7 +7,8 @@ import (
 )
 
 // decodeBody reads a bounded, strict JSON body into v (fields are what the
-// route takes, for refusals) and the request's Idempotency-Key.
+// route takes, for refusals: fieldsOf the body's type) and the request's
+// Idempotency-Key.
 func decodeBody(c *fiber.Ctx, s *server, v any, fields string) (idem.Idem, error) {
 	b, err := body(c, s.cfg.MaxBodyBytes)
 	if err != nil {
@@ -22,7 +23,8 @@ func decodeBody(c *fiber.Ctx, s *server, v any, fields string) (idem.Idem, error
 // jsonMutation is the handler of a court or market mutation: the body
 // decoded into a Req, the request's Idempotency-Key, and do's stored or
 // fresh reply.
-func jsonMutation[Req any](s *server, fields string, do func(*fiber.Ctx, Req, idem.Idem) (idem.Reply, error)) fiber.Handler {
+func jsonMutation[Req any](s *server, do func(*fiber.Ctx, Req, idem.Idem) (idem.Reply, error)) fiber.Handler {
+	fields := fieldsOf[Req]()
 	return func(c *fiber.Ctx) error {
 		var req Req
 		id, err := decodeBody(c, s, &req, fields)
@@ -48,7 +50,8 @@ func view[T any](get func(*fiber.Ctx) (T, error)) fiber.Handler {
 // bodyView is the handler of a read that takes a JSON body (a search, a
 // replay, a tick): the body decoded into a Req, as a mutation's is, and
 // do's answer, as JSON.
-func bodyView[Req, T any](s *server, fields string, do func(*fiber.Ctx, Req) (T, error)) fiber.Handler {
+func bodyView[Req, T any](s *server, do func(*fiber.Ctx, Req) (T, error)) fiber.Handler {
+	fields := fieldsOf[Req]()
 	return func(c *fiber.Ctx) error {
 		var req Req
 		if _, err := decodeBody(c, s, &req, fields); err != nil {

@@ -1,102 +1,113 @@
 package api
 
-import "github.com/gofiber/fiber/v2"
+import (
+	"strings"
 
-// usage is what a bare GET of a POST route answers, with status 200.
-type usage struct {
-	Detail  string `json:"detail"`
-	Method  string `json:"method"`
-	Path    string `json:"path"`
-	Body    any    `json:"body,omitempty"`
-	Returns string `json:"returns"`
-	Docs    string `json:"docs"`
+	"github.com/gofiber/fiber/v2"
+)
+
+// hint is a route's usage note: what a bare GET of a POST route (or of
+// at, for a GET route with an id) answers, with status 200, so that an
+// agent that fetched the route finds out how to call it.
+type hint struct {
+	// verb names the step in the seed's shape: how_to_<verb>.
+	verb, detail string
+	// at is where the note is served when it is not the route's path.
+	at      string
+	body    any
+	returns string
+	// also are further steps the note names: how_to_<key>.
+	also map[string]step
 }
 
-var hints = map[string]usage{
-	"/contracts": {
-		Detail: "create a contract with POST; fetch one with GET /contracts/{contract_id}",
-		Method: "POST", Path: "/contracts",
-		Body: map[string]any{"buyer": "did:nanda:buyer", "seller": "did:nanda:seller", "price": 50,
-			"acceptance": map[string]any{"assertions": []any{map[string]any{"path": "rows", "op": "gte", "value": 100}}}},
-		Returns: `{"contract_id", "contract_hash", "status": "created"}`,
-	},
-	"/contracts/:id/fund": {
-		Detail: "lock the price in escrow", Method: "POST", Path: "/contracts/{contract_id}/fund",
-		Body: map[string]any{}, Returns: `{"status": "funded"}`,
-	},
-	"/contracts/:id/deliver": {
-		Detail: "the seller submits the work product", Method: "POST", Path: "/contracts/{contract_id}/deliver",
-		Body: map[string]any{"deliverable": map[string]any{"rows": 120}, "evidence": map[string]any{}}, Returns: `{"status": "delivered", "evidence_hash"}`,
-	},
-	"/contracts/:id/accept": {
-		Detail: "the buyer accepts; escrow releases to the seller", Method: "POST", Path: "/contracts/{contract_id}/accept",
-		Body: map[string]any{}, Returns: "a signed verdict receipt, verdict release, tier buyer-accept",
-	},
-	"/contracts/:id/dispute": {
-		Detail: "the buyer disputes; the court replays the acceptance criteria", Method: "POST", Path: "/contracts/{contract_id}/dispute",
-		Body: map[string]any{"reason": "far fewer rows than agreed"}, Returns: "a signed verdict receipt: credentialSubject.verdict, tier, checks, payout",
-	},
-	"/contracts/:id/resolve": {
-		Detail: "an operator decides an escalated dispute (Authorization: Bearer <ASSAY_OPERATOR_TOKEN>)", Method: "POST", Path: "/contracts/{contract_id}/resolve",
-		Body: map[string]any{"verdict": "refund", "reason": "the summary invents facts"}, Returns: "the final signed verdict receipt, tier operator",
-	},
-	"/verify": {
-		Detail: "check a receipt's signature against this court's keys", Method: "POST", Path: "/verify",
-		Body: map[string]any{"receipt": "<the receipt object>"}, Returns: `{"valid": true|false, "reason"}`,
-	},
-	"/checkers": {
-		Detail: "upload a wasm checker as the raw body with Content-Type: application/wasm; name it in acceptance.checkers by sha256", Method: "POST", Path: "/checkers",
-		Returns: `{"sha256", "kind", "size"}`,
-	},
-	"/accounts": {
-		Detail: "fetch a ledger account with GET /accounts/{id}: rail:dev, hold:escrow:{contract_id}, agent:{did}", Method: "GET", Path: "/accounts/{id}",
-		Returns: `{"id", "balances", "entries"}`,
-	},
+// step is one how_to_<verb> of a usage note.
+type step struct {
+	Method  string    `json:"method"`
+	Path    string    `json:"path"`
+	Body    any       `json:"body,omitempty"`
+	Returns string    `json:"returns,omitempty"`
+	Auth    RouteAuth `json:"auth,omitempty"`
 }
 
-func hint(u usage) fiber.Handler {
-	u.Docs = "/skill.md"
-	return func(c *fiber.Ctx) error { return c.JSON(u) }
+// hintPath is where a route's usage note is served.
+func (r *route) hintPath() string {
+	if r.hint.at != "" {
+		return r.hint.at
+	}
+	return r.path
 }
 
-// matterHints answer a bare GET of the judgment service's POST routes,
-// without a signature, so that a caller finds out how to sign before it
-// has a key. Paths are relative to /api/v1/economic/matters.
-var matterHints = map[string]usage{
-	"/open": {
-		Detail: "open a Matter before a spend, publication or irreversible action; signed mode binds requester_id to your key id and requires action_digest (sign every request: RFC 9421 Ed25519 covering @method @path @authority content-digest, with created, keyid, nonce; see /skill.md)",
-		Method: "POST", Path: mattersBase + "/open",
-		Body: map[string]any{"action_digest": "<sha256 hex of the exact action>", "question": "may we pay invoice 42?", "stakes_usdc": "12.5",
-			"deadline": "2026-05-01T13:00:00Z", "risk_class": "spend|publish|irreversible",
-			"verdict_schema":  map[string]any{"type": "object", "required": []any{"approve"}, "properties": map[string]any{"approve": map[string]any{"type": "boolean"}}},
-			"idempotency_key": "1 to 256 bytes"},
-		Returns: `201 {"matter": <redacted projection>, "receipt": <matter_opened>}`,
-	},
-	"/assign": {
-		Detail: "the requester or an operator assigns the one solver (a solver principal of the tenant), asserting conflict_free", Method: "POST", Path: mattersBase + "/assign",
-		Body:    map[string]any{"matter_id": "mat-…", "solver_id": "<solver key id>", "solver_kind": "human|model", "qualification": "optional, at most 1024 bytes", "conflict_free": true, "idempotency_key": "…"},
-		Returns: `{"matter", "receipt": <solver_assigned>}`,
-	},
-	"/accept": {
-		Detail: "the assigned solver accepts the assignment", Method: "POST", Path: mattersBase + "/accept",
-		Body: map[string]any{"matter_id": "mat-…", "idempotency_key": "…"}, Returns: `{"matter", "receipt": <solver_accepted>}`,
-	},
-	"/verdict": {
-		Detail: "the accepted solver submits the one verdict; it must match verdict_schema and carry the Matter's action_digest; the first valid one wins", Method: "POST", Path: mattersBase + "/verdict",
-		Body:    map[string]any{"matter_id": "mat-…", "solver_kind": "human|model", "action_digest": "<the Matter's>", "verdict": map[string]any{"approve": true}, "idempotency_key": "…"},
-		Returns: `{"matter", "receipt": <verdict_submitted, verdict_schema_ok true>}`,
-	},
-	"/settle": {
-		Detail: "the requester or an operator marks a judged Matter settled: solver_paid is a flag, no funds move", Method: "POST", Path: mattersBase + "/settle",
-		Body: map[string]any{"matter_id": "mat-…", "idempotency_key": "…"}, Returns: `{"matter", "receipt": <matter_settled>}`,
-	},
-	"/dispute": {
-		Detail: "the requester or an operator disputes an open or judged Matter (terminal)", Method: "POST", Path: mattersBase + "/dispute",
-		Body:    map[string]any{"matter_id": "mat-…", "reason": "1 to 2048 bytes", "action_digest": "<the Matter's>", "idempotency_key": "…"},
-		Returns: `{"matter", "receipt": <matter_disputed>}`,
-	},
-	"/tick": {
-		Detail: "an operator expires the tenant's open Matters at or past their deadline; a replay answers the original receipts", Method: "POST", Path: mattersBase + "/tick",
-		Body: map[string]any{"idempotency_key": "…"}, Returns: `{"evaluated_at", "expired", "receipts": <matter_expired…>}`,
-	},
+// usageOf is r's usage note: the seed service's shape (detail, and
+// how_to_<verb> with method, path and body), and the same step flat at the
+// top level, as the court has always answered it.
+func usageOf(r *route) fiber.Map {
+	h := r.hint
+	path := strings.ReplaceAll(r.path, "/contracts/{id}", "/contracts/{contract_id}")
+	s := step{Method: r.method, Path: path, Body: h.body, Returns: h.returns, Auth: r.auth}
+	u := fiber.Map{
+		"detail":           h.detail,
+		"method":           s.Method,
+		"path":             s.Path,
+		"returns":          s.Returns,
+		"auth":             r.auth,
+		"docs":             "/skill.md",
+		"openapi":          "/openapi.json",
+		"how_to_" + h.verb: s,
+	}
+	if h.body != nil {
+		u["body"] = h.body
+	}
+	for verb, st := range h.also {
+		u["how_to_"+verb] = st
+	}
+	return u
+}
+
+// hintRoute is the GET route that serves r's usage note, for the table.
+func hintRoute(r *route) *route {
+	return &route{method: fiber.MethodGet, path: r.hintPath(), service: r.service, auth: RouteOpen,
+		summary: "how to call " + r.method + " " + r.path + ": a usage note", resp: usageSchema, of: r}
+}
+
+// hints registers the usage notes of the table's routes under prefix
+// whose own route is (or, under mattersBase, is about to be) served: the
+// note the row gives, or, for a POST route with none whose path has no
+// GET route, one derived from the row (derivedHint).
+func (s *server) hints(app *fiber.App, prefix string, served func(*route) bool) {
+	for i := range routeTable {
+		r := &routeTable[i]
+		if !strings.HasPrefix(r.path, prefix) || !served(r) || (prefix == "" && strings.HasPrefix(r.path, mattersBase)) {
+			continue
+		}
+		if r.hint == nil {
+			if r.method != fiber.MethodPost || r.path == MCPPath || allRoutes["GET "+r.path] != nil {
+				continue
+			}
+			d := *r
+			d.hint = derivedHint(r)
+			r = &d
+		}
+		u := usageOf(r)
+		app.Get(toFiber(r.hintPath()), func(c *fiber.Ctx) error { return c.JSON(u) })
+		s.routes.add(hintRoute(r))
+	}
+}
+
+// derivedHint is the usage note of a route whose row gives none: its
+// summary, and its body's fields with what each is.
+func derivedHint(r *route) *hint {
+	segs := strings.Split(strings.Trim(pathParam.ReplaceAllString(r.path, ""), "/"), "/")
+	h := &hint{verb: segs[len(segs)-1], detail: r.summary, returns: "see " + OpenAPIPath + " for the answer's schema"}
+	if r.req != nil {
+		body := map[string]any{}
+		for name, p := range r.req().Properties {
+			desc := p.Description
+			if desc == "" {
+				desc = p.Type
+			}
+			body[name] = desc
+		}
+		h.body = body
+	}
+	return h
 }

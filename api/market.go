@@ -10,19 +10,6 @@ import (
 	"github.com/assayhq/assay/runtime/market"
 )
 
-// The fields of the market's bodies, for refusals (resolveFields is the
-// court's: the same two).
-const (
-	publishFields     = "agent, title, problem_statement, artifact, encoding, artifact_type, price_usd, est_recompute_cost_usd, license_terms, checker, verification_level"
-	purchaseFields    = "agent, purpose"
-	challengeFields   = "agent, evidence, reason"
-	agentFields       = "agent"
-	amountFields      = "amount_usd"
-	searchFields      = "query, query_fingerprint, limit"
-	tickSamplesFields = "samples"
-	clockFields       = "advance"
-)
-
 // registerMarket serves the artifact market under /market when
 // Config.Market is set. Each route is one of the seed's tools, or a
 // wallet operation.
@@ -31,10 +18,10 @@ func registerMarket(app *fiber.App, s *server) {
 	if m == nil {
 		return
 	}
-	g := app.Group("/market", s.authenticated(s.cfg.MarketAuth, marketRealm))
+	g := s.router(app.Group("/market", s.authenticated(s.cfg.MarketAuth, marketRealm)), "/market")
 	op := s.operator(marketOperator)
 	auth := s.cfg.MarketAuth
-	g.Get("/listings", func(c *fiber.Ctx) error { // search_listings
+	g.add("GET", "/listings", func(c *fiber.Ctx) error { // search_listings
 		limit, err := queryLimit(c, 0)
 		if err != nil {
 			return err
@@ -45,87 +32,87 @@ func registerMarket(app *fiber.App, s *server) {
 		}
 		return c.JSON(r)
 	})
-	g.Post("/search", bodyView(s, searchFields, func(c *fiber.Ctx, req market.SearchRequest) (market.Results, error) { // search_listings
+	g.add("POST", "/search", bodyView(s, func(c *fiber.Ctx, req market.SearchRequest) (market.Results, error) { // search_listings
 		return m.Search(c.UserContext(), req)
 	}))
-	g.Get("/listings/:id", view(func(c *fiber.Ctx) (market.View, error) { // get_listing
+	g.add("GET", "/listings/{id}", view(func(c *fiber.Ctx) (market.View, error) { // get_listing
 		return m.Get(c.UserContext(), c.Params("id"))
 	}))
-	g.Post("/listings", jsonMutation(s, publishFields, func(c *fiber.Ctx, req market.PublishRequest, id idem.Idem) (market.Reply, error) { // publish_listing
+	g.add("POST", "/listings", jsonMutation(s, func(c *fiber.Ctx, req market.PublishRequest, id idem.Idem) (market.Reply, error) { // publish_listing
 		if err := marketActsFor(c, auth, req.Agent); err != nil {
 			return market.Reply{}, err
 		}
 		return m.Publish(c.UserContext(), req, id)
 	}))
-	g.Post("/listings/:id/purchase", paidMutation(s, purchaseFields, func(c *fiber.Ctx, req market.PurchaseRequest, id idem.Idem) (market.Reply, error) { // purchase
+	g.add("POST", "/listings/{id}/purchase", paidMutation(s, fieldsOf[market.PurchaseRequest](), func(c *fiber.Ctx, req market.PurchaseRequest, id idem.Idem) (market.Reply, error) { // purchase
 		if err := marketActsFor(c, auth, req.Agent); err != nil {
 			return market.Reply{}, err
 		}
 		req.Pay = payment(c)
 		return m.Buy(c.UserContext(), c.Params("id"), req, id)
 	}))
-	g.Post("/listings/:id/deactivate", jsonMutation(s, agentFields, func(c *fiber.Ctx, req market.DeactivateRequest, id idem.Idem) (market.Reply, error) { // deactivate_listing
+	g.add("POST", "/listings/{id}/deactivate", jsonMutation(s, func(c *fiber.Ctx, req market.DeactivateRequest, id idem.Idem) (market.Reply, error) { // deactivate_listing
 		if err := marketActsFor(c, auth, req.Agent); err != nil {
 			return market.Reply{}, err
 		}
 		return m.Deactivate(c.UserContext(), c.Params("id"), req, id)
 	}))
-	g.Post("/listings/:id/challenge", jsonMutation(s, challengeFields, func(c *fiber.Ctx, req market.ChallengeRequest, id idem.Idem) (market.Reply, error) { // challenge_listing
+	g.add("POST", "/listings/{id}/challenge", jsonMutation(s, func(c *fiber.Ctx, req market.ChallengeRequest, id idem.Idem) (market.Reply, error) { // challenge_listing
 		if err := marketActsFor(c, auth, req.Agent); err != nil {
 			return market.Reply{}, err
 		}
 		return m.Challenge(c.UserContext(), c.Params("id"), req, id)
 	}))
-	g.Post("/listings/:id/replay", bodyView(s, agentFields, func(c *fiber.Ctx, req market.ReplayRequest) (market.Replayed, error) {
+	g.add("POST", "/listings/{id}/replay", bodyView(s, func(c *fiber.Ctx, req market.ReplayRequest) (market.Replayed, error) {
 		if err := marketActsFor(c, auth, req.Agent); err != nil {
 			return market.Replayed{}, err
 		}
 		return m.Replay(c.UserContext(), c.Params("id"), req)
 	}))
-	g.Get("/purchases/:id", view(func(c *fiber.Ctx) (*market.Purchase, error) {
+	g.add("GET", "/purchases/{id}", view(func(c *fiber.Ctx) (*market.Purchase, error) {
 		return m.PurchaseOf(c.UserContext(), c.Params("id"))
 	}))
-	g.Get("/challenges/:id", view(func(c *fiber.Ctx) (*market.Challenge, error) {
+	g.add("GET", "/challenges/{id}", view(func(c *fiber.Ctx) (*market.Challenge, error) {
 		return m.ChallengeOf(c.UserContext(), c.Params("id"))
 	}))
-	g.Post("/challenges/:id/resolve", op, jsonMutation(s, resolveFields, func(c *fiber.Ctx, req market.ResolveRequest, id idem.Idem) (market.Reply, error) { // resolve_challenge
+	g.add("POST", "/challenges/{id}/resolve", op, jsonMutation(s, func(c *fiber.Ctx, req market.ResolveRequest, id idem.Idem) (market.Reply, error) { // resolve_challenge
 		return m.Resolve(c.UserContext(), c.Params("id"), req, id)
 	}))
-	g.Post("/tick", op, bodyView(s, tickSamplesFields, func(c *fiber.Ctx, req market.TickRequest) (market.Ticked, error) {
+	g.add("POST", "/tick", op, bodyView(s, func(c *fiber.Ctx, req market.TickRequest) (market.Ticked, error) {
 		return m.Tick(c.UserContext(), req)
 	}))
-	g.Get("/agents/:agent", view(func(c *fiber.Ctx) (market.Profile, error) { // agent_profile
+	g.add("GET", "/agents/{agent}", view(func(c *fiber.Ctx) (market.Profile, error) { // agent_profile
 		return m.AgentProfile(c.UserContext(), c.Params("agent"))
 	}))
-	g.Get("/stats", view(func(c *fiber.Ctx) (market.Stats, error) { // marketplace_stats
+	g.add("GET", "/stats", view(func(c *fiber.Ctx) (market.Stats, error) { // marketplace_stats
 		return m.Stats(c.UserContext())
 	}))
-	g.Get("/wallets/:agent", view(func(c *fiber.Ctx) (market.Wallet, error) {
+	g.add("GET", "/wallets/{agent}", view(func(c *fiber.Ctx) (market.Wallet, error) {
 		return m.WalletOf(c.UserContext(), c.Params("agent"))
 	}))
-	g.Post("/wallets/:agent/deposit", paidMutation(s, amountFields, func(c *fiber.Ctx, req market.AmountRequest, id idem.Idem) (market.Reply, error) {
+	g.add("POST", "/wallets/{agent}/deposit", paidMutation(s, fieldsOf[market.AmountRequest](), func(c *fiber.Ctx, req market.AmountRequest, id idem.Idem) (market.Reply, error) {
 		if err := s.depositsFor(c, auth, c.Params("agent")); err != nil {
 			return market.Reply{}, err
 		}
 		req.Pay = payment(c)
 		return m.Deposit(c.UserContext(), c.Params("agent"), req, id)
 	}))
-	g.Post("/wallets/:agent/withdraw", jsonMutation(s, amountFields, func(c *fiber.Ctx, req market.AmountRequest, id idem.Idem) (market.Reply, error) {
+	g.add("POST", "/wallets/{agent}/withdraw", jsonMutation(s, func(c *fiber.Ctx, req market.AmountRequest, id idem.Idem) (market.Reply, error) {
 		if err := marketActsFor(c, auth, c.Params("agent")); err != nil {
 			return market.Reply{}, err
 		}
 		return m.Withdraw(c.UserContext(), c.Params("agent"), req, id)
 	}))
-	g.Get("/fingerprint", func(c *fiber.Ctx) error {
+	g.add("GET", "/fingerprint", func(c *fiber.Ctx) error {
 		text := c.Query("text")
 		return c.JSON(fiber.Map{"fingerprint": market.Fingerprint(text), "tokens": market.Tokens(text), "constraints": market.Constraints(text)})
 	})
 	if advance := s.cfg.AdvanceMarketClock; advance != nil {
-		g.Post("/clock", op, func(c *fiber.Ctx) error { // tests only: ASSAY_TEST_CLOCK=1
+		g.add("POST", "/clock", op, func(c *fiber.Ctx) error { // tests only: ASSAY_TEST_CLOCK=1
 			var req struct {
 				Advance string `json:"advance"`
 			}
-			if _, err := decodeBody(c, s, &req, clockFields); err != nil {
+			if _, err := decodeBody(c, s, &req, fieldsOf[clockIn]()); err != nil {
 				return err
 			}
 			d, err := time.ParseDuration(req.Advance)
@@ -136,5 +123,6 @@ func registerMarket(app *fiber.App, s *server) {
 			return c.JSON(fiber.Map{"advanced": d.String()})
 		})
 	}
-	registerMCP(app, s) // the same operations as the seed's MCP tools
+	registerMCP(app, s)                   // the same operations as the seed's MCP tools
+	s.routes.add(lookup("POST", MCPPath)) // the SDK answers the other methods 405 with Allow
 }

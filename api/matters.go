@@ -28,23 +28,22 @@ func (s *server) mattersRoutes(app *fiber.App) {
 		return
 	}
 	// before the group, so that a bare GET needs no signature
-	for path, h := range matterHints {
-		app.Get(mattersBase+path, hint(h))
-	}
+	s.hints(app, mattersBase, func(*route) bool { return true })
 	g := app.Group(mattersBase, s.mattersAuth)
+	reg := s.router(g, mattersBase)
 	m := s.cfg.Matters
-	g.Post("/open", matterMutation(s, openFields, func(r *matters.OpenRequest) *string { return &r.IdempotencyKey }, m.Open))
-	g.Post("/assign", matterMutation(s, assignFields, func(r *matters.AssignRequest) *string { return &r.IdempotencyKey }, m.Assign))
-	g.Post("/accept", matterMutation(s, acceptFields, func(r *matters.AcceptRequest) *string { return &r.IdempotencyKey }, m.Accept))
-	g.Post("/verdict", matterMutation(s, verdictFields, func(r *matters.VerdictRequest) *string { return &r.IdempotencyKey }, m.Verdict))
-	g.Post("/settle", matterMutation(s, settleFields, func(r *matters.SettleRequest) *string { return &r.IdempotencyKey }, m.Settle))
-	g.Post("/dispute", matterMutation(s, mDispFields, func(r *matters.DisputeRequest) *string { return &r.IdempotencyKey }, m.Dispute))
-	g.Post("/tick", matterMutation(s, tickFields, func(r *matters.TickRequest) *string { return &r.IdempotencyKey }, m.Tick))
-	s.exchangeRoutes(g)
-	g.Get("/", s.matterList(false))
-	g.Get("/all", s.matterList(true))
-	g.Get("/:id", s.matterGet)
-	g.Get("/:id/receipts", s.matterReceipts)
+	reg.add("POST", "/open", matterMutation(s, fieldsOf[matters.OpenRequest](), func(r *matters.OpenRequest) *string { return &r.IdempotencyKey }, m.Open))
+	reg.add("POST", "/assign", matterMutation(s, fieldsOf[matters.AssignRequest](), func(r *matters.AssignRequest) *string { return &r.IdempotencyKey }, m.Assign))
+	reg.add("POST", "/accept", matterMutation(s, fieldsOf[matters.AcceptRequest](), func(r *matters.AcceptRequest) *string { return &r.IdempotencyKey }, m.Accept))
+	reg.add("POST", "/verdict", matterMutation(s, fieldsOf[matters.VerdictRequest](), func(r *matters.VerdictRequest) *string { return &r.IdempotencyKey }, m.Verdict))
+	reg.add("POST", "/settle", matterMutation(s, fieldsOf[matters.SettleRequest](), func(r *matters.SettleRequest) *string { return &r.IdempotencyKey }, m.Settle))
+	reg.add("POST", "/dispute", matterMutation(s, fieldsOf[matters.DisputeRequest](), func(r *matters.DisputeRequest) *string { return &r.IdempotencyKey }, m.Dispute))
+	reg.add("POST", "/tick", matterMutation(s, fieldsOf[matters.TickRequest](), func(r *matters.TickRequest) *string { return &r.IdempotencyKey }, m.Tick))
+	s.exchangeRoutes(reg)
+	reg.add("GET", "/", s.matterList(false))
+	reg.add("GET", "/all", s.matterList(true))
+	reg.add("GET", "/{id}", s.matterGet)
+	reg.add("GET", "/{id}/receipts", s.matterReceipts)
 }
 
 // mattersAuth authenticates the caller and leaves its matters.Actor in
@@ -108,16 +107,6 @@ func idemKey(c *fiber.Ctx, key *string) error {
 	}
 	return nil
 }
-
-const (
-	openFields    = "requester_id, action_digest, question, stakes_usdc, deadline, risk_class, verdict_schema, idempotency_key"
-	assignFields  = "matter_id, solver_id, solver_kind, qualification, conflict_free, idempotency_key"
-	acceptFields  = "matter_id, solver_id, idempotency_key"
-	verdictFields = "matter_id, solver_id, solver_kind, action_digest, verdict, idempotency_key"
-	settleFields  = "matter_id, idempotency_key"
-	mDispFields   = "matter_id, reason, action_digest, idempotency_key"
-	tickFields    = "idempotency_key"
-)
 
 // matterMutation is the handler of a judgment mutation: the body decoded
 // into a Req, the Idempotency-Key header merged into the body's key (key

@@ -31,7 +31,7 @@ func TestServer_Operator(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &server{cfg: Config{OperatorToken: tc.configured}}
-			app := fiber.New(fiber.Config{ErrorHandler: errorHandler(slog.New(slog.DiscardHandler))})
+			app := fiber.New(fiber.Config{ErrorHandler: errorHandler(slog.New(slog.DiscardHandler), newTable().allow)})
 			app.Post("/op", s.operator(marketOperator), func(c *fiber.Ctx) error { return c.SendString("ran") })
 			req := httptest.NewRequest("POST", "/op", nil)
 			if tc.auth != "" {

@@ -9,16 +9,6 @@ import (
 	"github.com/assayhq/assay/runtime/replays"
 )
 
-func init() {
-	hints["/replays"] = usage{
-		Detail: "replay one stored checker on many artifacts, in parallel; outcomes are memoised (no_memo: true runs every one); ?spread=true spreads the batch over every node sharing the store",
-		Method: "POST", Path: "/replays",
-		Body: map[string]any{"checker": map[string]any{"sha256": "<sha256 from POST /checkers>", "fuel": 500000000, "memory_mib": 64},
-			"artifacts": []any{map[string]any{"rows": 120}, "a string artifact is given as its contents"}},
-		Returns: `{"count", "memo_hits", "outcomes": [one outcome per artifact, in order], "trimmed": [outcomes whose stdout and stderr were dropped past 8 MiB of output in all; their hashes stay]}`,
-	}
-}
-
 // replays is POST /replays: one checker of the court's, many artifacts; with
 // ?spread=true, run by every node's replay worker through the queue.
 func (s *server) replays(c *fiber.Ctx) error {

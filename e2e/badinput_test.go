@@ -83,7 +83,7 @@ func TestBadInput_Serve(t *testing.T) {
 		{"StarPath", "GET", "/agents/*/receipts", "", nil, nil, 400, "invalid_did"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := s.raw(t, tc.method, tc.path, tc.ct, tc.body, tc.header...)
+			r := s.raw(t, tc.method, tc.path, tc.ct, tc.body, append(tc.header, malformed, "1")...)
 			if r.status != tc.status || r.code(t) != tc.code {
 				t.Fatalf("%d %.300s; want %d %s", r.status, r.body, tc.status, tc.code)
 			}

@@ -43,13 +43,18 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// server is a running `assay serve`.
+// server is a running `assay serve`, behind a validating proxy (contract,
+// openapi_test.go): base is the proxy's, which checks every request and
+// answer against the server's /openapi.json; direct is the server's own,
+// for what a proxy cannot carry (a connection's own behaviour).
 type server struct {
-	base string
-	cmd  *exec.Cmd
-	data string
-	out  *bytes.Buffer // stderr
-	done chan error
+	base   string
+	direct string
+	proxy  *contract
+	cmd    *exec.Cmd
+	data   string
+	out    *bytes.Buffer // stderr
+	done   chan error
 }
 
 var listening = regexp.MustCompile(`serving the escrow court on (http://\S+)`)
@@ -90,7 +95,7 @@ func startServe(tb testing.TB, dir string, args, env []string, within time.Durat
 		s.done <- cmd.Wait()
 	}()
 	select {
-	case s.base = <-found:
+	case s.direct = <-found:
 	case err := <-s.done:
 		tb.Fatalf("assay %v exited: %v\n%s", argv, err, s.out)
 	case <-time.After(within):
@@ -98,6 +103,9 @@ func startServe(tb testing.TB, dir string, args, env []string, within time.Durat
 		tb.Fatalf("assay %v did not start\n%s", argv, s.out)
 	}
 	tb.Cleanup(func() { s.stop(tb) })
+	s.proxy = validatingProxy(tb, s.direct)
+	s.base = s.proxy.base
+	tb.Cleanup(s.proxy.close)
 	return s
 }
 
@@ -334,7 +342,7 @@ func TestErrors(t *testing.T) {
 		{"JSONTooLarge", "POST", "/contracts", `{"buyer":"` + strings.Repeat("a", 2<<20) + `"}`, 413, "body_too_large"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := s.do(t, tc.method, tc.path, []byte(tc.body))
+			r := s.do(t, tc.method, tc.path, []byte(tc.body), malformed, "1") // each is refused on purpose
 			if r.status != tc.status || r.code(t) != tc.code {
 				t.Fatalf("%d %s, want %d %s", r.status, r.body, tc.status, tc.code)
 			}
@@ -343,7 +351,7 @@ func TestErrors(t *testing.T) {
 	t.Run("CheckerTooLarge", func(t *testing.T) {
 		// The server answers as soon as it reads Content-Length and closes
 		// the connection, so the body is never sent: speak HTTP by hand.
-		conn, err := net.Dial("tcp", strings.TrimPrefix(s.base, "http://"))
+		conn, err := net.Dial("tcp", strings.TrimPrefix(s.direct, "http://")) // the server's own early answer
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -57,9 +57,9 @@ func TestMarket(t *testing.T) {
 		t.Fatalf("replayed deposit %d %v", r.status, r.header)
 	}
 	wantErr(s.post(t, "/market/wallets/buyer/deposit", `{"amount_usd":"11"}`, "Idempotency-Key", "dep-1"), 409, "idempotency_conflict")
-	wantErr(s.post(t, "/market/wallets/buyer/deposit", `{"amount_usd":"1.0000001"}`), 400, "invalid_amount")
+	wantErr(s.post(t, "/market/wallets/buyer/deposit", `{"amount_usd":"1.0000001"}`, malformed, "1"), 400, "invalid_amount")
 	wantErr(s.post(t, "/market/wallets/buyer/deposit", `{"amount_usd":1e3}`), 400, "invalid_amount")
-	wantErr(s.post(t, "/market/wallets/buyer/deposit", `{"amount":"1"}`), 400, "unknown_field")
+	wantErr(s.post(t, "/market/wallets/buyer/deposit", `{"amount":"1"}`, malformed, "1"), 400, "unknown_field")
 	if w := want(s.get(t, "/market/wallets/buyer"), 200); w["balance_usd"] != 10.0 {
 		t.Fatalf("wallet %v", w)
 	}
@@ -109,7 +109,7 @@ func TestMarket(t *testing.T) {
 	}
 	wantErr(s.post(t, "/market/listings/"+id+"/purchase", `{"agent":"poor"}`), 409, "insufficient_funds")
 	wantErr(s.post(t, "/market/listings/nope/purchase", `{"agent":"buyer"}`), 404, "listing_not_found")
-	wantErr(s.post(t, "/market/listings/"+id+"/challenge", `{"agent":"buyer"}`), 400, "missing_field")
+	wantErr(s.post(t, "/market/listings/"+id+"/challenge", `{"agent":"buyer"}`, malformed, "1"), 400, "missing_field")
 
 	// A counterexample the table does not cover: the replay fails, the
 	// challenge is upheld, price and fee come back, the listing is pulled.

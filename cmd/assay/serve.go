@@ -32,7 +32,9 @@ import (
 	"github.com/assayhq/assay/wasm"
 )
 
-func init() { register("serve", "serve the court, the market, judgment matters and /mcp over HTTP", cmdServe) }
+func init() {
+	register("serve", "serve the court, the market, judgment matters and /mcp over HTTP", cmdServe)
+}
 
 // version is set at build time with -ldflags "-X main.version=…".
 var version = "dev"
@@ -72,6 +74,7 @@ func cmdServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	addr := fs.String("addr", envOr("ASSAY_ADDR", ":8080"), "listen `ADDR` ($ASSAY_ADDR); port 0 picks a free one")
 	config := configFlags(fs, os.Getenv, withStore|withKeys)
 	mattersAuth := fs.String("matters-auth", envOr("ASSAY_MATTERS_AUTH", string(api.MattersSigned)), "judgment routes' `MODE` ($ASSAY_MATTERS_AUTH): signed (RFC 9421 principals) or open (identities from the body, local use only)")
+	corsOrigins := fs.String("cors-origins", envOr("ASSAY_CORS_ORIGINS", api.DefaultCORSOrigins), "`ORIGINS` whose pages may call the public routes ($ASSAY_CORS_ORIGINS): * (any), a comma-separated list (https://a.example,https://b.example), or none; never the operator's routes, never with credentials")
 	marketAuth := fs.String("market-auth", envOr("ASSAY_MARKET_AUTH", string(api.AuthSigned)), "the market's `MODE` ($ASSAY_MARKET_AUTH): signed (an agent's actions signed by it or made with its API key) or open (agents named in the body, local use only)")
 	courtAuth := fs.String("court-auth", envOr("ASSAY_COURT_AUTH", string(api.AuthOpen)), "the court's `MODE` ($ASSAY_COURT_AUTH): open (the seed's court) or signed (a did:key's or registered principal's contracts moved only by the party)")
 	logFormat := fs.String("log-format", envOr("ASSAY_LOG_FORMAT", "text"), "the log's `FORMAT` ($ASSAY_LOG_FORMAT): text or json")
@@ -137,7 +140,7 @@ func cmdServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cfg := serveConfig{Addr: *addr, Data: c.Data, Store: c.Store, Keys: c.Keys, MattersAuth: api.MattersAuth(*mattersAuth),
+	cfg := serveConfig{Addr: *addr, Data: c.Data, Store: c.Store, Keys: c.Keys, MattersAuth: api.MattersAuth(*mattersAuth), CORSOrigins: *corsOrigins,
 		MarketAuth: api.Auth(*marketAuth), CourtAuth: api.Auth(*courtAuth), MemoryBudgetMiB: budget,
 		LogFormat: *logFormat, LogRequests: logRequests, Metrics: withMetrics, DebugAddr: *debugAddr, Rail: rails}
 	if err := serveWith(ctx, cfg, stdout, stderr); err != nil {
@@ -154,6 +157,8 @@ type serveConfig struct {
 	Store       storeSpec // zero: badger in Data/db
 	Keys        string    // the directory holding keys/ed25519.json; "": Data
 	MattersAuth api.MattersAuth
+	// CORSOrigins is api.Config.CORSOrigins.
+	CORSOrigins string
 	// MarketAuth and CourtAuth are the market's and the court's modes.
 	MarketAuth, CourtAuth api.Auth
 	// MemoryBudgetMiB is the sandbox's wasm.Config.MemoryBudgetMiB; 0 its
@@ -309,7 +314,7 @@ func serveWith(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) e
 		Court: svc.court, Keys: keys, OperatorToken: os.Getenv("ASSAY_OPERATOR_TOKEN"),
 		JurorName: jurorName, JurorModel: jurorModel, Version: version, Logger: log,
 		InFlight: &inflight, Matters: svc.matters, MattersAuth: mattersAuth,
-		MarketAuth: cfg.MarketAuth, CourtAuth: cfg.CourtAuth, Principals: svc.matters.Registry(),
+		MarketAuth: cfg.MarketAuth, CourtAuth: cfg.CourtAuth, Principals: svc.matters.Registry(), CORSOrigins: cfg.CORSOrigins,
 		Market: svc.market, AdvanceMarketClock: advance, ReplayQueue: svc.queue, Replays: svc.replays,
 		Metrics: m, LogRequests: cfg.LogRequests,
 	})

@@ -747,12 +747,8 @@ func (s *Service) finalize(tx store.Tx, c *Contract, ck clock, d decision) ([]by
 	if err != nil {
 		return nil, err
 	}
-	if d.counts && status == StatusResolved {
-		sellerWon := d.verdict == adjudicate.VerdictRelease
-		if err := addReputation(tx, c.Seller, roleSeller, c.ID, sellerWon); err != nil {
-			return nil, err
-		}
-		if err := addReputation(tx, c.Buyer, roleBuyer, c.ID, !sellerWon); err != nil {
+	if status == StatusResolved {
+		if err := recordReputation(tx, c, d); err != nil {
 			return nil, err
 		}
 	}

@@ -48,12 +48,16 @@
 //
 // # Reading the seed where it is open
 //
-//   - Reputation counts dispute verdicts only: tier0, tier1-jury and an
-//     operator's resolution of an escalated dispute. A buyer's acceptance and
-//     a lapsed deadline adjudicate nothing and count for no one. A dispute
-//     that releases is a positive for the seller and a negative for the
-//     buyer (the frivolous dispute); one that refunds is a negative for the
-//     seller and a positive for the buyer. Lost disputes are the negatives.
+//   - Reputation counts the buyer's accept and dispute verdicts. An accept
+//     is a positive for the seller (the buyer judged the delivery good) and
+//     counts nothing for the buyer. A dispute verdict (tier0, tier1-jury or
+//     an operator's resolution of an escalated dispute) that releases is a
+//     positive for the seller and a negative for the buyer (the frivolous
+//     dispute); one that refunds is a negative for the seller and a
+//     positive for the buyer. A lapsed deadline or review window decides
+//     nothing and counts for no one. The seed's example: a seller with one
+//     accepted contract and one lost dispute has as_seller sample_count 2,
+//     positive 1, negative 1, score 0.5, confidence 0.33, standing WATCH.
 //   - score = (positive+1)/(positive+negative+2); confidence =
 //     n/(n+4), which gives the seed's 0.33 for two samples; both are shown
 //     rounded to two places, standings are computed unrounded. NEW: no

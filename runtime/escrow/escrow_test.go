@@ -104,10 +104,13 @@ func TestService_Accept(t *testing.T) {
 		t.Fatalf("seller account %+v, %v", acct, err)
 	}
 	c.sums(t)
-	// Acceptance adjudicates nothing: no reputation.
+	// An accept is a positive for the seller, nothing for the buyer.
 	rep, _ := c.Reputation(ctx, "did:nanda:seller")
-	if rep.AsSeller.SampleCount != 0 || rep.Standing != escrow.StandingNew {
-		t.Fatalf("reputation %+v", rep)
+	if rep.AsSeller.SampleCount != 1 || rep.AsSeller.Positive != 1 || rep.Standing != escrow.StandingGood {
+		t.Fatalf("seller's reputation %+v", rep)
+	}
+	if rep, _ := c.Reputation(ctx, "did:nanda:buyer"); rep.AsBuyer.SampleCount != 0 || rep.Standing != escrow.StandingNew {
+		t.Fatalf("buyer's reputation %+v", rep)
 	}
 	_, err = c.Accept(ctx, id, idem.Idem{})
 	wantCode(t, err, "invalid_state")

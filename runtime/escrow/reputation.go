@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/assayhq/assay/adjudicate"
 	"github.com/assayhq/assay/runtime/store"
 )
 
@@ -122,7 +123,27 @@ func (s *Service) Reputation(ctx context.Context, did string) (Reputation, error
 	return r, err
 }
 
-// addReputation records one dispute verdict for an agent in a role.
+// recordReputation records what a final decision on contract c counts
+// for: a buyer's accept is a positive for the seller (the buyer's own
+// judgement of the delivery; it counts nothing for the buyer); a dispute
+// verdict (d.counts: tier0, tier1-jury, an operator's resolution) is a
+// positive for the side it favours and a negative for the other. A lapsed
+// deadline or review window counts for no one.
+func recordReputation(tx store.Tx, c *Contract, d decision) error {
+	switch {
+	case d.tier == TierBuyerAccept:
+		return addReputation(tx, c.Seller, roleSeller, c.ID, true)
+	case d.counts:
+		sellerWon := d.verdict == adjudicate.VerdictRelease
+		if err := addReputation(tx, c.Seller, roleSeller, c.ID, sellerWon); err != nil {
+			return err
+		}
+		return addReputation(tx, c.Buyer, roleBuyer, c.ID, !sellerWon)
+	}
+	return nil
+}
+
+// addReputation records one outcome for an agent in a role.
 func addReputation(tx store.Tx, did string, r role, contract string, positive bool) error {
 	key := reputationKey(did, r, contract)
 	var c counts

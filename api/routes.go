@@ -1,0 +1,322 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"reflect"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// The route table's auth column is a RouteAuth (auth.go): who may make
+// the route's request when its service runs signed. router.add gives each
+// row the column's value for this server: a service that runs open makes
+// its agents' and parties' routes open.
+
+// route is one row of the route table: what a route takes and answers,
+// who may call it, and how a caller learns it. Paths are in OpenAPI's
+// form (/contracts/{id}); the registrar turns them into fiber's.
+type route struct {
+	method, path string
+	// service groups the route (OpenAPI's tag, GET /'s sections).
+	service string
+	summary string
+	auth    RouteAuth
+	// req is the JSON body's schema (nil: the route takes no body or
+	// {}); reqTypes, when set, are the media types of a body that is
+	// not JSON, with reqBody their schema.
+	req      func() *jsonschema.Schema
+	reqTypes []string
+	// bodyOptional: an absent or empty body reads as {}.
+	bodyOptional bool
+	// resp is the success answer's schema; respTypes the media types when
+	// it is not JSON. status is the success status (200 when zero);
+	// created, when set, is a second success status (201 on a first
+	// create, 200 on a retry or a replay).
+	resp      func() *jsonschema.Schema
+	respTypes []string
+	status    int
+	created   bool
+	query     []param
+	// codes are the error codes the route answers beyond every route's
+	// (commonCodes); status by code is the fault kind's (errors.go).
+	codes []string
+	// write marks a mutation; the market's are kept from other origins
+	// by default (cors.go).
+	write bool
+	// hint, when set, is what a bare GET of the route (or of hint.at)
+	// answers: a usage note in the seed's shape (hints.go).
+	hint *hint
+	// of is, for a usage note's GET route, the route it describes.
+	of *route
+}
+
+type param struct {
+	name, desc string
+	schema     *jsonschema.Schema
+}
+
+// key is how the registrar finds a route: "POST /contracts".
+func (r *route) key() string { return r.method + " " + r.path }
+
+// fiberPath is the route's path in fiber's form: /contracts/:id.
+func (r *route) fiberPath() string { return toFiber(r.path) }
+
+var pathParam = regexp.MustCompile(`\{([a-z_0-9]+)\}`)
+
+func toFiber(p string) string { return pathParam.ReplaceAllString(p, ":$1") }
+
+// params are the path's parameters, in order.
+func (r *route) params() []string {
+	var out []string
+	for _, m := range pathParam.FindAllStringSubmatch(r.path, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// commonCodes can be answered by every route: the request's edges and
+// fiber's own refusals, and an internal error.
+var commonCodes = []string{codeRouteNotFound, codeMethodNotAllowed, codeHTTPError, codeBodyTooLarge, codeHeadersTooLarge,
+	codeURITooLong, codeUnsupportedMediaType, codeInvalidUTF8, codeInvalidHeader, codeInternal}
+
+// bodyCodes are a JSON body's refusals (decode.go).
+var bodyCodes = []string{codeInvalidJSON, codeUnknownField, codeInvalidType}
+
+// allCodes are the route's error codes, sorted, without repeats.
+func (r *route) allCodes() []string {
+	codes := slices.Clone(commonCodes)
+	if r.method == http.MethodPost && len(r.reqTypes) == 0 {
+		codes = append(codes, bodyCodes...)
+	}
+	codes = append(codes, r.codes...)
+	switch r.auth {
+	case RouteOperator:
+		codes = append(codes, codeOperatorDisabled, codeUnauthorized)
+	case RoutePrincipal:
+		codes = append(codes, mattersAuthCodes...)
+	case RouteAgent, RouteAgentOrOperator, RouteParty:
+		codes = append(codes, mattersAuthCodes...)
+		codes = append(codes, codeAPIKeyInvalid, codeAgentMismatch, codeInsufficientScope)
+		if r.auth == RouteAgentOrOperator {
+			codes = append(codes, codeOperatorDisabled, codeUnauthorized)
+		}
+	}
+	sort.Strings(codes)
+	return slices.Compact(codes)
+}
+
+// table is the server's route table as it was registered: what New
+// serves, in registration order. GET /, the usage hints, /agentfacts,
+// 405's Allow, CORS and /openapi.json read it.
+type table struct {
+	routes []*route
+	byKey  map[string]*route
+	// patterns match a request path to the table's paths, for Allow and
+	// CORS.
+	patterns []pathPattern
+	// cors: the server answers CORS preflights (Config.CORSOrigins is not
+	// "none").
+	cors bool
+}
+
+type pathPattern struct {
+	path string
+	re   *regexp.Regexp
+}
+
+func newTable() *table { return &table{byKey: map[string]*route{}} }
+
+// lookup finds a route of the table of every route (routeTable).
+func lookup(method, path string) *route {
+	r, ok := allRoutes[method+" "+path]
+	if !ok {
+		panic(fmt.Sprintf("api: %s %s is not in the route table (table.go)", method, path))
+	}
+	return r
+}
+
+// allRoutes indexes routeTable.
+var allRoutes = func() map[string]*route {
+	m := map[string]*route{}
+	for i := range routeTable {
+		r := &routeTable[i]
+		if _, dup := m[r.key()]; dup {
+			panic("api: the route table has " + r.key() + " twice")
+		}
+		m[r.key()] = r
+	}
+	return m
+}()
+
+func (t *table) add(r *route) {
+	if _, dup := t.byKey[r.key()]; dup {
+		panic("api: " + r.key() + " registered twice")
+	}
+	t.routes = append(t.routes, r)
+	t.byKey[r.key()] = r
+	for _, p := range t.patterns {
+		if p.path == r.path {
+			return
+		}
+	}
+	t.patterns = append(t.patterns, pathPattern{path: r.path, re: regexp.MustCompile(quotedParams(r.path))})
+}
+
+// quotedParams is the regular expression of a table path: its literal
+// parts quoted, each {param} one segment, a trailing slash allowed.
+func quotedParams(p string) string {
+	var b strings.Builder
+	b.WriteString("^")
+	last := 0
+	for _, m := range pathParam.FindAllStringIndex(p, -1) {
+		b.WriteString(regexp.QuoteMeta(p[last:m[0]]))
+		b.WriteString(`[^/]+`)
+		last = m[1]
+	}
+	b.WriteString(regexp.QuoteMeta(p[last:]))
+	b.WriteString("/?$")
+	return b.String()
+}
+
+// at is every route whose path matches a request's path.
+func (t *table) at(path string) []*route {
+	var out []*route
+	for _, p := range t.patterns {
+		if p.re.MatchString(path) {
+			for _, r := range t.routes {
+				if r.path == p.path {
+					out = append(out, r)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// allow is the Allow header of a path: the methods the table has for it.
+func (t *table) allow(path string) string {
+	var methods []string
+	for _, r := range t.at(path) {
+		methods = append(methods, r.method)
+		if r.method == http.MethodGet {
+			methods = append(methods, http.MethodHead)
+		}
+		if t.cors && corsRoute(r) {
+			methods = append(methods, http.MethodOptions)
+		}
+	}
+	sort.Strings(methods)
+	return strings.Join(slices.Compact(methods), ", ")
+}
+
+// router registers routes of the table on a fiber router whose routes
+// sit under prefix (a fiber.Group of prefix, or the app with "").
+type router struct {
+	r      fiber.Router
+	prefix string
+	t      *table
+	s      *server
+}
+
+func (s *server) router(r fiber.Router, prefix string) router {
+	return router{r: r, prefix: prefix, t: s.routes, s: s}
+}
+
+// effective is a row's auth on this server: an agent's route is open when
+// the market runs open, a party's when the court does.
+func (s *server) effective(a RouteAuth) RouteAuth {
+	switch {
+	case (a == RouteAgent || a == RouteAgentOrOperator) && s.cfg.MarketAuth != AuthSigned:
+		return RouteOpen
+	case a == RouteParty && s.cfg.CourtAuth != AuthSigned:
+		return RouteOpen
+	}
+	return a
+}
+
+// add registers the route method path (relative to the router's
+// prefix) with its handlers; the route must be in the table.
+func (r router) add(method, path string, handlers ...fiber.Handler) {
+	full := r.prefix + path
+	if path == "/" && r.prefix != "" {
+		full = r.prefix
+	}
+	rt := *lookup(method, full)
+	rt.auth = r.s.effective(rt.auth)
+	r.r.Add(method, toFiber(path), handlers...)
+	r.t.add(&rt)
+}
+
+// fieldsOf names the JSON fields of a body type, for refusals: "buyer,
+// seller, price, …", or that it takes none.
+func fieldsOf[T any]() string {
+	names := jsonFields(reflect.TypeFor[T]())
+	if len(names) == 0 {
+		return "no fields: send {}"
+	}
+	return strings.Join(names, ", ")
+}
+
+func jsonFields(t reflect.Type) []string {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	var names []string
+	for f := range t.Fields() {
+		tag := f.Tag.Get("json")
+		name, _, _ := strings.Cut(tag, ",")
+		if name == "-" || (!f.IsExported() && !f.Anonymous) {
+			continue
+		}
+		if f.Anonymous && name == "" {
+			names = append(names, jsonFields(f.Type)...)
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		names = append(names, name)
+	}
+	return names
+}
+
+// list is every route of the table as "METHOD path", usage notes left
+// out.
+func (t *table) list() []string {
+	var out []string
+	for _, r := range t.routes {
+		if r.of == nil {
+			out = append(out, r.key())
+		}
+	}
+	return out
+}
+
+// routeList is the manual's list of routes: one table per service, each
+// route with who may call it and its summary.
+func routeList(t *table) string {
+	var b strings.Builder
+	for _, svc := range services {
+		first := true
+		for _, r := range t.routes {
+			if r.service != svc.name || r.of != nil {
+				continue
+			}
+			if first {
+				fmt.Fprintf(&b, "\n### %s\n\n%s\n\n| route | auth | what it does |\n|---|---|---|\n", svc.name, svc.desc)
+				first = false
+			}
+			fmt.Fprintf(&b, "| `%s %s` | %s | %s |\n", r.method, r.path, r.auth, strings.ReplaceAll(r.summary, "|", `\|`))
+		}
+	}
+	return b.String()
+}

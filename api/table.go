@@ -1,0 +1,355 @@
+package api
+
+import (
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/assayhq/assay/adjudicate"
+	"github.com/assayhq/assay/runtime/escrow"
+	"github.com/assayhq/assay/runtime/ledger"
+	"github.com/assayhq/assay/runtime/market"
+	"github.com/assayhq/assay/runtime/matters"
+	"github.com/assayhq/assay/runtime/principal"
+	"github.com/assayhq/assay/runtime/rail"
+	"github.com/assayhq/assay/runtime/rail/x402"
+	"github.com/assayhq/assay/runtime/receipt"
+	"github.com/assayhq/assay/runtime/replays"
+)
+
+// The services, as the route table groups them.
+const (
+	svcMeta     = "meta"
+	svcCourt    = "court"
+	svcReceipts = "receipts"
+	svcCheckers = "checkers"
+	svcReplays  = "replays"
+	svcMarket   = "market"
+	svcMCP      = "mcp"
+	svcMatters  = "matters"
+	svcConsole  = "console"
+)
+
+// services describe the groups, in the order GET / and /openapi.json show
+// them.
+var services = []struct{ name, desc string }{
+	{svcCourt, "The escrow court: contracts, escrow, disputes replayed by their acceptance criteria, signed verdict receipts, reputation and the ledger."},
+	{svcReceipts, "Receipts of every service: served in the bytes that were signed, and verified against this server's keys."},
+	{svcCheckers, "Checkers (WebAssembly modules or Python source) that acceptance criteria and the market name by sha256."},
+	{svcReplays, "One stored checker replayed on many artifacts, in parallel, with memoised outcomes."},
+	{svcMarket, "The artifact market: verified listings, purchases, challenges and wallets (when the server runs it)."},
+	{svcMCP, "The market's operations as Model Context Protocol tools (streamable HTTP, JSON responses)."},
+	{svcMatters, "Judgment matters: one accountable verdict before a spend, a publication or an irreversible action (when the server runs them)."},
+	{svcMeta, "The server's manual, health, keys, capability metadata, metrics and this document."},
+	{svcConsole, "The web console: static files, and the routes above from a browser."},
+}
+
+// Schemas of answers the handlers build as maps.
+type (
+	statusOut struct {
+		Status escrow.Status `json:"status"`
+	}
+	deliveredOut struct {
+		Status       escrow.Status `json:"status"`
+		EvidenceHash string        `json:"evidence_hash"`
+	}
+	activityOut struct {
+		escrow.Activity
+		CourtPublicKey string `json:"court_public_key"`
+	}
+	walletMovedOut struct {
+		Agent      string     `json:"agent"`
+		AmountUSD  market.USD `json:"amount_usd"`
+		BalanceUSD market.USD `json:"balance_usd"`
+		PaymentRef string     `json:"payment_ref"`
+		Rail       string     `json:"rail"`
+		// Payment is the x402 settlement, when the deposit was paid so.
+		Payment *rail.Settled `json:"payment,omitempty"`
+	}
+	resolvedOut struct {
+		Challenge market.Challenge `json:"challenge"`
+		Purchase  market.Purchase  `json:"purchase"`
+	}
+	fingerprintOut struct {
+		Fingerprint string              `json:"fingerprint"`
+		Tokens      []string            `json:"tokens"`
+		Constraints []market.Constraint `json:"constraints"`
+	}
+	clockIn struct {
+		Advance string `json:"advance" jsonschema:"a non-negative Go duration, e.g. 2h"`
+	}
+	clockOut struct {
+		Advanced string `json:"advanced"`
+	}
+	healthzOut struct {
+		Status string `json:"status"`
+	}
+	matterListOut struct {
+		Count   int   `json:"count"`
+		Matters []any `json:"matters"`
+	}
+	matterOut struct {
+		Matter any `json:"matter"`
+	}
+	matterReceiptsOut struct {
+		Count    int               `json:"count"`
+		Receipts []receipt.Receipt `json:"receipts"`
+	}
+)
+
+var (
+	idParam       = param{name: "id", desc: "the contract's id, e.g. esc-1d32e6667c804456"}
+	limitQuery    = param{name: "limit", desc: "the most items to answer", schema: &jsonschema.Schema{Type: "integer", Minimum: ptr(0.0)}}
+	matterCodes   = []string{matters.ECodeInvalidRiskClass, matters.ECodeInvalidSchema, matters.ECodeInvalidSolverKind, matters.ECodeInvalidVerdict, matters.ECodeVerdictSchemaMismatch, matters.ECodeInvalidActionDigest, matters.ECodeInvalidQualification, matters.ECodeSolverConflict, matters.ECodeSolverAlreadyAssigned, matters.ECodeSolverNotAssigned, matters.ECodeSolverNotAccepted, matters.ECodeSolverNotAccepting, matters.ECodeSolverKindMismatch, matters.ECodeMatterNotFound, matters.ECodeMatterNotOpen, matters.ECodeMatterNotSettleable, matters.ECodeMatterNotDisputable, matters.ECodeIdempotencyConflict, matters.ECodeMissingField, matters.ECodeFieldTooLong, matters.ECodeInvalidStakes, matters.ECodeInvalidDeadline, matters.ECodeInvalidIdemKey, matters.ECodeInvalidReason, matters.ECodeForbidden, matters.ECodeInsufficientScope, matters.ECodeRequesterMismatch, matters.ECodeSolverMismatch, matters.ECodeUnknownSolver}
+	idemCodes     = []string{codeIdemConflict, codeIdemInvalidKey, escrow.ECodeCommitUnknown}
+	contractCodes = []string{escrow.ECodeContractNotFound, escrow.ECodeInvalidState, escrow.ECodeReviewWindowClosed, escrow.ECodeDeadlinePassed, escrow.ECodeRailFailed}
+	marketIdem    = []string{codeIdemConflict, codeIdemInvalidKey, market.ECodeCommitUnknown, market.ECodeRailFailed}
+)
+
+// exchangeCodes are the judgment exchange's refusals, with the judgment
+// routes'.
+var exchangeCodes = with(matterCodes, []string{matters.ECodeInvalidQuorum, matters.ECodeInvalidAmount, matters.ECodeInvalidCommitment, matters.ECodeInvalidSalt,
+	matters.ECodeInvalidLineage, matters.ECodeInvalidList, matters.ECodeInvalidOutcome, matters.ECodeQuorumMatter, matters.ECodeNotQuorumMatter, matters.ECodeQuorumFull,
+	matters.ECodeQuorumNotMet, matters.ECodeQuorumNotClosed, matters.ECodeLineageDiversity, matters.ECodeAlreadyCommitted, matters.ECodeSolverNotCommitted,
+	matters.ECodeAlreadyRevealed, matters.ECodeRevealMismatch, matters.ECodeInsufficientFunds, matters.ECodeSolverNotFound, matters.ECodeMatterNotAppealable,
+	matters.ECodeAppealUnavailable, matters.ECodeAlreadyObserved, matters.ECodeNotObservable, matters.ECodeNonceReplayed, matters.ECodePrincipalNotFound})
+
+// mattersAuthCodes are the refusals of a caller that signs (auth.go).
+var mattersAuthCodes = []string{codeSignatureMissing, codeSignatureMalformed, codeSignatureExpired, codeSignatureInvalid, codeUnknownKey, codeDigestMismatch,
+	principal.ECodeNonceReplayed, codeAPIKeyInvalid}
+
+// paidCodes are the refusals of a payment over x402 (x402.go), on the
+// routes that take one.
+var paidCodes = []string{x402.CodePaymentRequired, x402.CodeInvalidPayment, x402.CodeSignatureInvalid, x402.CodePaymentExpired, x402.CodePaymentNotYetValid,
+	x402.CodePaymentUnderpaid, x402.CodePaymentOverpaid, x402.CodeWrongRecipient, x402.CodeWrongAsset, x402.CodePaymentReplayed, x402.CodePaymentRefused}
+
+// invalidText are the codes of refused text fields (the services'
+// validText and ident's): invalid_<field> for each.
+func invalidText(fields ...string) []string {
+	out := make([]string, len(fields))
+	for i, f := range fields {
+		out[i] = "invalid_" + f
+	}
+	return out
+}
+
+func with(lists ...[]string) []string {
+	var out []string
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	return out
+}
+
+// routeTable is every route the server can serve: New registers the rows
+// of the services it runs (router.add), and derives from them everything
+// that describes the API.
+var routeTable = []route{
+	// the manual and the server's own
+	{method: "GET", path: "/", service: svcMeta, auth: RouteOpen, summary: "this manual (Markdown); a browser asking for text/html gets the web console",
+		resp: textSchema, respTypes: []string{"text/markdown; charset=utf-8", "text/html; charset=utf-8"}},
+	{method: "GET", path: "/skill.md", service: svcMeta, auth: RouteOpen, summary: "this manual, as Markdown",
+		resp: textSchema, respTypes: []string{"text/markdown; charset=utf-8"}},
+	{method: "GET", path: "/health", service: svcMeta, auth: RouteOpen, summary: "status, the court's current public key, the juror and the judgment routes", resp: healthSchema},
+	{method: "GET", path: "/healthz", service: svcMeta, auth: RouteOpen, summary: "liveness: {\"status\": \"ok\"}", resp: schemaFn[healthzOut]},
+	{method: "GET", path: "/agentfacts", service: svcMeta, auth: RouteOpen, summary: "a machine-readable summary of this server: functions, endpoints, receipt certification", resp: agentFactsSchema},
+	{method: "GET", path: "/.well-known/agent-facts", service: svcMeta, auth: RouteOpen, summary: "the same as /agentfacts", resp: agentFactsSchema},
+	{method: "GET", path: "/.well-known/assay-keys", service: svcMeta, auth: RouteOpen, summary: "every key the court has signed with, and when", resp: schemaFn[receipt.KeySet]},
+	{method: "GET", path: "/openapi.json", service: svcMeta, auth: RouteOpen, summary: "this API as an OpenAPI 3.1 document, derived from the route table", resp: looseObject},
+	{method: "GET", path: "/metrics", service: svcMeta, auth: RouteOpen, summary: "Prometheus metrics (when the server records them)",
+		resp: textSchema, respTypes: []string{"text/plain; version=0.0.4; charset=utf-8"}},
+
+	// the escrow court
+	{method: "GET", path: "/activity", service: svcCourt, auth: RouteOpen, summary: "the court's recent events, newest first",
+		query: []param{limitQuery}, resp: schemaFn[activityOut], codes: []string{codeInvalidLimit}},
+	{method: "POST", path: "/contracts", service: svcCourt, auth: RouteOpen, summary: "create a contract: buyer, seller, price and the acceptance criteria",
+		req: schemaFn[escrow.CreateRequest], resp: schemaFn[escrow.Created],
+		codes: with(idemCodes, []string{escrow.ECodeInvalidDID, escrow.ECodeSameParty, escrow.ECodeInvalidPrice, escrow.ECodeInvalidCurrency,
+			escrow.ECodeInvalidDeadlineTick, escrow.ECodeInvalidDeliverBy, escrow.ECodeInvalidReviewWindow, escrow.ECodeSellerBanned, escrow.ECodeMissingField,
+			escrow.ECodeCheckerNotFound, escrow.ECodeUnknownChecker, escrow.ECodeInvalidSHA256, escrow.ECodeInvalidChecker}, criteriaCodes),
+		hint: &hint{verb: "create", detail: "create a contract with POST; fetch one with GET /contracts/{contract_id}",
+			body: map[string]any{"buyer": "did:nanda:buyer", "seller": "did:nanda:seller", "price": 50,
+				"acceptance": map[string]any{"assertions": []any{map[string]any{"path": "rows", "op": "gte", "value": 100}}}},
+			returns: `{"contract_id", "contract_hash", "status": "created"}`,
+			also:    map[string]step{"fetch": {Method: "GET", Path: "/contracts/{contract_id}", Returns: "the contract: terms, status, hashes, verdict, receipt ids"}}}},
+	{method: "GET", path: "/contracts/{id}", service: svcCourt, auth: RouteOpen, summary: "a contract: its terms, status, hashes, verdict and receipt ids",
+		resp: schemaFn[escrow.Contract], codes: []string{escrow.ECodeContractNotFound}},
+	{method: "POST", path: "/contracts/{id}/fund", service: svcCourt, auth: RouteParty, summary: "lock the price in escrow", bodyOptional: true,
+		req: schemaFn[struct{}], resp: schemaFn[statusOut], codes: with(idemCodes, contractCodes),
+		hint: &hint{verb: "fund", detail: "lock the price in escrow", body: map[string]any{}, returns: `{"status": "funded"}`}},
+	{method: "POST", path: "/contracts/{id}/deliver", service: svcCourt, auth: RouteParty, summary: "the seller submits the work product (and optional evidence)",
+		req: schemaFn[escrow.DeliverRequest], resp: schemaFn[deliveredOut], codes: with(idemCodes, contractCodes, []string{escrow.ECodeInvalidDeliverable, escrow.ECodeMissingField}),
+		hint: &hint{verb: "deliver", detail: "the seller submits the work product",
+			body: map[string]any{"deliverable": map[string]any{"rows": 120}, "evidence": map[string]any{}}, returns: `{"status": "delivered", "evidence_hash"}`}},
+	{method: "POST", path: "/contracts/{id}/accept", service: svcCourt, auth: RouteParty, summary: "the buyer accepts; escrow releases to the seller; answers the signed receipt", bodyOptional: true,
+		req: schemaFn[struct{}], resp: receiptFn, codes: with(idemCodes, contractCodes),
+		hint: &hint{verb: "accept", detail: "the buyer accepts; escrow releases to the seller", body: map[string]any{}, returns: "a signed verdict receipt, verdict release, tier buyer-accept"}},
+	{method: "POST", path: "/contracts/{id}/dispute", service: svcCourt, auth: RouteParty, summary: "the buyer disputes; the court replays the criteria and answers the signed verdict receipt", bodyOptional: true,
+		req: schemaFn[escrow.DisputeRequest], resp: receiptFn, codes: with(idemCodes, contractCodes, []string{escrow.ECodeCheckersUnavailable}, invalidText("reason")),
+		hint: &hint{verb: "dispute", detail: "the buyer disputes; the court replays the acceptance criteria",
+			body: map[string]any{"reason": "far fewer rows than agreed"}, returns: "a signed verdict receipt: credentialSubject.verdict, tier, checks, payout"}},
+	{method: "POST", path: "/contracts/{id}/resolve", service: svcCourt, auth: RouteOperator, summary: "an operator decides an escalated dispute",
+		req: schemaFn[escrow.ResolveRequest], resp: receiptFn, codes: with(idemCodes, contractCodes, []string{escrow.ECodeInvalidVerdict}, invalidText("reason")),
+		hint: &hint{verb: "resolve", detail: "an operator decides an escalated dispute (Authorization: Bearer <ASSAY_OPERATOR_TOKEN>)",
+			body: map[string]any{"verdict": "refund", "reason": "the summary invents facts"}, returns: "the final signed verdict receipt, tier operator"}},
+	{method: "GET", path: "/agents/{did}/receipts", service: svcCourt, auth: RouteOpen, summary: "the receipts an agent was party to, newest first",
+		query: []param{limitQuery}, resp: schemaFn[receipt.AgentReceipts], codes: []string{escrow.ECodeInvalidDID, codeInvalidLimit}},
+	{method: "GET", path: "/agents/{did}/reputation", service: svcCourt, auth: RouteOpen, summary: "an agent's standing and Beta reputation as seller and as buyer",
+		resp: schemaFn[escrow.Reputation], codes: []string{escrow.ECodeInvalidDID}},
+	{method: "GET", path: "/accounts/{id}", service: svcCourt, auth: RouteOpen, summary: "a ledger account: rail:dev, hold:escrow:{contract_id}, agent:{did}",
+		resp: schemaFn[ledger.Account], codes: []string{escrow.ECodeInvalidAccount},
+		hint: &hint{verb: "fetch", at: "/accounts", detail: "fetch a ledger account with GET /accounts/{id}: rail:dev, hold:escrow:{contract_id}, agent:{did}",
+			returns: `{"id", "balances", "entries"}`}},
+	{method: "GET", path: "/ledger", service: svcCourt, auth: RouteOpen, summary: "the sum of every account per currency (zero when sound)", resp: schemaFn[ledger.Audit]},
+
+	// receipts
+	{method: "GET", path: "/receipts/{id}", service: svcReceipts, auth: RouteOpen, summary: "a stored receipt in its signed bytes; ?format=di as a W3C Data Integrity credential",
+		query: []param{{name: "format", desc: `absent (the receipt) or "di" (its W3C Data Integrity form, eddsa-jcs-2022)`, schema: &jsonschema.Schema{Type: "string", Enum: []any{"di"}}}},
+		resp:  looseObject, codes: []string{codeReceiptNotFound, codeInvalidFormat}},
+	{method: "POST", path: "/verify", service: svcReceipts, auth: RouteOpen, summary: "check a receipt's signature against this court's keys: {\"receipt\": …} or the bare receipt",
+		req: verifyBodySchema, resp: schemaFn[receipt.Result], codes: []string{codeNotAReceipt},
+		hint: &hint{verb: "verify", detail: "check a receipt's signature against this court's keys; a body that is not a receipt answers 422 not_a_receipt",
+			body: map[string]any{"receipt": "<the receipt object>"}, returns: `{"valid": true|false, "reason"}`}},
+
+	// checkers and replays
+	{method: "POST", path: "/checkers", service: svcCheckers, auth: RouteOpen, summary: "upload a checker: raw WebAssembly (application/wasm) or Python source (text/x-python)",
+		reqTypes: []string{"application/wasm", "text/x-python"}, resp: schemaFn[escrow.CheckerInfo], created: true,
+		codes: with(idemCodes, []string{codeUnsupportedCheckerKind, escrow.ECodeInvalidChecker, escrow.ECodeCheckerTooLarge, escrow.ECodeUnsupportedKind}),
+		hint: &hint{verb: "upload", detail: "upload a wasm checker as the raw body with Content-Type: application/wasm, or Python source with text/x-python; name it in acceptance.checkers by sha256",
+			returns: `{"sha256", "kind", "size"}`}},
+	{method: "GET", path: "/checkers/{sha256}", service: svcCheckers, auth: RouteOpen, summary: "a stored checker's metadata",
+		resp: schemaFn[escrow.CheckerInfo], codes: []string{escrow.ECodeInvalidSHA256, escrow.ECodeCheckerNotFound}},
+	{method: "POST", path: "/replays", service: svcReplays, auth: RouteOpen, summary: "replay one stored checker on many artifacts; ?spread=true spreads the batch over every node",
+		query: []param{{name: "spread", desc: "true spreads the batch over every node sharing the store", schema: &jsonschema.Schema{Type: "boolean"}}},
+		req:   schemaFn[replays.Request], resp: schemaFn[replays.Response],
+		codes: []string{replays.ECodeArtifactTooLarge, replays.ECodeBatchTimeout, replays.ECodeBatchTooLarge, replays.ECodeCheckerNotFound, replays.ECodeCheckersUnavailable,
+			replays.ECodeInvalidArtifact, replays.ECodeInvalidChecker, replays.ECodeInvalidEncoding, replays.ECodeInvalidEvidence, replays.ECodeMissingField, replays.ECodeReplayInvalid,
+			escrow.ECodeInvalidSHA256, escrow.ECodeUnknownChecker},
+		hint: &hint{verb: "replay", detail: "replay one stored checker on many artifacts, in parallel; outcomes are memoised (no_memo: true runs every one); ?spread=true spreads the batch over every node sharing the store",
+			body: map[string]any{"checker": map[string]any{"sha256": "<sha256 from POST /checkers>", "fuel": 500000000, "memory_mib": 64},
+				"artifacts": []any{map[string]any{"rows": 120}, "a string artifact is given as its contents"}},
+			returns: `{"count", "memo_hits", "outcomes": [one outcome per artifact, in order], "trimmed": [outcomes whose stdout and stderr were dropped past 8 MiB of output in all; their hashes stay]}`}},
+
+	// the artifact market
+	{method: "GET", path: "/market/listings", service: svcMarket, auth: RouteOpen, summary: "search listings by problem text or fingerprint (search_listings)",
+		query: []param{{name: "query", desc: "the problem as text", schema: &jsonschema.Schema{Type: "string"}},
+			{name: "query_fingerprint", desc: "sha256 of the problem's normalised token set", schema: &jsonschema.Schema{Type: "string"}}, limitQuery},
+		resp: schemaFn[market.Results], codes: marketSearchCodes},
+	{method: "POST", path: "/market/search", service: svcMarket, auth: RouteOpen, summary: "search listings, the query in the body (search_listings)",
+		req: schemaFn[market.SearchRequest], resp: schemaFn[market.Results], codes: marketSearchCodes},
+	{method: "GET", path: "/market/listings/{id}", service: svcMarket, auth: RouteOpen, summary: "a listing, without its artifact (get_listing)",
+		resp: schemaFn[market.View], codes: []string{market.ECodeListingNotFound}},
+	{method: "POST", path: "/market/listings", service: svcMarket, auth: RouteAgent, write: true, summary: "publish a listing: level 1 with a checker, level 2 with a bond (publish_listing)",
+		req: schemaFn[market.PublishRequest], resp: schemaFn[market.Published], created: true,
+		codes: with(marketIdem, []string{market.ECodeArtifactTooLarge, market.ECodeCheckerFailed, market.ECodeCheckerRequired, market.ECodeCheckerTooLarge, market.ECodeCheckersUnavailable,
+			market.ECodeInsufficientFunds, market.ECodeInvalidAmount, market.ECodeAmountTooLarge, market.ECodeInvalidArtifact, market.ECodeInvalidArtifactType, market.ECodeInvalidChecker,
+			market.ECodeInvalidEncoding, market.ECodeInvalidLevel, market.ECodeInvalidProblemStatement, market.ECodeLevelReserved, market.ECodeMarketLimitExceeded, market.ECodeMissingField,
+			market.ECodeNoChecker, market.ECodeUnknownChecker, market.ECodeUnsupportedCheckerKind, market.ECodeWalletLimitExceeded, escrow.ECodeInvalidSHA256},
+			invalidText("agent", "title", "license_terms", "problem_statement"))},
+	{method: "POST", path: "/market/listings/{id}/purchase", service: svcMarket, auth: RouteAgent, write: true, summary: "buy a listing: price + 3% fee from the buyer's wallet; answers the artifact and a receipt (purchase)",
+		req: schemaFn[market.PurchaseRequest], resp: schemaFn[market.Bought], created: true,
+		codes: with(paidCodes, marketIdem, []string{market.ECodeListingNotFound, market.ECodeListingNotActive, market.ECodeAlreadyPurchased, market.ECodeOwnListing, market.ECodeInsufficientFunds,
+			market.ECodeArtifactNotDeliverable, market.ECodeMissingField, market.ECodeWalletLimitExceeded, market.ECodeMarketLimitExceeded}, invalidText("agent", "purpose"))},
+	{method: "POST", path: "/market/listings/{id}/deactivate", service: svcMarket, auth: RouteAgent, write: true, summary: "the seller retires a listing; its bond returns (deactivate_listing)",
+		req: schemaFn[market.DeactivateRequest], resp: schemaFn[deactivatedOut],
+		codes: with(marketIdem, []string{market.ECodeListingNotFound, market.ECodeListingNotActive, market.ECodeNotSeller, market.ECodeMissingField}, invalidText("agent"))},
+	{method: "POST", path: "/market/listings/{id}/challenge", service: svcMarket, auth: RouteAgent, write: true, summary: "the buyer challenges a purchase with evidence (challenge_listing)",
+		req: schemaFn[market.ChallengeRequest], resp: schemaFn[challengedOut], created: true,
+		codes: with(marketIdem, []string{market.ECodeListingNotFound, market.ECodePurchaseNotFound, market.ECodeAlreadyChallenged, market.ECodeChallengeWindowClosed, market.ECodePurchaseClosed,
+			market.ECodeEvidenceTooLarge, market.ECodeInvalidEvidence, market.ECodeMissingField, market.ECodeCheckersUnavailable}, invalidText("agent", "reason"))},
+	{method: "POST", path: "/market/listings/{id}/replay", service: svcMarket, auth: RouteAgent, summary: "a buyer replays a level-1 listing's checker on its artifact",
+		req: schemaFn[market.ReplayRequest], resp: schemaFn[market.Replayed],
+		codes: []string{market.ECodeListingNotFound, market.ECodePurchaseNotFound, market.ECodeNoChecker, market.ECodeCheckersUnavailable, market.ECodeMissingField, "invalid_agent"}},
+	{method: "GET", path: "/market/purchases/{id}", service: svcMarket, auth: RouteOpen, summary: "a purchase", resp: schemaFn[market.Purchase], codes: []string{market.ECodePurchaseNotFound}},
+	{method: "GET", path: "/market/challenges/{id}", service: svcMarket, auth: RouteOpen, summary: "a challenge", resp: schemaFn[market.Challenge], codes: []string{market.ECodeChallengeNotFound}},
+	{method: "POST", path: "/market/challenges/{id}/resolve", service: svcMarket, auth: RouteOperator, write: true, summary: "an operator upholds or rejects a challenge (resolve_challenge)",
+		req: schemaFn[market.ResolveRequest], resp: schemaFn[resolvedOut],
+		codes: with(marketIdem, []string{market.ECodeChallengeNotFound, market.ECodeChallengeNotOpen, market.ECodeInvalidVerdict}, invalidText("reason"))},
+	{method: "POST", path: "/market/tick", service: svcMarket, auth: RouteOperator, write: true, summary: "an operator settles due purchases and samples level-1 listings for replay",
+		req: schemaFn[market.TickRequest], resp: schemaFn[market.Ticked], bodyOptional: true, codes: []string{market.ECodeInvalidSamples, market.ECodeCheckersUnavailable}},
+	{method: "GET", path: "/market/agents/{agent}", service: svcMarket, auth: RouteOpen, summary: "an agent's trading record (agent_profile)", resp: schemaFn[market.Profile], codes: invalidText("agent")},
+	{method: "GET", path: "/market/stats", service: svcMarket, auth: RouteOpen, summary: "the market's totals (marketplace_stats)", resp: schemaFn[market.Stats], codes: []string{market.ECodeStatsOverflow}},
+	{method: "GET", path: "/market/wallets/{agent}", service: svcMarket, auth: RouteOpen, summary: "an agent's wallet", resp: schemaFn[market.Wallet], codes: invalidText("agent")},
+	{method: "POST", path: "/market/wallets/{agent}/deposit", service: svcMarket, auth: RouteAgentOrOperator, write: true, summary: "deposit into a wallet from the dev rail",
+		req: schemaFn[market.AmountRequest], resp: schemaFn[walletMovedOut], created: true,
+		codes: with(paidCodes, marketIdem, []string{market.ECodeInvalidAmount, market.ECodeAmountTooLarge, market.ECodeDepositUnavailable, market.ECodeWalletLimitExceeded, market.ECodeMarketLimitExceeded, market.ECodeMissingField}, invalidText("agent"))},
+	{method: "POST", path: "/market/wallets/{agent}/withdraw", service: svcMarket, auth: RouteAgent, write: true, summary: "withdraw from a wallet to the rail",
+		req: schemaFn[market.AmountRequest], resp: schemaFn[walletMovedOut], created: true,
+		codes: with(marketIdem, []string{market.ECodeInvalidAmount, market.ECodeAmountTooLarge, market.ECodeInsufficientFunds, market.ECodeMissingField}, invalidText("agent"))},
+	{method: "GET", path: "/market/fingerprint", service: svcMarket, auth: RouteOpen, summary: "the fingerprint, tokens and constraints of a problem text, as the market computes them",
+		query: []param{{name: "text", desc: "the problem statement", schema: &jsonschema.Schema{Type: "string"}}}, resp: schemaFn[fingerprintOut]},
+	{method: "POST", path: "/market/clock", service: svcMarket, auth: RouteOperator, summary: "tests only (ASSAY_TEST_CLOCK=1): move the market's clock forward",
+		req: schemaFn[clockIn], resp: schemaFn[clockOut], codes: []string{codeInvalidDuration}},
+	{method: "POST", path: MCPPath, service: svcMCP, auth: RouteOpen, summary: "the market's tools over MCP (JSON-RPC 2.0; streamable HTTP, JSON responses); resolve_challenge takes the operator's bearer token",
+		req: jsonRPCSchema, resp: jsonRPCSchema, respTypes: []string{"application/json"},
+		codes: with([]string{codeInvalidRequest, codeNotAcceptable, codeSessionNotFound, codeInvalidArguments, codeAgentMismatch, codeInsufficientScope}, mattersAuthCodes)},
+
+	// judgment matters
+	{method: "POST", path: mattersBase + "/open", service: svcMatters, auth: RoutePrincipal, summary: "open a Matter before a spend, publication or irreversible action",
+		req: matterReq[matters.OpenRequest], resp: schemaFn[matters.Changed], created: true, codes: matterCodes,
+		hint: &hint{verb: "open", detail: "open a Matter before a spend, publication or irreversible action; signed mode binds requester_id to your key id and requires action_digest (sign every request: RFC 9421 Ed25519 covering @method @path @authority content-digest, with created, keyid, nonce; see /skill.md)",
+			body: map[string]any{"action_digest": "<sha256 hex of the exact action>", "question": "may we pay invoice 42?", "stakes_usdc": "12.5",
+				"deadline": "2026-05-01T13:00:00Z", "risk_class": "spend|publish|irreversible",
+				"verdict_schema":  map[string]any{"type": "object", "required": []any{"approve"}, "properties": map[string]any{"approve": map[string]any{"type": "boolean"}}},
+				"idempotency_key": "1 to 256 bytes"},
+			returns: `201 {"matter": <redacted projection>, "receipt": <matter_opened>}`}},
+	{method: "POST", path: mattersBase + "/assign", service: svcMatters, auth: RoutePrincipal, summary: "the requester or an operator assigns the one solver",
+		req: matterReq[matters.AssignRequest], resp: schemaFn[matters.Changed], codes: matterCodes,
+		hint: &hint{verb: "assign", detail: "the requester or an operator assigns the one solver (a solver principal of the tenant), asserting conflict_free",
+			body:    map[string]any{"matter_id": "mat-…", "solver_id": "<solver key id>", "solver_kind": "human|model", "qualification": "optional, at most 1024 bytes", "conflict_free": true, "idempotency_key": "…"},
+			returns: `{"matter", "receipt": <solver_assigned>}`}},
+	{method: "POST", path: mattersBase + "/accept", service: svcMatters, auth: RoutePrincipal, summary: "the assigned solver accepts the assignment",
+		req: matterReq[matters.AcceptRequest], resp: schemaFn[matters.Changed], codes: matterCodes,
+		hint: &hint{verb: "accept", detail: "the assigned solver accepts the assignment", body: map[string]any{"matter_id": "mat-…", "idempotency_key": "…"}, returns: `{"matter", "receipt": <solver_accepted>}`}},
+	{method: "POST", path: mattersBase + "/verdict", service: svcMatters, auth: RoutePrincipal, summary: "the accepted solver submits the one verdict",
+		req: matterReq[matters.VerdictRequest], resp: schemaFn[matters.Changed], codes: matterCodes,
+		hint: &hint{verb: "submit_verdict", detail: "the accepted solver submits the one verdict; it must match verdict_schema and carry the Matter's action_digest; the first valid one wins",
+			body:    map[string]any{"matter_id": "mat-…", "solver_kind": "human|model", "action_digest": "<the Matter's>", "verdict": map[string]any{"approve": true}, "idempotency_key": "…"},
+			returns: `{"matter", "receipt": <verdict_submitted, verdict_schema_ok true>}`}},
+	{method: "POST", path: mattersBase + "/settle", service: svcMatters, auth: RoutePrincipal, summary: "the requester or an operator marks a judged Matter settled",
+		req: matterReq[matters.SettleRequest], resp: schemaFn[matters.Changed], codes: matterCodes,
+		hint: &hint{verb: "settle", detail: "the requester or an operator marks a judged Matter settled: solver_paid is a flag, no funds move",
+			body: map[string]any{"matter_id": "mat-…", "idempotency_key": "…"}, returns: `{"matter", "receipt": <matter_settled>}`}},
+	{method: "POST", path: mattersBase + "/dispute", service: svcMatters, auth: RoutePrincipal, summary: "the requester or an operator disputes an open or judged Matter (terminal)",
+		req: matterReq[matters.DisputeRequest], resp: schemaFn[matters.Changed], codes: matterCodes,
+		hint: &hint{verb: "dispute", detail: "the requester or an operator disputes an open or judged Matter (terminal)",
+			body:    map[string]any{"matter_id": "mat-…", "reason": "1 to 2048 bytes", "action_digest": "<the Matter's>", "idempotency_key": "…"},
+			returns: `{"matter", "receipt": <matter_disputed>}`}},
+	{method: "POST", path: mattersBase + "/tick", service: svcMatters, auth: RoutePrincipal, summary: "an operator expires the tenant's open Matters at or past their deadline",
+		req: matterReq[matters.TickRequest], resp: schemaFn[matters.Ticked], codes: matterCodes,
+		hint: &hint{verb: "tick", detail: "an operator expires the tenant's open Matters at or past their deadline; a replay answers the original receipts",
+			body: map[string]any{"idempotency_key": "…"}, returns: `{"evaluated_at", "expired", "receipts": <matter_expired…>}`}},
+	{method: "GET", path: mattersBase, service: svcMatters, auth: RoutePrincipal, summary: "the caller's open Matters", resp: schemaFn[matterListOut], codes: matterCodes},
+	{method: "GET", path: mattersBase + "/all", service: svcMatters, auth: RoutePrincipal, summary: "every Matter the caller may see", resp: schemaFn[matterListOut], codes: matterCodes},
+	{method: "GET", path: mattersBase + "/{id}", service: svcMatters, auth: RoutePrincipal, summary: "a Matter: the private record for its parties, else the redacted projection", resp: schemaFn[matterOut], codes: matterCodes},
+	{method: "GET", path: mattersBase + "/{id}/receipts", service: svcMatters, auth: RoutePrincipal, summary: "a Matter's receipt chain, oldest first", resp: schemaFn[matterReceiptsOut], codes: matterCodes},
+
+	// the judgment exchange (exchange.go)
+	{method: "POST", path: mattersBase + "/exchange/solvers", service: svcMatters, auth: RoutePrincipal, summary: "register or update a solver of the exchange: kind, lineage, qualifications, conflicts",
+		req: matterReq[matters.RegisterSolverRequest], resp: looseObject, created: true, codes: exchangeCodes},
+	{method: "GET", path: mattersBase + "/exchange/solvers/{id}", service: svcMatters, auth: RoutePrincipal, summary: "a solver's profile: registration, stakes and calibration",
+		resp: looseObject, codes: exchangeCodes},
+	{method: "POST", path: mattersBase + "/exchange/open", service: svcMatters, auth: RoutePrincipal, summary: "open a quorum Matter: several solvers, commit-reveal, stakes",
+		req: matterReq[matters.QuorumOpenRequest], resp: looseObject, created: true, codes: exchangeCodes},
+	{method: "POST", path: mattersBase + "/exchange/assign", service: svcMatters, auth: RoutePrincipal, summary: "seat a solver on a quorum Matter",
+		req: matterReq[matters.SeatRequest], resp: looseObject, codes: exchangeCodes},
+	{method: "POST", path: mattersBase + "/exchange/accept", service: svcMatters, auth: RoutePrincipal, summary: "a seated solver accepts its seat",
+		req: matterReq[matters.AcceptRequest], resp: looseObject, codes: exchangeCodes},
+	{method: "POST", path: mattersBase + "/exchange/commit", service: svcMatters, auth: RoutePrincipal, summary: "a seated solver commits to its verdict (a hash)",
+		req: matterReq[matters.CommitRequest], resp: looseObject, codes: exchangeCodes},
+	{method: "POST", path: mattersBase + "/exchange/reveal", service: svcMatters, auth: RoutePrincipal, summary: "a solver reveals the verdict it committed to, with its salt",
+		req: matterReq[matters.RevealRequest], resp: looseObject, codes: exchangeCodes},
+	{method: "POST", path: mattersBase + "/exchange/appeal", service: svcMatters, auth: RoutePrincipal, summary: "appeal a judged quorum Matter to the court",
+		req: matterReq[matters.AppealRequest], resp: looseObject, codes: exchangeCodes},
+	{method: "POST", path: mattersBase + "/exchange/observe", service: svcMatters, auth: RoutePrincipal, summary: "record the observed outcome of a judged Matter, for the solvers' calibration",
+		req: matterReq[matters.ObserveRequest], resp: looseObject, codes: exchangeCodes},
+
+	// the web console
+	{method: "GET", path: "/console", service: svcConsole, auth: RouteOpen, summary: "the web console", resp: textSchema, respTypes: []string{"text/html; charset=utf-8"}},
+	{method: "GET", path: "/console/{file}", service: svcConsole, auth: RouteOpen, summary: "one of the console's files",
+		resp: textSchema, respTypes: []string{"text/html; charset=utf-8", "text/css; charset=utf-8", "text/javascript; charset=utf-8"}},
+}
+
+// criteriaCodes are the refusals of acceptance criteria, by adjudicate.
+var criteriaCodes = []string{adjudicate.EInvalidSchema, adjudicate.EInvalidAssertion, adjudicate.EInvalidCriteria, adjudicate.EInvalidDeliverable}
+
+// marketSearchCodes are a search's refusals.
+var marketSearchCodes = []string{market.ECodeInvalidFingerprint, market.ECodeInvalidLimit, codeInvalidLimit, "invalid_query"}
