@@ -37,18 +37,19 @@
 //	receipt-by-agent/<did>/<unixnano:020d>-<id>  index: the receipts an agent was party to (the court's buyer and seller, the market's agents)
 //	ledger/entry/<account>/<transfer>/<leg>  one leg of a transfer (append-only)
 //	ledger/shard/<account>/<currency>/<n>    what the account's legs in the currency add up to, for transfers whose id hashes to n (0-511): the balance bound
+//	ledger/lock/<account>                a counter every debit of the account rewrites (ledger.Lock), whichever service debits it, so that they conflict
 //	idem/<scope>/<key>                   a stored response for an idempotency key (escrow: idem/escrow/<key>)
 //	checker/<sha256>                     checker metadata (checkers.InfoKey); checker-bytes/<sha256> its bytes (checkers.BytesKey), the court's uploads and the market's Python sources alike: checkers.Registry's layout
 //	matters/matter/<id>                  a judgment Matter (private projection)
 //	matters/tenant/<sha256(tenant)>/<id> index: every Matter of a tenant
 //	matters/open/<sha256(tenant)>/<id>   index: a tenant's open Matters
 //	matters/receipt/<id>/<seq:04d>       legacy: a Matter's receipts written before they moved to receipt/<id> (HTML-escaped); read, repaired, when receipt/<id> has none, never written
-//	matters/principal/<key id>           a registered signing principal
-//	matters/nonce/<key id>/<nonce>       a signature nonce already used
+//	matters/principal/<key id>           a registered signing principal, of any service (runtime/principal; the prefix kept from when matters alone had principals)
+//	matters/nonce/<key id>/<nonce>       a signature nonce already used, of any service; a did:key signer's under its DID
 //	matters/nonce-at/<unix:020d>/<key id>/<nonce>  index: nonces by created, pruned past twice the clock skew
+//	principal/apikey/<id>                an issued API key: its agent, the SHA-256 of its token, revocation
 //	matters/solver/<sha256(tenant)>/<solver id>  a registered exchange solver (kind, lineage, qualifications, conflicts)
 //	matters/seat/<sha256(tenant)>/<solver id>/<matter>  index: the quorum Matters a solver has a seat of (its calibration)
-//	matters/wallet/<account>             a counter every debit of the account by the judgment service rewrites, serialising them
 //	idem/matters:<op>:<scope…>/<key>     the judgment service's idempotency scopes
 //	market/listing/<id>                  a market listing; market/artifact/<id> its artifact, market/search/<id> its tokens
 //	market/fp/<fingerprint>/<id>         index: listings by problem fingerprint
@@ -59,7 +60,11 @@
 //	market/due/<unixnano:020d>/<purchase>  index: when a held purchase settles
 //	market/challenge/<id>                a challenge; market/evidence/<id> its evidence
 //	market/agent/<did>                   an agent's market record (first seen, sales, challenges lost)
-//	market/wallet/<did>                  a counter every wallet debit and deposit rewrites, so that they conflict
+//	market/payback/<purchase>            a refund owed to an x402 payer, and once paid its reference
+//	rail/x402/nonce/<payer>/<nonce>      an EIP-3009 authorization nonce, claimed once across restarts and nodes
+//	rail/x402/payment/<ref>              a settled x402 payment; rail/x402/payer/<keccak256(agent)> an agent's last payer address
+//	rail/x402/out/<from>/<nonce>         an authorization the operator signed to pay back or out, kept so that a retry pays once
+//	facilitator/nonce/<payer>/<nonce>    the local facilitator's (assay facilitator) used nonces, in its own store
 //	market/confirm/<listing>/<identity>  a buyer's confirmation of a listing toward level 3 (one per distinct buyer)
 //	market/total                         the money in the market (micro-USD, deposits less withdrawals); deposits and withdrawals rewrite it
 //	idem/market:<op>:<sha256(agent)>/<key>  the market's idempotency scopes, by operation and acting agent

@@ -35,6 +35,7 @@ package ledger
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -60,7 +61,25 @@ func AgentAccount(did string) string { return AgentPrefix + did }
 const (
 	prefix      = "ledger/entry/"
 	shardPrefix = "ledger/shard/"
+	lockPrefix  = "ledger/lock/"
 )
+
+// Lock makes every transaction that debits account conflict with every
+// other that does, whichever service makes them: each reads and rewrites
+// the account's lock counter, so the store serialises them, and a Balance
+// read after Lock in the same transaction is the balance the debit will
+// act on. A balance is the sum of the account's legs, and a scan of them
+// does not conflict with a concurrent transaction that adds a leg (a
+// phantom), so a check of funds without Lock may pass twice on one
+// balance. Call it before reading the balance a debit depends on.
+func Lock(tx store.Tx, account string) error {
+	k := lockPrefix + url.PathEscape(account)
+	var n int64
+	if err := store.GetJSON(tx, k, &n); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	return store.SetJSON(tx, k, n+1)
+}
 
 // The bounds (see the package doc).
 const (

@@ -356,3 +356,63 @@ func TestPost_Hammer(t *testing.T) {
 		t.Errorf("Check = %+v", a)
 	}
 }
+
+// TestLock: debits of one account that each check its balance first,
+// made concurrently by transactions that write no key in common but the
+// lock (as a market purchase and a judgment bond from one wallet are),
+// never spend more than the account holds; without Lock the same
+// debits overdraw it.
+func TestLock(t *testing.T) {
+	for _, locked := range []bool{true, false} {
+		t.Run(fmt.Sprintf("locked=%v", locked), func(t *testing.T) {
+			db := openStore(t)
+			if err := post(t, db, ledger.Transfer{ID: "fund", From: "rail:dev", To: "agent:payer", Amount: 10, Currency: "credits"}); err != nil {
+				t.Fatal(err)
+			}
+			const debits = 16
+			var wg sync.WaitGroup
+			var taken atomic.Int64
+			start := make(chan struct{})
+			for i := range debits {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					var ok bool
+					err := db.Update(context.Background(), func(tx store.Tx) error {
+						ok = false
+						if locked {
+							if err := ledger.Lock(tx, "agent:payer"); err != nil {
+								return err
+							}
+						}
+						bal, err := ledger.Balance(tx, "agent:payer", "credits")
+						if err != nil || bal < 10 {
+							return err
+						}
+						// The rest of a service's transaction, so that
+						// the debits overlap.
+						time.Sleep(2 * time.Millisecond)
+						ok = true
+						return ledger.Post(tx, ledger.Transfer{ID: fmt.Sprintf("debit-%d", i), From: "agent:payer", To: fmt.Sprintf("hold:%d", i), Amount: 10, Currency: "credits"})
+					})
+					if err != nil {
+						t.Error(err)
+					}
+					if ok {
+						taken.Add(1)
+					}
+				}()
+			}
+			close(start)
+			wg.Wait()
+			b := balance(t, db, "agent:payer")
+			switch {
+			case locked && (taken.Load() != 1 || b != 0):
+				t.Fatalf("with Lock: %d debits of the whole balance taken, balance %d; want 1 and 0", taken.Load(), b)
+			case !locked && b >= 0:
+				t.Logf("without Lock no debit overdrew this time (%d taken)", taken.Load())
+			}
+		})
+	}
+}

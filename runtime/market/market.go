@@ -15,6 +15,7 @@ import (
 	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/ident"
+	"github.com/assayhq/assay/runtime/ledger"
 	"github.com/assayhq/assay/runtime/rail"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/store"
@@ -223,7 +224,6 @@ const (
 	keyEvidence  = "market/evidence/"  // <challenge id> -> evidence as sent (JSON)
 	keyConfirm   = "market/confirm/"   // <listing>/<identity> -> confirmRecord: a buyer's confirmation toward level 3
 	keyAgent     = "market/agent/"     // <did> -> agentRecord
-	keyWallet    = "market/wallet/"    // <did> -> debit counter, so concurrent debits conflict
 )
 
 func esc(s string) string           { return url.PathEscape(s) }
@@ -257,15 +257,11 @@ func scoped(i idem.Idem, op, agent string) idem.Request {
 // Reply is a mutation's answer: the JSON body the client gets.
 type Reply = idem.Reply
 
-// lockWallet makes concurrent debits of one wallet conflict: each reads
-// and rewrites the wallet's counter, so the store serialises them and a
-// balance read after it is current.
+// lockWallet makes concurrent debits of one wallet conflict, in this
+// service and in every other that debits the same ledger account (the
+// judgment exchange's bonds): ledger.Lock.
 func lockWallet(tx store.Tx, did string) error {
-	var n int64
-	if err := store.GetJSON(tx, keyWallet+esc(did), &n); err != nil && !errors.Is(err, store.ErrNotFound) {
-		return err
-	}
-	return store.SetJSON(tx, keyWallet+esc(did), n+1)
+	return ledger.Lock(tx, ledger.AgentAccount(did))
 }
 
 // receiptID derives a receipt id from what it is about and its purpose:

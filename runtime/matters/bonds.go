@@ -2,7 +2,6 @@ package matters
 
 import (
 	"fmt"
-	"net/url"
 	"time"
 
 	"github.com/assayhq/assay/runtime/fault"
@@ -19,11 +18,6 @@ import (
 // holdAccount is a Matter's hold on the ledger.
 func holdAccount(matter string) string { return "hold:matters:" + matter }
 
-// keyWallet serialises the debits of one account by the judgment service:
-// a debit reads the balance and rewrites this key, so two debits of one
-// wallet conflict and the store retries one of them.
-const keyWallet = "matters/wallet/"
-
 // move posts one transfer of a Matter and lists it on the Matter.
 func (s *Service) move(tx store.Tx, m *Matter, id, from, to string, amount int64, memo string, now time.Time) (Posting, error) {
 	if err := ledger.Post(tx, ledger.Transfer{ID: id, From: from, To: to, Amount: amount, Currency: Currency, Memo: memo, At: now}); err != nil {
@@ -37,12 +31,9 @@ func (s *Service) move(tx store.Tx, m *Matter, id, from, to string, amount int64
 // debit moves amount from a wallet into the Matter's hold, refusing with
 // insufficient_funds when the wallet holds less.
 func (s *Service) debit(tx store.Tx, m *Matter, id, wallet string, amount int64, memo string, now time.Time) (Posting, error) {
-	k := keyWallet + url.PathEscape(wallet)
-	var n int64
-	if err := store.GetJSON(tx, k, &n); err != nil && err != store.ErrNotFound {
-		return Posting{}, err
-	}
-	if err := store.SetJSON(tx, k, n+1); err != nil {
+	// One lock per account for every service: a market purchase and a
+	// bond from the same wallet conflict.
+	if err := ledger.Lock(tx, wallet); err != nil {
 		return Posting{}, err
 	}
 	bal, err := ledger.Balance(tx, wallet, Currency)
