@@ -433,6 +433,22 @@ func (s *Service) Assign(ctx context.Context, a Actor, req AssignRequest) (Reply
 	})
 }
 
+// solverCall checks what every call of a solver on a Matter needs, in
+// this order: the write scope, the solver role, the Matter's id, and the
+// solver's own id (solverID); it returns that id.
+func solverCall(a Actor, matterID, solver string) (string, error) {
+	if err := need(a, ScopeWrite); err != nil {
+		return "", err
+	}
+	if err := needRole(a, RoleSolver); err != nil {
+		return "", err
+	}
+	if err := validID("matter_id", matterID); err != nil {
+		return "", err
+	}
+	return solverID(a, solver)
+}
+
 // solverID binds the body's solver_id to the signing principal.
 func solverID(a Actor, id string) (string, error) {
 	if a.Open {
@@ -456,16 +472,7 @@ func solverID(a Actor, id string) (string, error) {
 // (403); matter_not_found (404); matter_not_open, solver_not_assigned,
 // solver_not_accepting, idempotency_conflict (409).
 func (s *Service) Accept(ctx context.Context, a Actor, req AcceptRequest) (Reply, error) {
-	if err := need(a, ScopeWrite); err != nil {
-		return Reply{}, err
-	}
-	if err := needRole(a, RoleSolver); err != nil {
-		return Reply{}, err
-	}
-	if err := validID("matter_id", req.MatterID); err != nil {
-		return Reply{}, err
-	}
-	sid, err := solverID(a, req.SolverID)
+	sid, err := solverCall(a, req.MatterID, req.SolverID)
 	if err != nil {
 		return Reply{}, err
 	}
@@ -519,16 +526,7 @@ func (s *Service) Accept(ctx context.Context, a Actor, req AcceptRequest) (Reply
 // (404); matter_not_open, solver_not_assigned, solver_not_accepted,
 // solver_kind_mismatch, idempotency_conflict (409).
 func (s *Service) Verdict(ctx context.Context, a Actor, req VerdictRequest) (Reply, error) {
-	if err := need(a, ScopeWrite); err != nil {
-		return Reply{}, err
-	}
-	if err := needRole(a, RoleSolver); err != nil {
-		return Reply{}, err
-	}
-	if err := validID("matter_id", req.MatterID); err != nil {
-		return Reply{}, err
-	}
-	sid, err := solverID(a, req.SolverID)
+	sid, err := solverCall(a, req.MatterID, req.SolverID)
 	if err != nil {
 		return Reply{}, err
 	}

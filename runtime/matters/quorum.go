@@ -370,16 +370,7 @@ func diversityLeft(x *Exchange, p SolverProfile) error {
 // solver_not_accepting, insufficient_funds, quorum_matter_required,
 // idempotency_conflict (409).
 func (s *Service) AcceptSeat(ctx context.Context, a Actor, req AcceptRequest) (Reply, error) {
-	if err := need(a, ScopeWrite); err != nil {
-		return Reply{}, err
-	}
-	if err := needRole(a, RoleSolver); err != nil {
-		return Reply{}, err
-	}
-	if err := validID("matter_id", req.MatterID); err != nil {
-		return Reply{}, err
-	}
-	sid, err := solverID(a, req.SolverID)
+	sid, err := solverCall(a, req.MatterID, req.SolverID)
 	if err != nil {
 		return Reply{}, err
 	}
@@ -433,16 +424,7 @@ func (s *Service) AcceptSeat(ctx context.Context, a Actor, req AcceptRequest) (R
 // solver_not_assigned, solver_not_accepted, already_committed,
 // quorum_matter_required, idempotency_conflict (409).
 func (s *Service) Commit(ctx context.Context, a Actor, req CommitRequest) (Reply, error) {
-	if err := need(a, ScopeWrite); err != nil {
-		return Reply{}, err
-	}
-	if err := needRole(a, RoleSolver); err != nil {
-		return Reply{}, err
-	}
-	if err := validID("matter_id", req.MatterID); err != nil {
-		return Reply{}, err
-	}
-	sid, err := solverID(a, req.SolverID)
+	sid, err := solverCall(a, req.MatterID, req.SolverID)
 	if err != nil {
 		return Reply{}, err
 	}
@@ -498,16 +480,7 @@ func (s *Service) Commit(ctx context.Context, a Actor, req CommitRequest) (Reply
 // matter_not_open, quorum_not_met, quorum_not_closed, solver_not_committed,
 // already_revealed, quorum_matter_required, idempotency_conflict (409).
 func (s *Service) Reveal(ctx context.Context, a Actor, req RevealRequest) (Reply, error) {
-	if err := need(a, ScopeWrite); err != nil {
-		return Reply{}, err
-	}
-	if err := needRole(a, RoleSolver); err != nil {
-		return Reply{}, err
-	}
-	if err := validID("matter_id", req.MatterID); err != nil {
-		return Reply{}, err
-	}
-	sid, err := solverID(a, req.SolverID)
+	sid, err := solverCall(a, req.MatterID, req.SolverID)
 	if err != nil {
 		return Reply{}, err
 	}
