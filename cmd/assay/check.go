@@ -52,16 +52,10 @@ func cmdCheck(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		asJSON    = fs.Bool("json", false, "print the outcome as one JSON object")
 		cacheDir  = fs.String("cache", defaultCacheDir(), "directory for compiled checkers (`DIR`); empty for none")
 	)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	if code, ok := parseFlags(fs, args, stderr); !ok {
+		return code
 	}
 	switch {
-	case fs.NArg() > 0:
-		fmt.Fprintf(stderr, "assay check: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
 	case *checker == "" || *artifact == "":
 		fmt.Fprintln(stderr, "assay check: --checker and --artifact are required")
 		return exitUsage

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -47,16 +46,10 @@ func cmdJudge(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		juryModels   = fs.String("jury-models", "", "the jury's `MODELS`, comma separated, one juror each (overrides "+jury.EnvModels+")")
 		juryTimeout  = fs.String("jury-timeout", "", "each juror's time limit, retries included, e.g. 30s (overrides "+jury.EnvTimeout+")")
 	)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	if code, ok := parseFlags(fs, args, stderr); !ok {
+		return code
 	}
 	switch {
-	case fs.NArg() > 0:
-		fmt.Fprintf(stderr, "assay judge: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
 	case *criteriaPath == "" || *delivPath == "":
 		fmt.Fprintln(stderr, "assay judge: --criteria and --deliverable are required")
 		return exitUsage

@@ -45,15 +45,8 @@ func cmdKeys(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	fs.Usage = func() { keysUsage(stderr); fmt.Fprintln(stderr); fs.PrintDefaults() }
 	config := configFlags(fs, os.Getenv, withKeys)
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "assay keys %s: unexpected argument %q\n", sub, fs.Arg(0))
-		return exitUsage
+	if code, ok := parseFlags(fs, args[1:], stderr); !ok {
+		return code
 	}
 	c, err := config()
 	if err != nil {

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -146,4 +147,22 @@ func commitOf(bi *debug.BuildInfo) string {
 		rev += " (modified)"
 	}
 	return rev
+}
+
+// parseFlags parses a command's args into fs, which takes no positional
+// arguments. It returns false, with the exit code, when the command must
+// stop: help was asked for, a flag was bad (fs has said which), or an
+// argument was left over.
+func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) (int, bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK, false
+		}
+		return exitUsage, false
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "assay %s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		return exitUsage, false
+	}
+	return 0, true
 }

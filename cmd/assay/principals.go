@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -78,15 +77,8 @@ func cmdPrincipals(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	agent := fs.String("agent", "", "the `AGENT` id an API key acts as")
 	id := fs.String("id", "", "the API key's `ID` (api_key_id in list)")
 	out := fs.String("out", "", "`FILE` to write a new did:key's private key to")
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "assay principals %s: unexpected argument %q\n", sub, fs.Arg(0))
-		return exitUsage
+	if code, ok := parseFlags(fs, args[1:], stderr); !ok {
+		return code
 	}
 	a := principalsArgs{p: principal.Principal{KeyID: *keyID, PublicKey: *pub, Tenant: *tenant,
 		Roles: splitList(*roles), Scopes: splitList(*scopes)}, agent: *agent, id: *id, out: *out}

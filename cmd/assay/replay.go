@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -85,16 +84,10 @@ func cmdReplay(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	)
 	fs.UintVar(&memoryMiB, "memory", uint(wasm.DefaultMemoryMiB), "memory limit of each replay in `MiB`")
 	fs.UintVar(&memoryMiB, "memory-mib", uint(wasm.DefaultMemoryMiB), "the same as --memory, as assay check spells it")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	if code, ok := parseFlags(fs, args, stderr); !ok {
+		return code
 	}
 	switch {
-	case fs.NArg() > 0:
-		fmt.Fprintf(stderr, "assay replay: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
 	case *checker == "" || *artifact == "":
 		fmt.Fprintln(stderr, "assay replay: --checker and --artifact are required")
 		return exitUsage

@@ -96,15 +96,8 @@ func cmdServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "assay serve: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
+	if code, ok := parseFlags(fs, args, stderr); !ok {
+		return code
 	}
 	if m := api.MattersAuth(*mattersAuth); m != api.MattersSigned && m != api.MattersOpen {
 		fmt.Fprintf(stderr, "assay serve: --matters-auth must be signed or open, not %q\n", *mattersAuth)
