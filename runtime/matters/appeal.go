@@ -7,7 +7,6 @@ import (
 
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/idem"
-	"github.com/assayhq/assay/runtime/ident"
 	"github.com/assayhq/assay/runtime/ledger"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/store"
@@ -103,10 +102,7 @@ func (s *Service) Appeal(ctx context.Context, a Actor, req AppealRequest) (Reply
 	if err := validID("matter_id", req.MatterID); err != nil {
 		return Reply{}, err
 	}
-	if req.Reason == "" {
-		return Reply{}, invalid(ECodeInvalidReason, "reason is required: 1 to %d bytes", MaxReasonBytes)
-	}
-	if err := ident.Text("reason", req.Reason, MaxReasonBytes); err != nil {
+	if err := validReason(req.Reason); err != nil {
 		return Reply{}, err
 	}
 	fee, err := parseMicro("fee_usdc", req.FeeUSDC, ledger.MaxAmount)

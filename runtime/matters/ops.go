@@ -433,6 +433,15 @@ func (s *Service) Assign(ctx context.Context, a Actor, req AssignRequest) (Reply
 	})
 }
 
+// validReason checks a dispute's or an appeal's reason: 1 to
+// MaxReasonBytes of text.
+func validReason(reason string) error {
+	if reason == "" {
+		return invalid(ECodeInvalidReason, "reason is required: 1 to %d bytes", MaxReasonBytes)
+	}
+	return ident.Text("reason", reason, MaxReasonBytes)
+}
+
 // solverCall checks what every call of a solver on a Matter needs, in
 // this order: the write scope, the solver role, the Matter's id, and the
 // solver's own id (solverID); it returns that id.
@@ -678,10 +687,7 @@ func (s *Service) Dispute(ctx context.Context, a Actor, req DisputeRequest) (Rep
 	if err := validID("matter_id", req.MatterID); err != nil {
 		return Reply{}, err
 	}
-	if req.Reason == "" {
-		return Reply{}, invalid(ECodeInvalidReason, "reason is required: 1 to %d bytes", MaxReasonBytes)
-	}
-	if err := ident.Text("reason", req.Reason, MaxReasonBytes); err != nil {
+	if err := validReason(req.Reason); err != nil {
 		return Reply{}, err
 	}
 	if err := validDigest("action_digest", req.ActionDigest, false); err != nil {
