@@ -99,8 +99,9 @@ func addressOf(tb testing.TB, hexKey string) string {
 	return crypto.PubkeyToAddress(k.PublicKey).Hex()
 }
 
-// TestX402_stockClient runs the real `assay serve` on the x402 rail and
-// the real `assay facilitator` on loopback, and pays with the protocol's
+// TestX402_stockClient runs the real `assay serve` on the x402 rail, its
+// market signed (each agent with its API key), and the real `assay
+// facilitator` on loopback, and pays with the protocol's
 // own client (testdata/x402/pay.mjs: @x402/fetch's wrapFetchWithPayment,
 // @x402/evm's ExactEvmScheme, a viem account; versions pinned by its
 // package-lock.json): an unfunded purchase gets 402, the client pays, the
@@ -133,9 +134,14 @@ func TestX402_stockClient(t *testing.T) {
 	buyer, operator := addressOf(t, x402BuyerKey), addressOf(t, x402OperatorKey)
 	fac := startFacilitator(t, t.TempDir(), "--fund", fmt.Sprintf("%s=%d", buyer, x402Funding))
 	data := t.TempDir()
-	// The market's open mode: this test is about who pays, not about who
-	// acts (the auth_* tests are); the payer is whoever signed the payment.
-	args := []string{"--rail", "x402", "--x402-facilitator", fac, "--market-auth", "open"}
+	// The signed market: every agent acts with its API key, issued before
+	// the server holds the store; the payer is whoever signed the payment.
+	keys := map[string]string{}
+	for _, agent := range []string{"x402-seller", "x402-buyer", "x402-saver", "mcp-buyer"} {
+		_, keys[agent] = issueKey(t, data, agent)
+	}
+	as := func(agent string) []string { return []string{"Authorization", "Bearer " + keys[agent]} }
+	args := []string{"--rail", "x402", "--x402-facilitator", fac}
 	env := []string{"ASSAY_OPERATOR_TOKEN=op", "ASSAY_X402_OPERATOR_KEY=" + x402OperatorKey}
 	s := startServe(t, data, args, env, 30*time.Second)
 
@@ -150,7 +156,7 @@ func TestX402_stockClient(t *testing.T) {
 	sum := up.obj(t)["sha256"].(string)
 	var listings []string
 	for _, problem := range []string{"squares of one to three", "squares again of one to three"} {
-		r := s.post(t, "/market/listings", fmt.Sprintf(`{"agent":"x402-seller","title":"squares","problem_statement":%q,"artifact":"1 1\n2 4\n3 9\n","artifact_type":"dataset","price_usd":"0.50","checker":{"sha256":%q}}`, problem, sum))
+		r := s.post(t, "/market/listings", fmt.Sprintf(`{"agent":"x402-seller","title":"squares","problem_statement":%q,"artifact":"1 1\n2 4\n3 9\n","artifact_type":"dataset","price_usd":"0.50","checker":{"sha256":%q}}`, problem, sum), as("x402-seller")...)
 		if r.status != http.StatusCreated {
 			t.Fatalf("publish %d %s", r.status, r.body)
 		}
@@ -158,13 +164,19 @@ func TestX402_stockClient(t *testing.T) {
 	}
 	// The dev rail's deposit is not open on x402: without a payment it is
 	// asked for, as a purchase is.
-	if r := s.post(t, "/market/wallets/x402-seller/deposit", `{"amount_usd":"1"}`); r.status != http.StatusPaymentRequired || r.code(t) != "payment_required" {
+	if r := s.post(t, "/market/wallets/x402-seller/deposit", `{"amount_usd":"1"}`, as("x402-seller")...); r.status != http.StatusPaymentRequired || r.code(t) != "payment_required" {
 		t.Fatalf("unpaid deposit %d %s", r.status, r.body)
+	}
+
+	// Who acts is checked before what is paid: a purchase without the
+	// buyer's key is refused, not asked for a payment.
+	if r := s.post(t, "/market/listings/"+listings[0]+"/purchase", `{"agent":"x402-buyer"}`); r.status != http.StatusUnauthorized || r.code(t) != "signature_missing" {
+		t.Fatalf("a purchase without the buyer's key: %d %s", r.status, r.body)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	node := exec.CommandContext(ctx, "node", "pay.mjs", s.base, listings[0], listings[1], x402BuyerKey)
+	node := exec.CommandContext(ctx, "node", "pay.mjs", s.base, listings[0], listings[1], x402BuyerKey, keys["x402-buyer"], keys["x402-saver"])
 	node.Dir = dir
 	out, err := node.CombinedOutput()
 	if err != nil {
@@ -241,7 +253,7 @@ func TestX402_stockClient(t *testing.T) {
 	}
 
 	// An upheld challenge refunds to the buyer's address.
-	ch := s.post(t, "/market/listings/"+listings[0]+"/challenge", `{"agent":"x402-buyer","evidence":"4"}`)
+	ch := s.post(t, "/market/listings/"+listings[0]+"/challenge", `{"agent":"x402-buyer","evidence":"4"}`, as("x402-buyer")...)
 	if ch.status != http.StatusCreated || ch.obj(t)["challenge"].(map[string]any)["status"] != "upheld" {
 		t.Fatalf("challenge %d %s", ch.status, ch.body)
 	}
@@ -273,7 +285,7 @@ func TestX402_stockClient(t *testing.T) {
 	s.stop(t)
 	s = startServe(t, data, args, env, 30*time.Second)
 	r := s.do(t, "POST", "/market/listings/"+listings[1]+"/purchase", []byte(`{"agent":"x402-buyer"}`),
-		"Content-Type", "application/json", "PAYMENT-SIGNATURE", got.PaidHeader)
+		append([]string{"Content-Type", "application/json", "PAYMENT-SIGNATURE", got.PaidHeader}, as("x402-buyer")...)...)
 	if r.status != http.StatusConflict || r.code(t) != "payment_replayed" {
 		t.Fatalf("replay after a restart: %d %s", r.status, r.body)
 	}
@@ -283,11 +295,10 @@ func TestX402_stockClient(t *testing.T) {
 
 	// MCP does not speak x402: an unfunded purchase is a coded tool error,
 	// and a wallet funded by an x402 deposit buys from its balance.
-	cs := connectMCP(t, s, "")
-	if _, code := call(t, cs, "purchase", map[string]any{"listing_id": listings[1], "agent": "mcp-buyer"}); code != "payment_required" {
+	if _, code := call(t, connectMCP(t, s, keys["mcp-buyer"]), "purchase", map[string]any{"listing_id": listings[1], "agent": "mcp-buyer"}); code != "payment_required" {
 		t.Fatalf("unfunded MCP purchase answered %q, want payment_required", code)
 	}
-	bought, code := call(t, cs, "purchase", map[string]any{"listing_id": listings[1], "agent": "x402-saver"})
+	bought, code := call(t, connectMCP(t, s, keys["x402-saver"]), "purchase", map[string]any{"listing_id": listings[1], "agent": "x402-saver"})
 	if code != "" || bought["purchase"].(map[string]any)["payment_ref"] == nil || bought["payment"] != nil {
 		t.Fatalf("MCP purchase from a wallet funded over x402: %v %s", bought, code)
 	}

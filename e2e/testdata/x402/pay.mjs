@@ -2,7 +2,9 @@
 // wrapFetchWithPayment and @x402/evm's ExactEvmScheme over a viem account.
 // Then crafts refused payments with viem's signTypedData directly.
 //
-// usage: node pay.mjs BASE PAID_LISTING OTHER_LISTING BUYER_KEY
+// usage: node pay.mjs BASE PAID_LISTING OTHER_LISTING BUYER_KEY BUYER_API_KEY SAVER_API_KEY
+// The market is signed: each request carries the API key of the agent it
+// acts for (x402-buyer, x402-saver) as a bearer header, beside the payment.
 // Prints "ok: <json>" on success; exits non-zero with the reason otherwise.
 import { wrapFetchWithPayment, x402Client, decodePaymentResponseHeader } from "@x402/fetch";
 import { ExactEvmScheme } from "@x402/evm/exact/client";
@@ -14,10 +16,10 @@ import { webcrypto, randomBytes } from "node:crypto";
 // nonces from globalThis.crypto.
 if (!globalThis.crypto) globalThis.crypto = webcrypto;
 
-const [base, paidListing, otherListing, buyerKey] = process.argv.slice(2);
+const [base, paidListing, otherListing, buyerKey, buyerAPIKey, saverAPIKey] = process.argv.slice(2);
 const account = privateKeyToAccount(buyerKey);
 const agent = "x402-buyer"; // the agent id the request names; the payer is the account
-const json = { "Content-Type": "application/json" };
+const json = { "Content-Type": "application/json", Authorization: `Bearer ${buyerAPIKey}` };
 
 function fail(msg) {
   console.error("fail: " + msg);
@@ -59,7 +61,7 @@ if (bought.purchase.payer !== account.address || bought.purchase.rail !== "x402"
 if (sent.length !== 1) fail(`the client sent ${sent.length} payments`);
 
 // 3. A deposit paid the same way.
-const dep = await payingFetch(`${base}/market/wallets/x402-saver/deposit`, { method: "POST", headers: json, body: JSON.stringify({ amount_usd: "0.75" }) });
+const dep = await payingFetch(`${base}/market/wallets/x402-saver/deposit`, { method: "POST", headers: { ...json, Authorization: `Bearer ${saverAPIKey}` }, body: JSON.stringify({ amount_usd: "0.75" }) });
 if (dep.status !== 201) fail(`paid deposit answered ${dep.status}: ${await dep.text()}`);
 const deposit = await dep.json();
 if (deposit.balance_usd !== 0.75 || !dep.headers.get("PAYMENT-RESPONSE")) fail("deposit " + JSON.stringify(deposit));
