@@ -70,6 +70,11 @@ fixtures: ## rebuild every .wasm fixture from its source
 		out=fixtures/checkers/$$(basename "$${f%.c}").wasm; \
 		echo "clang $$f -> $$out"; clang $(WASI_CFLAGS) "$$f" -o "$$out" || exit 1; \
 	done
+	@# The examples' C checkers (examples/checkers, the guides' copies of two
+	@# of those) build beside their sources.
+	@for f in examples/checkers/*.c; do \
+		echo "clang $$f -> $${f%.c}.wasm"; clang $(WASI_CFLAGS) "$$f" -o "$${f%.c}.wasm" || exit 1; \
+	done
 	@# Every Go guest (a main.go tagged wasip1) in folder D builds to D.wasm:
 	@# a command (checker ABI v1, _start), or a reactor when its main.go has
 	@# a line `//assay:reactor` (-buildmode=c-shared: _initialize and
