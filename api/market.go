@@ -44,7 +44,7 @@ func registerMarket(app *fiber.App, s *server) {
 		}
 		return m.Publish(c.UserContext(), req, id)
 	}))
-	g.add("POST", "/listings/{id}/purchase", paidMutation(s, fieldsOf[market.PurchaseRequest](), func(c *fiber.Ctx, req market.PurchaseRequest, id idem.Idem) (market.Reply, error) { // purchase
+	g.add("POST", "/listings/{id}/purchase", paidMutation(s, func(c *fiber.Ctx, req market.PurchaseRequest, id idem.Idem) (market.Reply, error) { // purchase
 		if err := marketActsFor(c, auth, req.Agent); err != nil {
 			return market.Reply{}, err
 		}
@@ -90,7 +90,7 @@ func registerMarket(app *fiber.App, s *server) {
 	g.add("GET", "/wallets/{agent}", view(func(c *fiber.Ctx) (market.Wallet, error) {
 		return m.WalletOf(c.UserContext(), c.Params("agent"))
 	}))
-	g.add("POST", "/wallets/{agent}/deposit", paidMutation(s, fieldsOf[market.AmountRequest](), func(c *fiber.Ctx, req market.AmountRequest, id idem.Idem) (market.Reply, error) {
+	g.add("POST", "/wallets/{agent}/deposit", paidMutation(s, func(c *fiber.Ctx, req market.AmountRequest, id idem.Idem) (market.Reply, error) {
 		if err := s.depositsFor(c, auth, c.Params("agent")); err != nil {
 			return market.Reply{}, err
 		}

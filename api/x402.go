@@ -22,7 +22,8 @@ import (
 // changes: no header is read and none is written.
 
 // paidMutation is jsonMutation for a route that may be paid over x402.
-func paidMutation[Req any](s *server, fields string, do func(*fiber.Ctx, Req, idem.Idem) (idem.Reply, error)) fiber.Handler {
+func paidMutation[Req any](s *server, do func(*fiber.Ctx, Req, idem.Idem) (idem.Reply, error)) fiber.Handler {
+	fields := fieldsOf[Req]()
 	return func(c *fiber.Ctx) error {
 		var req Req
 		id, err := decodeBody(c, s, &req, fields)
