@@ -217,6 +217,9 @@ func (s *Service) Create(ctx context.Context, req CreateRequest, ik idem.Idem) (
 				return err
 			}
 		}
+		if may, err := mayBeBanned(tx, c.Seller); err != nil || !may {
+			return err
+		}
 		rep, err := reputationTx(tx, c.Seller)
 		if err != nil {
 			return err

@@ -163,6 +163,9 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if s.prefix == "" {
 		s.prefix = "esc-"
 	}
+	if err := markNegatives(ctx, cfg.Store); err != nil {
+		return nil, fmt.Errorf("escrow: mark agents with negatives: %w", err)
+	}
 	last, err := s.lastSeq(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("escrow: read activity log: %w", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/ledger"
+	"github.com/assayhq/assay/runtime/store"
 	"github.com/assayhq/assay/storage"
 )
 
@@ -435,6 +437,55 @@ func TestService_Ban(t *testing.T) {
 	if rep, _ := c.Reputation(ctx, "did:buyer"); rep.AsBuyer.Positive != 3 || rep.AsBuyer.Standing != escrow.StandingGood {
 		t.Fatalf("buyer %+v", rep)
 	}
+}
+
+// TestService_BanMarks: Create reads a ban from the reputation only for
+// an agent marked as having lost a decision, in either role; a store whose
+// reputation was written before the marks is marked when a court opens it.
+func TestService_BanMarks(t *testing.T) {
+	ctx := context.Background()
+	db, err := storage.Open("", storage.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	c := mustCourtOn(t, db, t.TempDir())
+	for range 3 { // did:whiner disputes good deliveries and loses, as buyer
+		id := c.delivered(t, createReq("did:whiner", "did:honest", "5", rows100), `{"rows":150}`)
+		if _, err := c.Dispute(ctx, id, escrow.DisputeRequest{}, idem.Idem{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = c.Create(ctx, createReq("did:buyer", "did:whiner", "5", rows100), idem.Idem{})
+	wantCode(t, err, "seller_banned")
+	if _, err := c.Create(ctx, createReq("did:whiner", "did:honest", "5", rows100), idem.Idem{}); err != nil {
+		t.Fatal(err) // an agent with positives only is never read
+	}
+	// As a store written before the marks: none, and no note that they
+	// were made.
+	err = db.Update(ctx, func(tx store.Tx) error {
+		var keys []string
+		for _, p := range []string{"escrow/negative/", "escrow/meta/negatives"} {
+			if err := tx.Scan(p, false, func(k string, _ []byte) error { keys = append(keys, k); return nil }); err != nil {
+				return err
+			}
+		}
+		if len(keys) != 2 {
+			return fmt.Errorf("marks %q, want the whiner's and the note", keys)
+		}
+		for _, k := range keys {
+			if err := tx.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reopened := mustCourtOn(t, db, t.TempDir())
+	_, err = reopened.Create(ctx, createReq("did:buyer", "did:whiner", "5", rows100), idem.Idem{})
+	wantCode(t, err, "seller_banned")
 }
 
 func TestService_Checkers(t *testing.T) {

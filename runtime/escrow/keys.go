@@ -9,11 +9,13 @@ import (
 
 // Key prefixes; storage/doc.go lists them.
 const (
-	keyContract     = "escrow/contract/"     // <id> -> Contract
-	keyDelivery     = "escrow/delivery/"     // <id> -> delivery
-	keyAdjudication = "escrow/adjudication/" // <id> -> adjudication
-	keyActivity     = "escrow/activity/"     // <seq:020d>-<node> -> Event
-	keyReputation   = "escrow/reputation/"   // <did>/<role>/<shard:02d> -> counts
+	keyContract     = "escrow/contract/"      // <id> -> Contract
+	keyDelivery     = "escrow/delivery/"      // <id> -> delivery
+	keyAdjudication = "escrow/adjudication/"  // <id> -> adjudication
+	keyActivity     = "escrow/activity/"      // <seq:020d>-<node> -> Event
+	keyReputation   = "escrow/reputation/"    // <did>/<role>/<shard:02d> -> counts
+	keyNegative     = "escrow/negative/"      // <did> -> "1": the agent lost a decision
+	keyNegativeMark = "escrow/meta/negatives" // -> "1": every agent with a negative has its key
 )
 
 // repShards is how many counters one agent's reputation in one role is
@@ -36,6 +38,8 @@ func activityKey(seq uint64, node string) string {
 }
 
 func reputationPrefix(did string) string { return keyReputation + url.PathEscape(did) + "/" }
+
+func negativeKey(did string) string { return keyNegative + url.PathEscape(did) }
 
 func reputationKey(did string, r role, contract string) string {
 	h := fnv.New32a()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 
@@ -143,7 +144,9 @@ func recordReputation(tx store.Tx, c *Contract, d decision) error {
 	return nil
 }
 
-// addReputation records one outcome for an agent in a role.
+// addReputation records one outcome for an agent in a role. A negative
+// also marks the agent (negativeKey) with a write that reads nothing, so
+// that it conflicts with no other decision.
 func addReputation(tx store.Tx, did string, r role, contract string, positive bool) error {
 	key := reputationKey(did, r, contract)
 	var c counts
@@ -154,6 +157,63 @@ func addReputation(tx store.Tx, did string, r role, contract string, positive bo
 		c.Positive++
 	} else {
 		c.Negative++
+		if err := tx.Set(negativeKey(did), []byte("1")); err != nil {
+			return err
+		}
 	}
 	return store.SetJSON(tx, key, c)
+}
+
+// mayBeBanned reports whether an agent may be BANNED: only an agent that
+// has lost a decision can be (a ban needs three negatives in a role), and
+// one that has carries a mark (addReputation). One read of a key, where
+// reading the reputation is a scan of its shards.
+func mayBeBanned(tx store.Tx, did string) (bool, error) {
+	_, err := tx.Get(negativeKey(did))
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// markNegatives marks, once per store, every agent with a negative in its
+// reputation, for a store whose reputation was recorded before the marks
+// were (mayBeBanned trusts them): afterwards the store carries
+// keyNegativeMark and this reads one key. Marking is idempotent, so nodes
+// that start together may all do it.
+func markNegatives(ctx context.Context, st store.Store) error {
+	err := st.View(ctx, func(tx store.Tx) error {
+		_, err := tx.Get(keyNegativeMark)
+		return err
+	})
+	if !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	return st.Update(ctx, func(tx store.Tx) error {
+		var marks []string
+		err := tx.Scan(keyReputation, false, func(k string, v []byte) error {
+			var c counts
+			if err := json.Unmarshal(v, &c); err != nil {
+				return fmt.Errorf("escrow: decode %s: %w", k, err)
+			}
+			if c.Negative > 0 {
+				// <did>/<role>/<shard>, the did escaped as negativeKey escapes it
+				did := strings.TrimPrefix(k, keyReputation)
+				if i := strings.IndexByte(did, '/'); i >= 0 {
+					did = did[:i]
+				}
+				marks = append(marks, keyNegative+did)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, k := range marks {
+			if err := tx.Set(k, []byte("1")); err != nil {
+				return err
+			}
+		}
+		return tx.Set(keyNegativeMark, []byte("1"))
+	})
 }
