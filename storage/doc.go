@@ -33,6 +33,8 @@
 //	escrow/adjudication/<id>             the result and record a dispute was decided from
 //	escrow/activity/<seq:020d>-<node>    the court's activity log (seq assigned in memory, resumed on open; node random per process)
 //	escrow/reputation/<did>/<role>/<shard:02d>  dispute counts for seller|buyer, split into 16 shards by contract
+//	escrow/negative/<did>                "1": the agent has lost a decision, so Create reads its reputation for a ban
+//	escrow/meta/negatives                "1": the marks above were made for the reputation recorded before them
 //	receipt/<id>                         a signed receipt of any service (runtime/receipt's repository): the court's, the market's and the Matters'; its bytes as signed, not HTML-escaped; id = hex of the first 8 bytes of sha256("<contract>/<purpose>"), sha256("market/<subject>/<purpose>") or sha256("matters/<matter>/<seq>")
 //	receipt-by-agent/<did>/<unixnano:020d>-<id>  index: the receipts an agent was party to (the court's buyer and seller, the market's agents)
 //	ledger/entry/<account>/<transfer>/<leg>  one leg of a transfer (append-only)
