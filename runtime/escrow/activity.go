@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/assayhq/assay/runtime/store"
+	"github.com/assayhq/assay/runtime/store/jsonw"
 )
 
 // Event is one entry of the court's activity log.
@@ -94,4 +95,25 @@ func putEvent(tx store.Tx, ck clock, e Event) error {
 	e.Seq = ck.seq
 	e.TS = float64(ck.now.UnixMicro()) / 1e6
 	return store.SetJSON(tx, activityKey(ck.seq, ck.node), e)
+}
+
+// AppendJSON implements store.JSONAppender: every mutation writes an
+// event.
+func (e Event) AppendJSON(b []byte) ([]byte, bool) {
+	o := jsonw.NewObject(b)
+	o.Uint("seq", e.Seq)
+	o.Float("ts", e.TS)
+	o.String("event", e.Event)
+	o.String("contract_id", e.ContractID)
+	o.String("status", string(e.Status))
+	o.StringOmitEmpty("buyer", e.Buyer)
+	o.StringOmitEmpty("seller", e.Seller)
+	o.IntOmitEmpty("price", e.Price)
+	o.StringOmitEmpty("currency", e.Currency)
+	o.StringOmitEmpty("evidence_hash", e.EvidenceHash)
+	o.StringOmitEmpty("verdict", e.Verdict)
+	o.StringOmitEmpty("tier", e.Tier)
+	o.IntMapOmitEmpty("payout", e.Payout)
+	o.StringOmitEmpty("receipt_id", e.ReceiptID)
+	return o.Bytes()
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/assayhq/assay/runtime/store"
+	"github.com/assayhq/assay/runtime/store/jsonw"
 )
 
 // maxCachedContracts bounds the contracts a Service keeps decoded.
@@ -102,13 +103,42 @@ func (s *Service) decodeContract(id string, raw []byte) (*Contract, error) {
 
 // putContract writes c under its key, encoded once, and caches it.
 func (s *Service) putContract(tx store.Tx, c *Contract) error {
-	raw, err := json.Marshal(c)
-	if err != nil {
-		return fmt.Errorf("store: encode %s: %w", contractKey(c.ID), err)
+	raw, ok := c.AppendJSON(nil)
+	if !ok {
+		var err error
+		if raw, err = json.Marshal(c); err != nil {
+			return fmt.Errorf("store: encode %s: %w", contractKey(c.ID), err)
+		}
 	}
 	if err := tx.Set(contractKey(c.ID), raw); err != nil {
 		return err
 	}
 	s.contracts.put(c.ID, raw, c)
 	return nil
+}
+
+// AppendJSON implements store.JSONAppender: a contract is written at
+// every step of its case.
+func (c *Contract) AppendJSON(b []byte) ([]byte, bool) {
+	o := jsonw.NewObject(b)
+	o.String("contract_id", c.ID)
+	o.String("buyer", c.Buyer)
+	o.String("seller", c.Seller)
+	o.Int("price", c.Price)
+	o.String("currency", c.Currency)
+	o.Int("deadline_tick", c.DeadlineTick)
+	o.TimeOmitZero("deliver_by", c.DeliverBy)
+	o.StringOmitEmpty("review_window", c.ReviewWindow)
+	o.Raw("acceptance", c.Acceptance)
+	o.String("status", string(c.Status))
+	o.String("contract_hash", c.ContractHash)
+	o.StringOmitEmpty("evidence_hash", c.EvidenceHash)
+	o.StringOmitEmpty("verdict", c.Verdict)
+	o.StringOmitEmpty("tier", c.Tier)
+	o.StringsOmitEmpty("receipts", c.Receipts)
+	o.Time("created_at", c.CreatedAt)
+	o.TimeOmitZero("funded_at", c.FundedAt)
+	o.TimeOmitZero("delivered_at", c.DeliveredAt)
+	o.TimeOmitZero("resolved_at", c.ResolvedAt)
+	return o.Bytes()
 }

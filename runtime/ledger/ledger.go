@@ -48,6 +48,7 @@ import (
 
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/store"
+	"github.com/assayhq/assay/runtime/store/jsonw"
 )
 
 // AgentPrefix starts the name of an agent's account.
@@ -399,4 +400,18 @@ func addBig(m map[string]*big.Int, k string, n int64) {
 
 func inBounds(n *big.Int, bound int64) bool {
 	return n.IsInt64() && n.Int64() <= bound && n.Int64() >= -bound
+}
+
+// AppendJSON implements store.JSONAppender: a leg is written once per
+// side of every transfer.
+func (l Leg) AppendJSON(b []byte) ([]byte, bool) {
+	o := jsonw.NewObject(b)
+	o.String("transfer", l.Transfer)
+	o.String("account", l.Account)
+	o.String("counter", l.Counter)
+	o.Int("amount", l.Amount)
+	o.String("currency", l.Currency)
+	o.StringOmitEmpty("memo", l.Memo)
+	o.Time("at", l.At)
+	return o.Bytes()
 }

@@ -120,8 +120,20 @@ func GetJSON(tx Tx, key string, v any) error {
 	return nil
 }
 
+// JSONAppender is a value that writes its own JSON: the bytes json.Marshal
+// writes for it, without reflection (runtime/store/jsonw). It reports false
+// when it cannot write them exactly, and SetJSON uses json.Marshal.
+type JSONAppender interface {
+	AppendJSON(b []byte) ([]byte, bool)
+}
+
 // SetJSON writes v to key as JSON.
 func SetJSON(tx Tx, key string, v any) error {
+	if a, ok := v.(JSONAppender); ok {
+		if b, ok := a.AppendJSON(nil); ok {
+			return tx.Set(key, b)
+		}
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("store: encode %s: %w", key, err)
