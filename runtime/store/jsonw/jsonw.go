@@ -23,8 +23,12 @@ type Object struct {
 	fail bool // a member could not be written exactly
 }
 
-// NewObject starts an object at the end of b (nil, or a buffer's b[:0]).
+// NewObject starts an object at the end of b (nil, or a buffer's b[:0]);
+// for nil, in a buffer the size of a stored record.
 func NewObject(b []byte) Object {
+	if b == nil {
+		b = make([]byte, 0, 512)
+	}
 	return Object{b: append(b, '{')}
 }
 
