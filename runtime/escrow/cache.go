@@ -103,7 +103,7 @@ func (s *Service) decodeContract(id string, raw []byte) (*Contract, error) {
 
 // putContract writes c under its key, encoded once, and caches it.
 func (s *Service) putContract(tx store.Tx, c *Contract) error {
-	raw, ok := c.AppendJSON(nil)
+	raw, ok := c.AppendJSON(make([]byte, 0, 512+len(c.Acceptance)))
 	if !ok {
 		var err error
 		if raw, err = json.Marshal(c); err != nil {

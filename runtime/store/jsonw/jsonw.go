@@ -24,10 +24,10 @@ type Object struct {
 }
 
 // NewObject starts an object at the end of b (nil, or a buffer's b[:0]);
-// for nil, in a buffer the size of a stored record.
+// for nil, in a buffer the size of most stored records.
 func NewObject(b []byte) Object {
 	if b == nil {
-		b = make([]byte, 0, 512)
+		b = make([]byte, 0, 256)
 	}
 	return Object{b: append(b, '{')}
 }
