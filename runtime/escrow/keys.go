@@ -1,7 +1,6 @@
 package escrow
 
 import (
-	"fmt"
 	"hash/fnv"
 	"net/url"
 	"strconv"
@@ -44,7 +43,8 @@ func negativeKey(did string) string { return keyNegative + url.PathEscape(did) }
 func reputationKey(did string, r role, contract string) string {
 	h := fnv.New32a()
 	h.Write([]byte(contract))
-	return fmt.Sprintf("%s%s/%02d", reputationPrefix(did), r, h.Sum32()%repShards)
+	shard := h.Sum32() % repShards
+	return reputationPrefix(did) + string(r) + "/" + string([]byte{'0' + byte(shard/10), '0' + byte(shard%10)})
 }
 
 // holdAccount is the ledger account that holds a contract's escrow.

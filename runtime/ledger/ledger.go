@@ -37,7 +37,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"math"
 	"math/big"
 	"net/url"
@@ -169,8 +168,10 @@ func Post(tx store.Tx, t Transfer) error {
 	// are only ever written together, in one transaction: the first one
 	// tells whether the transfer was posted.
 	shard := shardOf(t.ID)
-	keys := []string{legKey(legs[0], 0), shardKey(t.From, t.Currency, shard), shardKey(t.To, t.Currency, shard)}
-	vals, err := store.GetMany(tx, keys...) // one round trip where the store batches
+	// The first leg's key, then each account's counter: read, then
+	// written with the second leg's key.
+	keys := []string{legKey(legs[0], 0), shardKey(t.From, t.Currency, shard), shardKey(t.To, t.Currency, shard), legKey(legs[1], 1)}
+	vals, err := store.GetMany(tx, keys[:3]...) // one round trip where the store batches
 	if err != nil {
 		return err
 	}
@@ -194,12 +195,13 @@ func Post(tx store.Tx, t Transfer) error {
 		}
 		counters[i] = next
 	}
+	legKeys := [2]string{keys[0], keys[3]}
 	for i, leg := range legs {
-		if err := store.SetJSON(tx, legKey(leg, i), leg); err != nil {
+		if err := store.SetJSON(tx, legKeys[i], leg); err != nil {
 			return err
 		}
 		// A counter is a JSON number, written as strconv writes it.
-		if err := tx.Set(shardKey(leg.Account, leg.Currency, shard), strconv.AppendInt(nil, counters[i], 10)); err != nil {
+		if err := tx.Set(keys[1+i], strconv.AppendInt(nil, counters[i], 10)); err != nil {
 			return err
 		}
 	}
@@ -229,10 +231,13 @@ func shardKey(account, currency string, shard uint32) string {
 	return shardPrefix + url.PathEscape(account) + "/" + url.PathEscape(currency) + "/" + strconv.FormatUint(uint64(shard), 10)
 }
 
+// shardOf is FNV-1a of the transfer's id, modulo Shards.
 func shardOf(transfer string) uint32 {
-	h := fnv.New32a()
-	h.Write([]byte(transfer))
-	return h.Sum32() % Shards
+	h := uint32(2166136261)
+	for i := 0; i < len(transfer); i++ {
+		h = (h ^ uint32(transfer[i])) * 16777619
+	}
+	return h % Shards
 }
 
 // Account is an account's balances by currency, and its legs.

@@ -1,6 +1,8 @@
 package escrow
 
 import (
+	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"testing"
 
@@ -36,4 +38,17 @@ func mustWrite[T interface{ AppendJSON([]byte) ([]byte, bool) }](t *testing.T, v
 		t.Fatalf("%T %+v: written by encoding/json", v, v)
 	}
 	return v
+}
+
+// TestReputationKey: the shards' keys are those written with fmt before.
+func TestReputationKey(t *testing.T) {
+	for i := range 500 {
+		did, contract := fmt.Sprintf("did:x:%d/é", i), fmt.Sprintf("esc-%016x", i*7919)
+		h := fnv.New32a()
+		h.Write([]byte(contract))
+		want := fmt.Sprintf("%s%s/%02d", reputationPrefix(did), roleSeller, h.Sum32()%repShards)
+		if got := reputationKey(did, roleSeller, contract); got != want {
+			t.Fatalf("reputationKey = %q, want %q", got, want)
+		}
+	}
 }

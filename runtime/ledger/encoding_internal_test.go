@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"hash/fnv"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -21,4 +22,25 @@ func TestLegAppendJSON(t *testing.T) {
 		t.Fatalf("%+v: written by encoding/json", leg)
 	}
 	jsonwtest.Check(t, leg)
+}
+
+// TestShardOf: a transfer's counters are where hash/fnv's FNV-1a put
+// them before it was written out by hand.
+func TestShardOf(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for i := range 2000 {
+		b := make([]byte, r.IntN(80))
+		for j := range b {
+			b[j] = byte(r.IntN(256))
+		}
+		id := string(b)
+		if i == 0 {
+			id = "esc-0123456789abcdef.fund"
+		}
+		h := fnv.New32a()
+		h.Write([]byte(id))
+		if got, want := shardOf(id), h.Sum32()%Shards; got != want {
+			t.Fatalf("shardOf(%q) = %d, want %d", id, got, want)
+		}
+	}
 }
