@@ -14,6 +14,7 @@ package metrics
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -138,6 +139,9 @@ func (m *Metrics) ObserveRequest(route, method string, status int, d time.Durati
 	k := requestKey{route, method, status}
 	v, ok := m.series.Load(k)
 	if !ok {
+		// The key outlives the request: its own copies, whatever the
+		// caller's strings alias.
+		k = requestKey{strings.Clone(route), strings.Clone(method), status}
 		v, _ = m.series.LoadOrStore(k, requestSeries{
 			count:    m.requests.WithLabelValues(route, method, strconv.Itoa(status)),
 			duration: m.requestDuration.WithLabelValues(route, method),
