@@ -64,12 +64,17 @@ func (s *server) crossOrigin(c *fiber.Ctx) bool {
 	if method == fiber.MethodHead {
 		method = fiber.MethodGet
 	}
-	for _, r := range s.routes.at(c.Path()) {
-		if r.method == method && corsRoute(r) {
-			return true
+	allowed := false
+	s.routes.eachAt(c.Path(), func(p *pathPattern) bool {
+		for _, r := range p.routes {
+			if r.method == method && corsRoute(r) {
+				allowed = true
+				return false
+			}
 		}
-	}
-	return false
+		return true
+	})
+	return allowed
 }
 
 // corsOff reports whether origins turns CORS off.

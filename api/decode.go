@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"reflect"
 	"strings"
 	"unicode/utf8"
 
@@ -151,6 +152,9 @@ func hex4(b []byte) (rune, bool) {
 // jsonType refuses a Content-Type that is not JSON: application/json or a
 // +json type, with no charset but UTF-8.
 func jsonType(ct string) error {
+	if ct == fiber.MIMEApplicationJSON {
+		return nil // what nearly every client sends: mime.ParseMediaType's answer, without its map
+	}
 	if strings.TrimSpace(ct) == "" {
 		return &statusError{status: fiber.StatusUnsupportedMediaType, code: codeUnsupportedMediaType,
 			message: "the body is JSON: send it with Content-Type: application/json (curl: -H 'Content-Type: application/json')"}
@@ -194,7 +198,10 @@ func body(c *fiber.Ctx, limit int) ([]byte, error) {
 // data and wrong types. An empty body reads as {}.
 func decode(b []byte, v any, fields string) error {
 	t := bytes.TrimSpace(b)
-	if len(t) == 0 {
+	if len(t) == 0 || string(t) == "{}" {
+		if plainStruct(v) {
+			return nil // what {} decodes into a struct: nothing
+		}
 		b = []byte("{}")
 	} else if t[0] != '{' {
 		return fault.New(fault.Invalid, codeInvalidJSON, "the body must be a JSON object; this route takes %s", fields)
@@ -222,6 +229,15 @@ func decode(b []byte, v any, fields string) error {
 	}
 	return nil
 }
+
+// plainStruct reports whether v points to a struct that decodes JSON
+// itself in no way (no json.Unmarshaler), which {} leaves as it is.
+func plainStruct(v any) bool {
+	t := reflect.TypeOf(v)
+	return t != nil && t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct && !t.Implements(unmarshalerType) && !reflect.ValueOf(v).IsNil()
+}
+
+var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
 
 // readIdem reads the Idempotency-Key header and fingerprints the request
 // by its method, path and body.

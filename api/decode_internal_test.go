@@ -52,3 +52,55 @@ func FuzzLoneSurrogate(f *testing.F) {
 		}
 	})
 }
+
+// selfDecoding is a body type with its own UnmarshalJSON, which decode's
+// shortcut for {} must leave to the decoder.
+type selfDecoding struct{ called bool }
+
+func (s *selfDecoding) UnmarshalJSON([]byte) error { s.called = true; return nil }
+
+// TestDecode_Empty: an empty body and {} decode as the JSON decoder
+// decodes {}: a struct left as it is, a nil map made, an Unmarshaler
+// called, a nil pointer refused.
+func TestDecode_Empty(t *testing.T) {
+	type body struct {
+		A string          `json:"a"`
+		M map[string]any  `json:"m"`
+		R json.RawMessage `json:"r"`
+	}
+	for _, b := range []string{"", "{}", " {}\n", "\t{ }", "{\n}"} {
+		var st struct{}
+		if err := decode([]byte(b), &st, "no fields"); err != nil {
+			t.Errorf("%q into struct{}: %v", b, err)
+		}
+		v := body{A: "kept"}
+		if err := decode([]byte(b), &v, "a, m, r"); err != nil || v.A != "kept" || v.M != nil || v.R != nil {
+			t.Errorf("%q into a struct: %v, %+v", b, err, v)
+		}
+		var m map[string]any
+		if err := decode([]byte(b), &m, "any"); err != nil || m == nil {
+			t.Errorf("%q into a nil map: %v, %v", b, err, m)
+		}
+		var sd selfDecoding
+		if err := decode([]byte(b), &sd, "any"); err != nil || !sd.called {
+			t.Errorf("%q into an Unmarshaler: %v, called %v", b, err, sd.called)
+		}
+		var nilBody *body
+		want := "invalid_json: the body is not a JSON object: json: Unmarshal(nil *api.body)"
+		if err := decode([]byte(b), nilBody, "a"); err == nil || err.Error() != want {
+			t.Errorf("%q into a nil pointer: %v, want %s", b, err, want)
+		}
+	}
+	for _, tc := range []struct{ in, want string }{
+		{`{} {}`, "invalid_json: the body must hold one JSON object and nothing after it"},
+		{`{}x`, "invalid_json: the body must hold one JSON object and nothing after it"},
+		{`{"a":1}`, "invalid_type: a must not be a JSON number"},
+	} {
+		var v struct {
+			A string `json:"a"`
+		}
+		if err := decode([]byte(tc.in), &v, "a"); err == nil || err.Error() != tc.want {
+			t.Errorf("%q: %v, want %s", tc.in, err, tc.want)
+		}
+	}
+}

@@ -76,14 +76,12 @@ func observe(log *slog.Logger, m *metrics.Metrics) fiber.Handler {
 		}
 		c.Set(HeaderRequestID, id)
 		err := c.Next()
-		code, route := "", ""
-		var fe *fiber.Error
-		if errors.As(err, &fe) && (fe.Code == fiber.StatusNotFound || fe.Code == fiber.StatusMethodNotAllowed) {
-			route = unmatchedRoute // fiber's own: no route matched
-		} else {
-			route = c.Route().Path
-		}
+		code, route := "", c.Route().Path
 		if err != nil {
+			var fe *fiber.Error // here, not above: errors.As moves it to the heap
+			if errors.As(err, &fe) && (fe.Code == fiber.StatusNotFound || fe.Code == fiber.StatusMethodNotAllowed) {
+				route = unmatchedRoute // fiber's own: no route matched
+			}
 			code = codeOf(err)
 			if herr := c.App().ErrorHandler(c, err); herr != nil {
 				_ = c.SendStatus(fiber.StatusInternalServerError)

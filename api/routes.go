@@ -118,19 +118,36 @@ type table struct {
 	routes []*route
 	byKey  map[string]*route
 	// patterns match a request path to the table's paths, for Allow and
-	// CORS.
-	patterns []pathPattern
+	// CORS, one per path in registration order; byFirst indexes them by
+	// their first segment, and wild are those that first segment cannot
+	// index (at).
+	patterns []*pathPattern
+	byFirst  map[string][]*pathPattern
+	wild     []*pathPattern
 	// cors: the server answers CORS preflights (Config.CORSOrigins is not
 	// "none").
 	cors bool
 }
 
+// pathPattern is a table path as a matcher of request paths: each
+// {param} one segment of one or more bytes, the literal parts as they
+// are (case and all), a trailing slash allowed. CORS asks it of every
+// request, so a path whose parameters are whole segments (every path of
+// the table today) is matched by a walk of the two strings; a parameter
+// followed by text in its segment would take re (quotedParams).
 type pathPattern struct {
 	path string
 	re   *regexp.Regexp
+	// routes are the table's routes of the path.
+	routes []*route
+	// n is the pattern's index in patterns, so that at answers in the
+	// table's order.
+	n int
 }
 
-func newTable() *table { return &table{byKey: map[string]*route{}} }
+func newTable() *table {
+	return &table{byKey: map[string]*route{}, byFirst: map[string][]*pathPattern{}}
+}
 
 // lookup finds a route of the table of every route (routeTable).
 func lookup(method, path string) *route {
@@ -162,10 +179,20 @@ func (t *table) add(r *route) {
 	t.byKey[r.key()] = r
 	for _, p := range t.patterns {
 		if p.path == r.path {
+			p.routes = append(p.routes, r)
 			return
 		}
 	}
-	t.patterns = append(t.patterns, pathPattern{path: r.path, re: regexp.MustCompile(quotedParams(r.path))})
+	p := &pathPattern{path: r.path, routes: []*route{r}, n: len(t.patterns)}
+	if !wholeSegmentParams(r.path) {
+		p.re = regexp.MustCompile(quotedParams(r.path))
+	}
+	t.patterns = append(t.patterns, p)
+	if first, ok := firstSegment(r.path); ok && p.re == nil && !strings.Contains(first, "{") {
+		t.byFirst[first] = append(t.byFirst[first], p)
+	} else {
+		t.wild = append(t.wild, p)
+	}
 }
 
 // quotedParams is the regular expression of a table path: its literal
@@ -184,18 +211,97 @@ func quotedParams(p string) string {
 	return b.String()
 }
 
+// wholeSegmentParams reports whether each {param} of a table path is
+// followed by a slash or the path's end, so that it matches the rest of
+// its segment (pathPattern.exact).
+func wholeSegmentParams(p string) bool {
+	params := pathParam.FindAllStringIndex(p, -1)
+	if strings.Count(p, "{") != len(params) || strings.Count(p, "}") != len(params) {
+		return false // a brace that is no {param}: the expression knows
+	}
+	for _, m := range params {
+		if m[1] < len(p) && p[m[1]] != '/' {
+			return false
+		}
+	}
+	return true
+}
+
+// firstSegment is what follows a path's leading slash up to the next
+// slash (or the end); false when the path does not start with a slash.
+func firstSegment(p string) (string, bool) {
+	rest, ok := strings.CutPrefix(p, "/")
+	if !ok {
+		return "", false
+	}
+	first, _, _ := strings.Cut(rest, "/")
+	return first, true
+}
+
+// match reports whether a request path matches the pattern: what
+// quotedParams's expression matches.
+func (p *pathPattern) match(path string) bool {
+	if p.re != nil {
+		return p.re.MatchString(path)
+	}
+	return p.exact(path) || strings.HasSuffix(path, "/") && p.exact(path[:len(path)-1])
+}
+
+// exact reports whether path is the pattern's path with each {param}
+// replaced by one or more bytes other than a slash.
+func (p *pathPattern) exact(path string) bool {
+	pat := p.path
+	for {
+		i := strings.IndexByte(pat, '{')
+		if i < 0 {
+			return path == pat
+		}
+		if len(path) < i || path[:i] != pat[:i] {
+			return false
+		}
+		path, pat = path[i:], pat[i:]
+		end := strings.IndexByte(pat, '}')
+		pat = pat[end+1:]
+		n := strings.IndexByte(path, '/')
+		if n < 0 {
+			n = len(path)
+		}
+		if n == 0 {
+			return false
+		}
+		path = path[n:]
+	}
+}
+
+// eachAt calls fn with the patterns whose path matches a request's path,
+// in the table's order, until fn returns false.
+func (t *table) eachAt(path string, fn func(*pathPattern) bool) {
+	var cands []*pathPattern
+	if first, ok := firstSegment(path); ok {
+		cands = t.byFirst[first]
+	}
+	// Merge the indexed candidates with the wild ones, by index.
+	i, j := 0, 0
+	for i < len(cands) || j < len(t.wild) {
+		var p *pathPattern
+		if j >= len(t.wild) || i < len(cands) && cands[i].n < t.wild[j].n {
+			p, i = cands[i], i+1
+		} else {
+			p, j = t.wild[j], j+1
+		}
+		if p.match(path) && !fn(p) {
+			return
+		}
+	}
+}
+
 // at is every route whose path matches a request's path.
 func (t *table) at(path string) []*route {
 	var out []*route
-	for _, p := range t.patterns {
-		if p.re.MatchString(path) {
-			for _, r := range t.routes {
-				if r.path == p.path {
-					out = append(out, r)
-				}
-			}
-		}
-	}
+	t.eachAt(path, func(p *pathPattern) bool {
+		out = append(out, p.routes...)
+		return true
+	})
 	return out
 }
 

@@ -14,6 +14,7 @@ package metrics
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,7 +38,20 @@ type Metrics struct {
 	retries         prometheus.Counter
 	receipts        *prometheus.CounterVec
 
-	statuses sync.Map // int -> string, so that a status is formatted once
+	// series holds each (route, method, status) request's counter and
+	// histogram once looked up, so that a request costs one map read
+	// rather than two label lookups and a status formatted.
+	series sync.Map // requestKey -> requestSeries
+}
+
+type requestKey struct {
+	route, method string
+	status        int
+}
+
+type requestSeries struct {
+	count    prometheus.Counter
+	duration prometheus.Observer
 }
 
 // RequestBuckets are the request latency histogram's upper bounds, in
@@ -122,17 +136,20 @@ func (m *Metrics) ObserveRequest(route, method string, status int, d time.Durati
 	if m == nil {
 		return
 	}
-	m.requests.WithLabelValues(route, method, m.status(status)).Inc()
-	m.requestDuration.WithLabelValues(route, method).Observe(d.Seconds())
-}
-
-func (m *Metrics) status(code int) string {
-	if s, ok := m.statuses.Load(code); ok {
-		return s.(string)
+	k := requestKey{route, method, status}
+	v, ok := m.series.Load(k)
+	if !ok {
+		// The key outlives the request: its own copies, whatever the
+		// caller's strings alias.
+		k = requestKey{strings.Clone(route), strings.Clone(method), status}
+		v, _ = m.series.LoadOrStore(k, requestSeries{
+			count:    m.requests.WithLabelValues(route, method, strconv.Itoa(status)),
+			duration: m.requestDuration.WithLabelValues(route, method),
+		})
 	}
-	s := strconv.Itoa(code)
-	m.statuses.Store(code, s)
-	return s
+	s := v.(requestSeries)
+	s.count.Inc()
+	s.duration.Observe(d.Seconds())
 }
 
 // ObserveRun records a checker run: its kind ("wasm", "python"), its
