@@ -11,12 +11,15 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // groupSync makes commits durable in groups: a committer waits for a sync
 // that started after its commit, and whoever finds no sync running starts
-// one for everybody waiting. With many concurrent committers one fsync
-// serves them all, where badger's SyncWrites would run one per commit.
+// one for everybody waiting (after a short wait for more when the last
+// sync was a big one: gatherAfter). With many concurrent committers one
+// fsync serves them all, where badger's SyncWrites would run one per
+// commit.
 type groupSync struct {
 	sync   func() error
 	onSync func(commits int) // nil, or told each sync's batch size
@@ -28,7 +31,26 @@ type groupSync struct {
 	running bool
 	joined  int   // callers waiting for the next sync to start
 	err     error // the first failed sync: the store is broken from then on
+	// lastBatch is how many commits the last sync made durable, and
+	// gathering is set while a leader waits for more to join its sync
+	// (gatherAfter); gathers counts those waits, for tests.
+	lastBatch int
+	gathering bool
+	gathers   int
 }
+
+// When the last sync made gatherAfter or more commits durable, many are
+// committing at once, and the next sync's leader waits gatherWait before
+// it starts, so that the commits on their way join it: fewer, fuller
+// syncs, each a trip to the device and a walk of the logs' dirty pages
+// (by a CPU profile at 128 clients, fdatasync took 6% of the server's
+// CPU). A sync after a smaller batch starts at once: few committers never
+// wait for company. Both were chosen measuring `assay bench court`: 4-7%
+// more cases/s at 128 clients, the same latency at 2, 8 and 32.
+const (
+	gatherAfter = 8
+	gatherWait  = 300 * time.Microsecond
+)
 
 // newGroupSync returns a groupSync running fn; onSync, when not nil, is
 // told how many commits each sync made durable.
@@ -49,7 +71,7 @@ func (g *groupSync) failed() error {
 func (g *groupSync) quiesce(fn func()) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for g.running {
+	for g.running || g.gathering {
 		g.cond.Wait()
 	}
 	fn()
@@ -61,9 +83,21 @@ func (g *groupSync) wait() error {
 	defer g.mu.Unlock()
 	want := g.next // the next sync to start covers this caller's commit
 	g.joined++
+	gathered := false
 	for g.done <= want && g.err == nil {
-		if g.running {
+		if g.running || g.gathering {
 			g.cond.Wait()
+			continue
+		}
+		if !gathered && g.lastBatch >= gatherAfter {
+			// Many commit at once: let the ones on their way join
+			// this sync rather than each start the next.
+			gathered, g.gathering = true, true
+			g.gathers++
+			g.mu.Unlock()
+			time.Sleep(gatherWait)
+			g.mu.Lock()
+			g.gathering = false
 			continue
 		}
 		// Lead: run the next generation for everyone waiting on it.
@@ -72,6 +106,7 @@ func (g *groupSync) wait() error {
 		g.running = true
 		batch := g.joined
 		g.joined = 0
+		g.lastBatch = batch
 		g.mu.Unlock()
 		if g.onSync != nil {
 			g.onSync(batch)

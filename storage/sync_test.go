@@ -94,6 +94,44 @@ func TestGroupSync_observed(t *testing.T) {
 	}
 }
 
+// TestGroupSync_gathers: a sync waits for more commits to join it only
+// after one that made many durable; commits one at a time never wait.
+func TestGroupSync_gathers(t *testing.T) {
+	db, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	gathers := func() int { db.sync.mu.Lock(); defer db.sync.mu.Unlock(); return db.sync.gathers }
+	for i := range 20 {
+		if err := db.Update(ctx, func(tx store.Tx) error { return tx.Set(fmt.Sprint("one/", i), []byte("v")) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := gathers(); n != 0 {
+		t.Fatalf("%d waits for company among commits made one at a time", n)
+	}
+	real := db.sync.sync
+	db.sync.sync = func() error { time.Sleep(2 * time.Millisecond); return real() } // let waiters pile up
+	var wg sync.WaitGroup
+	for round := range 3 {
+		for i := range 32 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := db.Update(ctx, func(tx store.Tx) error { return tx.Set(fmt.Sprint("many/", round, "/", i), []byte("v")) }); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	if n := gathers(); n == 0 {
+		t.Fatal("no sync waited for company after syncs of many commits")
+	}
+}
+
 // TestSyncPlan: a sync fdatasyncs the newest write-ahead log every time,
 // an older one once after it was rotated out, and the value logs when a
 // big value was committed or the set of value logs changed.
