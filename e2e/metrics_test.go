@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -236,20 +237,23 @@ func TestMetrics_benchCourt(t *testing.T) {
 		Server *struct {
 			lat
 			Routes map[string]lat
+			CPU    float64 `json:"cpu_us_per_case"`
 		}
-		ServerNote string `json:"server_note"`
+		ServerNote string  `json:"server_note"`
+		ClientCPU  float64 `json:"client_cpu_us_per_case"`
 	}
-	bench := func(s *server) {
-		out, err := exec.Command(binary, "bench", "court", "--base", s.base, "--clients", "4", "--cases", "40", "--json").Output()
+	bench := func(s *server, cases int) {
+		out, err := exec.Command(binary, "bench", "court", "--base", s.base, "--clients", "4", "--cases", strconv.Itoa(cases), "--json").Output()
 		if err != nil {
 			t.Fatalf("assay bench court: %v\n%s", err, out)
 		}
 		res.Server = nil
-		if err := json.Unmarshal(out, &res); err != nil || res.Cases != 40 {
+		if err := json.Unmarshal(out, &res); err != nil || res.Cases != cases {
 			t.Fatalf("%v: %s", err, out)
 		}
 	}
-	bench(start(t, t.TempDir()))
+	s := start(t, t.TempDir())
+	bench(s, 40)
 	sv := res.Server
 	if sv == nil {
 		t.Fatalf("no server-side latency: %s", res.ServerNote)
@@ -257,12 +261,19 @@ func TestMetrics_benchCourt(t *testing.T) {
 	if sv.Requests != 160 || sv.P50 <= 0 || sv.P99 < sv.P50 {
 		t.Errorf("server-side: %+v, want 160 requests and 0 < p50 <= p99", sv.lat)
 	}
+	// The CPU a case, the server's from its process collector (in ticks
+	// of 10 ms: a run long enough to take several) and the load
+	// generator's own: the split of the machine they share.
+	bench(s, 400)
+	if res.Server == nil || res.Server.CPU <= 0 || res.ClientCPU <= 0 {
+		t.Errorf("CPU a case: server %+v, client %.0f µs, want both measured", res.Server, res.ClientCPU)
+	}
 	for route, want := range map[string]int64{"POST /contracts": 40, "POST /contracts/:id/fund": 40, "POST /contracts/:id/dispute": 20, "POST /contracts/:id/accept": 20} {
 		if got := sv.Routes[route].Requests; got != want {
 			t.Errorf("%s: %d requests, want %d (%v)", route, got, want, sv.Routes)
 		}
 	}
-	bench(startServe(t, t.TempDir(), []string{"--metrics=false"}, nil, 30*time.Second))
+	bench(startServe(t, t.TempDir(), []string{"--metrics=false"}, nil, 30*time.Second), 40)
 	if res.Server != nil || !strings.Contains(res.ServerNote, "no /metrics") {
 		t.Errorf("against --metrics=false: server %v, note %q", res.Server, res.ServerNote)
 	}

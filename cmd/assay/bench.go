@@ -169,6 +169,22 @@ type diskFloor struct {
 
 func ms(ns int64) string { return strconv.FormatFloat(float64(ns)/1e6, 'f', 2, 64) }
 
+// us writes microseconds, or - for none.
+func us(v float64) string {
+	if v <= 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(v, 'f', 0, 64)
+}
+
+// cpuUS is the servers' CPU a case, or - when their /metrics were not read.
+func cpuUS(sv *serverLatency) string {
+	if sv == nil {
+		return "-"
+	}
+	return us(sv.CPUUSPerCase)
+}
+
 func printFloor(w io.Writer, fl *diskFloor) {
 	if fl == nil {
 		return
@@ -194,6 +210,7 @@ func printRun(w io.Writer, res courtResult, fl *diskFloor) {
 	} else {
 		fmt.Fprintf(w, "server-side latency: %s\n", res.ServerNote)
 	}
+	fmt.Fprintf(w, "CPU a case: servers %s µs, this load generator %s µs\n", cpuUS(res.Server), us(res.ClientCPUUS))
 	printFloor(w, fl)
 	if fl != nil {
 		fmt.Fprintf(w, "case p50 / four durable writes: %.2fx\n", res.FloorRatio)
@@ -206,7 +223,7 @@ func printRun(w io.Writer, res courtResult, fl *diskFloor) {
 // printTable prints one line per client count, then the disk's floor.
 func printTable(w io.Writer, runs []courtResult, fl *diskFloor) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "clients\tcases\tcases/s\tcase p50 ms\tcase p99 ms\trequest p50 ms\trequest p99 ms\tserver p99 ms\tp50 / 4 fsyncs\terrors\tload\t")
+	fmt.Fprintln(tw, "clients\tcases\tcases/s\tcase p50 ms\tcase p99 ms\trequest p50 ms\trequest p99 ms\tserver p99 ms\tp50 / 4 fsyncs\tserver CPU µs/case\tclient CPU µs/case\terrors\tload\t")
 	for _, r := range runs {
 		sv, ratio := "-", "-"
 		if r.Server != nil {
@@ -215,8 +232,8 @@ func printTable(w io.Writer, runs []courtResult, fl *diskFloor) {
 		if fl != nil {
 			ratio = strconv.FormatFloat(r.FloorRatio, 'f', 2, 64) + "x"
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t\n", r.Clients, r.Cases, r.CasesPerSec,
-			ms(r.CaseP50NS), ms(r.CaseP99NS), ms(r.RequestP50NS), ms(r.RequestP99NS), sv, ratio, r.Errors, r.Load)
+		fmt.Fprintf(tw, "%d\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t\n", r.Clients, r.Cases, r.CasesPerSec,
+			ms(r.CaseP50NS), ms(r.CaseP99NS), ms(r.RequestP50NS), ms(r.RequestP99NS), sv, ratio, cpuUS(r.Server), us(r.ClientCPUUS), r.Errors, r.Load)
 	}
 	tw.Flush()
 	printFloor(w, fl)
@@ -263,6 +280,11 @@ type courtResult struct {
 	// ServerNote saying why, when a base serves no /metrics.
 	Server     *serverLatency `json:"server,omitempty"`
 	ServerNote string         `json:"server_note,omitempty"`
+	// ClientCPUUS is the CPU time this load generator spent a case, in
+	// microseconds (user and system; zero where the system does not
+	// say): on a machine it shares with the server, what the clients take
+	// from it.
+	ClientCPUUS float64 `json:"client_cpu_us_per_case,omitempty"`
 }
 
 // serverLatency is the servers' request latency over a run: the change
@@ -275,6 +297,11 @@ type serverLatency struct {
 	P50NS    int64                   `json:"p50_ns"`
 	P99NS    int64                   `json:"p99_ns"`
 	Routes   map[string]routeLatency `json:"routes"` // by "METHOD route"
+	// CPUSeconds is the CPU time the servers' processes spent over the
+	// run (process_cpu_seconds_total, summed over the bases), and
+	// CPUUSPerCase the same a case, in microseconds.
+	CPUSeconds   float64 `json:"cpu_seconds"`
+	CPUUSPerCase float64 `json:"cpu_us_per_case,omitempty"`
 }
 
 type routeLatency struct {
@@ -285,8 +312,12 @@ type routeLatency struct {
 	P99NS    int64  `json:"p99_ns"`
 }
 
-// requestHistogram is the request latency histogram's name.
-const requestHistogram = "assay_http_request_duration_seconds"
+// requestHistogram is the request latency histogram's name, processCPU
+// the process collector's CPU counter.
+const (
+	requestHistogram = "assay_http_request_duration_seconds"
+	processCPU       = "process_cpu_seconds_total"
+)
 
 // scrapeBases scrapes every base's /metrics.
 //
@@ -343,6 +374,9 @@ func latencyDelta(before, after []metrics.Scrape) *serverLatency {
 		}
 	}
 	sv := &serverLatency{Requests: int64(all.Count()), P50NS: ns(all, 0.5), P99NS: ns(all, 0.99), Routes: map[string]routeLatency{}}
+	for i := range after {
+		sv.CPUSeconds += after[i].Sum(processCPU, nil) - before[i].Sum(processCPU, nil)
+	}
 	for k, h := range byRoute {
 		sv.Routes[k[0]+" "+k[1]] = routeLatency{Method: k[0], Route: k[1], Requests: int64(h.Count()), P50NS: ns(h, 0.5), P99NS: ns(h, 0.99)}
 	}
@@ -378,6 +412,7 @@ func benchCourt(ctx context.Context, l courtLoad) (courtResult, error) {
 		firstErr error
 		wg       sync.WaitGroup
 	)
+	cpu0 := processCPUTime()
 	start := time.Now()
 	deadline := start.Add(l.Duration)
 	for c := range l.Clients {
@@ -426,7 +461,11 @@ func benchCourt(ctx context.Context, l courtLoad) (courtResult, error) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpu := processCPUTime() - cpu0
 	res.Cases = res.Accepted + res.Disputed
+	if res.Cases > 0 {
+		res.ClientCPUUS = float64(cpu.Microseconds()) / float64(res.Cases)
+	}
 	res.ElapsedNS = elapsed.Nanoseconds()
 	res.CasesPerSec = float64(res.Cases) / elapsed.Seconds()
 	res.RequestsPerSec = float64(len(reqLat)) / elapsed.Seconds()
@@ -443,6 +482,9 @@ func benchCourt(ctx context.Context, l courtLoad) (courtResult, error) {
 		res.ServerNote = scrapeErr.Error()
 	} else {
 		res.Server = latencyDelta(before, after)
+		if res.Cases > 0 {
+			res.Server.CPUUSPerCase = res.Server.CPUSeconds * 1e6 / float64(res.Cases)
+		}
 	}
 	return res, nil
 }
