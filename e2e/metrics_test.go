@@ -261,17 +261,17 @@ func TestMetrics_benchCourt(t *testing.T) {
 	if sv.Requests != 160 || sv.P50 <= 0 || sv.P99 < sv.P50 {
 		t.Errorf("server-side: %+v, want 160 requests and 0 < p50 <= p99", sv.lat)
 	}
+	for route, want := range map[string]int64{"POST /contracts": 40, "POST /contracts/:id/fund": 40, "POST /contracts/:id/dispute": 20, "POST /contracts/:id/accept": 20} {
+		if got := sv.Routes[route].Requests; got != want {
+			t.Errorf("%s: %d requests, want %d (%v)", route, got, want, sv.Routes)
+		}
+	}
 	// The CPU a case, the server's from its process collector (in ticks
 	// of 10 ms: a run long enough to take several) and the load
 	// generator's own: the split of the machine they share.
 	bench(s, 400)
 	if res.Server == nil || res.Server.CPU <= 0 || res.ClientCPU <= 0 {
 		t.Errorf("CPU a case: server %+v, client %.0f µs, want both measured", res.Server, res.ClientCPU)
-	}
-	for route, want := range map[string]int64{"POST /contracts": 40, "POST /contracts/:id/fund": 40, "POST /contracts/:id/dispute": 20, "POST /contracts/:id/accept": 20} {
-		if got := sv.Routes[route].Requests; got != want {
-			t.Errorf("%s: %d requests, want %d (%v)", route, got, want, sv.Routes)
-		}
 	}
 	bench(startServe(t, t.TempDir(), []string{"--metrics=false"}, nil, 30*time.Second), 40)
 	if res.Server != nil || !strings.Contains(res.ServerNote, "no /metrics") {
