@@ -29,6 +29,11 @@ type DB struct {
 	// the value logs the last sync saw (sync.go).
 	sealed  map[string]bool
 	vlogSet string
+	// newest is the write-ahead log badger appends to, as the last
+	// listing found it (sync.go).
+	newest string
+	// listings counts the syncs that read the directory, for tests.
+	listings int
 	// bigValue is the size from which a value may go to the value log
 	// (half badger's threshold, to be safe); bigWrites is set when a
 	// transaction that wrote one committed since the last sync.
@@ -59,6 +64,10 @@ type Options struct {
 	// OnRetry, when set, is called each time an Update runs again after a
 	// conflict.
 	OnRetry func()
+
+	// memTableSize, when set, replaces badger's 64 MB memtables (and so
+	// write-ahead logs), for tests that rotate them.
+	memTableSize int64
 }
 
 // Open opens (creating if need be) the badger store in dir.
@@ -71,6 +80,11 @@ func Open(dir string, opt Options) (*DB, error) {
 		WithLogger(badgerLogger{opt.Logger}).
 		WithNumVersionsToKeep(1).
 		WithCompactL0OnClose(true)
+	if opt.memTableSize > 0 {
+		// Badger refuses a value threshold above a batch's limit, 15%
+		// of a memtable.
+		bo = bo.WithMemTableSize(opt.memTableSize).WithValueThreshold(min(bo.ValueThreshold, opt.memTableSize/16))
+	}
 	if opt.InMemory {
 		bo = bo.WithInMemory(true).WithDir("").WithValueDir("").WithSyncWrites(false)
 	}

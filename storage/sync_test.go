@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -186,5 +190,73 @@ func TestGroupSync_bigValues(t *testing.T) {
 	}
 	if fmt.Sprint(seen) != "[false true false]" {
 		t.Errorf("the syncs saw big values %v, want [false true false]", seen)
+	}
+}
+
+// TestSyncFiles_rotation: a sync reads the directory only when the
+// write-ahead log rotated or a big value was committed, and still syncs
+// what a listing would: the newest write-ahead log every time, and a
+// rotated-out one once more after its rotation.
+func TestSyncFiles_rotation(t *testing.T) {
+	db, err := Open(t.TempDir(), Options{memTableSize: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var synced [][]string // per sync, the files synced
+	db.sync = newGroupSync(func() error {
+		files, err := db.logsToSync(db.bigWrites.Swap(false))
+		var names []string
+		for _, f := range files {
+			names = append(names, filepath.Base(f.Name()))
+			if err := datasync(f); err != nil {
+				return err
+			}
+		}
+		synced = append(synced, names)
+		return err
+	}, nil)
+	newestMem := func() string {
+		names, err := os.ReadDir(db.dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		newest := ""
+		for _, e := range names {
+			if n := e.Name(); strings.HasSuffix(n, ".mem") && (newest == "" || logNumber(n) > logNumber(newest)) {
+				newest = n
+			}
+		}
+		return newest
+	}
+	value := make([]byte, 16<<10)
+	prev, rotations := "", 0
+	for i := range 400 {
+		err := db.Update(context.Background(), func(tx store.Tx) error {
+			return tx.Set(fmt.Sprintf("k/%04d", i), value)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Nothing is being written now, so the newest log is the one the
+		// sync found badger writing to.
+		last, newest := synced[len(synced)-1], newestMem()
+		if !slices.Contains(last, newest) {
+			t.Fatalf("commit %d: the sync synced %v, not the log badger writes, %s", i, last, newest)
+		}
+		if prev != "" && newest != prev {
+			rotations++
+			if !slices.Contains(last, prev) {
+				t.Fatalf("commit %d: the sync after %s was rotated out synced %v, not it", i, prev, last)
+			}
+		}
+		prev = newest
+	}
+	if rotations < 3 {
+		t.Fatalf("%d rotations of the write-ahead log, want some to test", rotations)
+	}
+	t.Logf("%d rotations, %d listings, %d syncs", rotations, db.listings, len(synced))
+	if db.listings > rotations+1 {
+		t.Errorf("%d syncs of %d read the directory, with %d rotations", db.listings, len(synced), rotations)
 	}
 }
