@@ -14,7 +14,9 @@
 // taking badger's lock; only the logs that may hold something new (the
 // newest write-ahead log; an older one once after its rotation; the value
 // logs after a value big enough to go there), since an fdatasync of a file
-// with nothing new still flushes the disk. One sync serves every
+// with nothing new still flushes the disk; and it reads the data
+// directory only when the logs may have changed (a rotation, a big value),
+// since a listing costs in proportion to the store's tables. One sync serves every
 // transaction waiting, and a transaction that finds no sync running starts
 // one at once: no timer, no idle wait when few write. A transaction that wrote nothing waits for
 // none. After a sync fails, the store refuses further writes.

@@ -130,9 +130,9 @@ func (g *groupSync) wait() error {
 // sync and so stalls every commit behind it; syncing the files through
 // their own descriptors writes the same pages (badger writes them through
 // shared mappings) without stopping the writers. The descriptors stay
-// open from sync to sync (one directory read finds the files that came
-// and went); only one sync runs at a time (groupSync), so the state here
-// needs no lock.
+// open from sync to sync (a directory read, when one is needed, finds the
+// files that came and went); only one sync runs at a time (groupSync), so
+// the state here needs no lock.
 //
 // An fdatasync costs a trip to the device even for a file with nothing
 // new (ext4 flushes the disk's cache every time), so syncFiles syncs only
