@@ -77,8 +77,8 @@ type Options struct {
 // receipts and ledger legs are keyed by random ids), so each flush costs
 // a compaction of that level: bigger memtables, fewer of them. Under
 // sustained load (`assay bench court` for 40 s from a fresh directory,
-// five pairs of servers) 256 clients got 1-10% more cases/s with 5-10%
-// less server CPU a case and a p99 of 214-228 ms instead of 341-397 ms;
+// five pairs of servers) 256 clients got 2-10% more cases/s with 5-10%
+// less server CPU a case and a p99 of 199-228 ms instead of 289-397 ms;
 // 32 clients a p99 of 38-39 ms instead of 48-52 ms; 2 clients the same.
 // The price: up to NumMemtables (5) of them in memory while flushes lag.
 const memTableSize = 128 << 20
