@@ -65,8 +65,8 @@ type Options struct {
 	// conflict.
 	OnRetry func()
 
-	// memTableSize, when set, replaces memTableSize, for tests that
-	// rotate the write-ahead logs.
+	// memTableSize, when set, replaces the package's memTableSize, for
+	// tests that rotate the write-ahead logs.
 	memTableSize int64
 }
 

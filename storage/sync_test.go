@@ -246,7 +246,10 @@ func TestSyncFiles_rotation(t *testing.T) {
 		}
 		if prev != "" && newest != prev {
 			rotations++
-			if !slices.Contains(last, prev) {
+			// Unless already flushed to a table and removed (it was then
+			// no longer there when the sync listed the directory either).
+			_, err := os.Stat(filepath.Join(db.dir, prev))
+			if err == nil && !slices.Contains(last, prev) {
 				t.Fatalf("commit %d: the sync after %s was rotated out synced %v, not it", i, prev, last)
 			}
 		}
