@@ -1,7 +1,9 @@
 package adjudicate
 
 import (
+	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -220,6 +222,46 @@ func TestPlan_HashCanonical(t *testing.T) {
 	}
 	if _, err := c.Plan([]byte(`{"x":1}`)); ErrorCode(err) != EInvalidCriteria {
 		t.Errorf("cache: %v", err)
+	}
+}
+
+// TestCache_Spellings: a spelling seen before finds its plan without
+// canonicalising, spellings of one plan share it up to maxSpellings, and an
+// evicted plan takes its spellings with it.
+func TestCache_Spellings(t *testing.T) {
+	c := NewCache(2)
+	spell := func(i int) []byte {
+		return []byte(`{"assertions":[{"path":"rows","op":"gte","value":100}]` + strings.Repeat(" ", i) + `}`)
+	}
+	first, err := c.Plan(spell(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range maxSpellings + 2 {
+		if p, err := c.Plan(spell(i)); err != nil || p != first {
+			t.Fatalf("spelling %d: plan %p (want %p), %v", i, p, first, err)
+		}
+	}
+	if n := len(c.bySpelling); n != maxSpellings {
+		t.Errorf("%d spellings remembered, want %d", n, maxSpellings)
+	}
+	if p, err := c.Plan(first.Canonical()); err != nil || p != first {
+		t.Errorf("canonical spelling: plan %p (want %p), %v", p, first, err)
+	}
+	for i := range 2 { // two other plans evict the first
+		if _, err := c.Plan([]byte(`{"assertions":[{"path":"n","op":"eq","value":` + strconv.Itoa(i) + `}]}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c.Len() != 2 || len(c.bySpelling) != 2 {
+		t.Errorf("after eviction: %d plans, %d spellings; want 2 and 2", c.Len(), len(c.bySpelling))
+	}
+	if p, err := c.Plan(spell(0)); err != nil || p == first || p.Hash() != first.Hash() {
+		t.Errorf("evicted spelling: plan %p (the evicted one is %p), %v", p, first, err)
+	}
+	big := append([]byte(`{"assertions":[]`), bytes.Repeat([]byte(" "), MaxCriteriaBytes)...)
+	if _, err := c.Plan(append(big, '}')); ErrorCode(err) != EInvalidCriteria {
+		t.Errorf("criteria over the limit: %v", err)
 	}
 }
 
