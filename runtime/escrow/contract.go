@@ -475,25 +475,28 @@ func (s *Service) Deliver(ctx context.Context, id string, req DeliverRequest, ik
 	if len(d) == 0 || string(d) == "null" {
 		return Reply{}, fault.New(fault.Invalid, ECodeMissingField, "deliverable is required: the work product the acceptance criteria are checked against")
 	}
-	if _, err := adjudicate.ParseDeliverable(d); err != nil {
+	parsed, err := adjudicate.ParseDeliverable(d)
+	if err != nil {
 		return Reply{}, err // coded invalid_deliverable, its message starting "deliverable: "
 	}
 	ev := bytes.TrimSpace(req.Evidence)
 	if len(ev) == 0 {
 		ev = []byte("null")
 	}
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, d); err != nil {
-		return Reply{}, fault.New(fault.Invalid, ECodeInvalidDeliverable, "deliverable: %v", err)
+	// Stored compacted: a deliverable that is not a string is its
+	// artifact, which ParseDeliverable compacted into a buffer of its own;
+	// a string, trimmed, is compact already.
+	dl := delivery{Deliverable: parsed.Artifact(), Evidence: bytes.Clone(ev)}
+	if d[0] == '"' {
+		dl.Deliverable = bytes.Clone(d)
 	}
-	dl := delivery{Deliverable: bytes.Clone(compact.Bytes()), Evidence: bytes.Clone(ev)}
 	canon, err := receipt.CanonicalJSON(fmt.Appendf(nil, `{"deliverable":%s,"evidence":%s}`, d, ev))
 	if err != nil {
 		return Reply{}, fault.New(fault.Invalid, ECodeInvalidDeliverable, "deliverable and evidence must be canonicalisable JSON: %v", err)
 	}
 	sum := sha256.Sum256(canon)
 	evidenceHash := hex.EncodeToString(sum[:])
-	body, _ := json.Marshal(map[string]string{"status": string(StatusDelivered), "evidence_hash": evidenceHash})
+	body := json.RawMessage(`{"evidence_hash":"` + evidenceHash + `","status":"` + string(StatusDelivered) + `"}`) // hex needs no escape
 	ck := s.tick()
 	return s.mutate(ctx, ik, func(tx store.Tx) (Reply, error) {
 		c, err := s.loadContract(tx, id)

@@ -630,3 +630,35 @@ func TestService_Deliver(t *testing.T) {
 		t.Fatalf("fund twice: %v", err)
 	}
 }
+
+// TestService_DeliverStored: the delivery a dispute replays is the
+// deliverable and the evidence compacted, whatever their type.
+func TestService_DeliverStored(t *testing.T) {
+	ctx := context.Background()
+	c := mustCourt(t)
+	for _, tc := range []struct{ deliverable, evidence, want string }{
+		{"{ \"rows\" : [1, 2.50],\n \"s\": \"a  b\" }", ``, `{"deliverable":{"rows":[1,2.50],"s":"a  b"},"evidence":null}`},
+		{` "a string, spaced:  \u00e9" `, `{"log": 1}`, `{"deliverable":"a string, spaced:  \u00e9","evidence":{"log":1}}`},
+		{`[ 3, true ]`, `[]`, `{"deliverable":[3,true],"evidence":[]}`},
+	} {
+		r, _ := c.Create(ctx, createReq("did:a", "did:b", "5", rows100), idem.Idem{})
+		var created escrow.Created
+		_ = json.Unmarshal(r.Body, &created)
+		if _, err := c.Fund(ctx, created.ContractID, idem.Idem{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Deliver(ctx, created.ContractID, escrow.DeliverRequest{Deliverable: json.RawMessage(tc.deliverable), Evidence: json.RawMessage(tc.evidence)}, idem.Idem{}); err != nil {
+			t.Fatalf("%s: %v", tc.deliverable, err)
+		}
+		err := c.store.View(ctx, func(tx store.Tx) error {
+			got, err := tx.Get("escrow/delivery/" + created.ContractID)
+			if err == nil && string(got) != tc.want {
+				t.Errorf("%s: stored\n%s\nwant\n%s", tc.deliverable, got, tc.want)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
