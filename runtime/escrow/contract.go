@@ -121,6 +121,19 @@ type delivery struct {
 	Evidence    json.RawMessage `json:"evidence,omitempty"`
 }
 
+// AppendJSON implements store.JSONAppender. Deliver compacts both fields,
+// and they are written as they are: encoding/json would escape <, > and &
+// in their strings, and a dispute would hand the checkers other bytes than
+// the seller delivered and `assay judge` replays.
+func (d delivery) AppendJSON(b []byte) ([]byte, bool) {
+	if len(d.Deliverable) == 0 || len(d.Evidence) == 0 {
+		return b, false
+	}
+	b = append(append(b, `{"deliverable":`...), d.Deliverable...)
+	b = append(append(b, `,"evidence":`...), d.Evidence...)
+	return append(b, '}'), true
+}
+
 // adjudication is what a dispute decided from, kept for replay and for the
 // operator of an escalated case.
 type adjudication struct {
@@ -483,16 +496,21 @@ func (s *Service) Deliver(ctx context.Context, id string, req DeliverRequest, ik
 	if len(ev) == 0 {
 		ev = []byte("null")
 	}
-	// Stored compacted: a deliverable that is not a string is its
-	// artifact, which ParseDeliverable compacted into a buffer of its own;
-	// a string, trimmed, is compact already.
-	dl := delivery{Deliverable: parsed.Artifact(), Evidence: bytes.Clone(ev)}
-	if d[0] == '"' {
-		dl.Deliverable = bytes.Clone(d)
-	}
 	canon, err := receipt.CanonicalJSON(fmt.Appendf(nil, `{"deliverable":%s,"evidence":%s}`, d, ev))
 	if err != nil {
 		return Reply{}, fault.New(fault.Invalid, ECodeInvalidDeliverable, "deliverable and evidence must be canonicalisable JSON: %v", err)
+	}
+	// Stored compacted, and otherwise as sent (delivery.AppendJSON): a
+	// deliverable that is not a string is its artifact, which
+	// ParseDeliverable compacted into a buffer of its own; a string,
+	// trimmed, is compact already.
+	var evidence bytes.Buffer
+	if err := json.Compact(&evidence, ev); err != nil {
+		return Reply{}, fault.New(fault.Invalid, ECodeInvalidDeliverable, "evidence: %v", err)
+	}
+	dl := delivery{Deliverable: parsed.Artifact(), Evidence: evidence.Bytes()}
+	if d[0] == '"' {
+		dl.Deliverable = bytes.Clone(d)
 	}
 	sum := sha256.Sum256(canon)
 	evidenceHash := hex.EncodeToString(sum[:])

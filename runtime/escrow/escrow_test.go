@@ -2,6 +2,8 @@ package escrow_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assayhq/assay/adjudicate"
 	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/runtime/escrow"
 	"github.com/assayhq/assay/runtime/fault"
@@ -521,6 +524,31 @@ func TestService_Checkers(t *testing.T) {
 			t.Fatalf("subject %+v", s)
 		}
 	})
+	t.Run("ArtifactAsDelivered", func(t *testing.T) {
+		// What a seller's checker is handed in a dispute is what `assay
+		// judge` hands it from the same deliverable: markup characters
+		// and all, not escaped on the way through the store.
+		const deliverable = `{ "rows": 1, "html": "<b>&amp;</b>" }`
+		id := c.delivered(t, createReq("did:a", "did:b", "5", `{"checkers":[{"sha256":"`+sum+`"}]}`), deliverable)
+		if _, err := c.Dispute(ctx, id, escrow.DisputeRequest{}, idem.Idem{}); err != nil {
+			t.Fatal(err)
+		}
+		var adj struct {
+			Record adjudicate.Record `json:"record"`
+		}
+		err := c.store.View(ctx, func(tx store.Tx) error { return store.GetJSON(tx, "escrow/adjudication/"+id, &adj) })
+		if err != nil || len(adj.Record.Checkers) != 1 || adj.Record.Checkers[0].Outcome == nil {
+			t.Fatalf("adjudication %+v, %v", adj, err)
+		}
+		local, err := adjudicate.ParseDeliverable([]byte(deliverable))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := sha256.Sum256(local.Artifact())
+		if got := adj.Record.Checkers[0].Outcome.InputSHA256; got != hex.EncodeToString(want[:]) {
+			t.Errorf("the checker was handed an artifact of sha256 %s, want %x (%s)", got, want, local.Artifact())
+		}
+	})
 	t.Run("FailingChecker", func(t *testing.T) {
 		fail := fixture(t, "fail.wasm")
 		if _, err := c.PutChecker(ctx, "wasm", fail, idem.Idem{}); err != nil {
@@ -640,6 +668,7 @@ func TestService_DeliverStored(t *testing.T) {
 		{"{ \"rows\" : [1, 2.50],\n \"s\": \"a  b\" }", ``, `{"deliverable":{"rows":[1,2.50],"s":"a  b"},"evidence":null}`},
 		{` "a string, spaced:  \u00e9" `, `{"log": 1}`, `{"deliverable":"a string, spaced:  \u00e9","evidence":{"log":1}}`},
 		{`[ 3, true ]`, `[]`, `{"deliverable":[3,true],"evidence":[]}`},
+		{`{"html": "<b>&amp;</b>"}`, `"<i>"`, `{"deliverable":{"html":"<b>&amp;</b>"},"evidence":"<i>"}`},
 	} {
 		r, _ := c.Create(ctx, createReq("did:a", "did:b", "5", rows100), idem.Idem{})
 		var created escrow.Created
