@@ -6,7 +6,8 @@
 // Schema: a keyword outside it is rejected, never ignored), every path/op
 // assertion compiles into a direct evaluator, every expr assertion into an
 // expr-lang program (boolean result, node bound, memory budget, no clock).
-// A Cache keeps plans by the SHA-256 of the criteria's RFC 8785 form.
+// A Cache keeps plans by the SHA-256 of the criteria's RFC 8785 form, and
+// finds a spelling it has seen by the SHA-256 of its bytes.
 //
 // Order: schema and assertions (tier 0), then checkers, then the jury for
 // semantic criteria. A deterministic failure decides refund before any
