@@ -56,6 +56,22 @@ type record struct {
 	Body        json.RawMessage `json:"body"`
 }
 
+// AppendJSON implements store.JSONAppender, writing the body as it is:
+// encoding/json would compact it and escape <, > and & in its strings, and
+// a replay would answer other bytes than the first request got.
+func (r record) AppendJSON(b []byte) ([]byte, bool) {
+	fp, err := json.Marshal(r.Fingerprint)
+	if err != nil || !json.Valid(r.Body) {
+		return b, false
+	}
+	b = append(append(b, `{"fingerprint":`...), fp...)
+	if r.Created {
+		b = append(b, `,"created":true`...)
+	}
+	b = append(append(b, `,"body":`...), r.Body...)
+	return append(b, '}'), true
+}
+
 // ValidKey reports whether k is usable as an idempotency key: 1 to MaxKey
 // bytes of printable characters.
 func ValidKey(k string) error {

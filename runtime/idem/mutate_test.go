@@ -152,3 +152,34 @@ func TestFingerprint(t *testing.T) {
 		t.Errorf("Read = %+v %v", i, err)
 	}
 }
+
+// TestMutate_ReplayBytes: a replay answers the bytes the first request
+// got, whatever they hold: markup that encoding/json would escape, and
+// whitespace it would compact away.
+func TestMutate_ReplayBytes(t *testing.T) {
+	db, err := storage.Open("", storage.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	for i, body := range []string{
+		`{"reason":"<b>&amp;</b>","n":1}`,
+		"{\n  \"indented\": [1, 2]\n}",
+		`"\u003c already escaped"`,
+	} {
+		r := idem.Request{Scope: "test", Key: "k" + string(rune('0'+i)), Fingerprint: "fp"}
+		want := idem.Reply{Body: []byte(body), Created: i%2 == 0}
+		first, err := idem.Mutate(ctx, db, r, func(store.Tx) (idem.Reply, error) { return want, nil })
+		if err != nil || string(first.Body) != body {
+			t.Fatalf("first: %s, %v", first.Body, err)
+		}
+		again, err := idem.Mutate(ctx, db, r, func(store.Tx) (idem.Reply, error) {
+			t.Fatal("ran again")
+			return idem.Reply{}, nil
+		})
+		if err != nil || !again.Replayed || again.Created != want.Created || string(again.Body) != body {
+			t.Errorf("replay of %s: %+v (body %s), %v", body, again, again.Body, err)
+		}
+	}
+}
