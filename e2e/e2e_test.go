@@ -385,6 +385,20 @@ func TestErrors(t *testing.T) {
 			t.Fatalf("hold %v", hold)
 		}
 	})
+	t.Run("IdempotencyMarkup", func(t *testing.T) {
+		// A replay answers the first answer's bytes, markup and all, as
+		// a client comparing the two bodies byte for byte expects.
+		cid := s.deliveredCase(t, "did:e2e:markup", rows100, `{"rows":150,"html":"<p>"}`)
+		body := `{"reason":"<b>late</b> & short"}`
+		r1 := s.post(t, "/contracts/"+cid+"/dispute", body, "Idempotency-Key", "dispute-markup")
+		r2 := s.post(t, "/contracts/"+cid+"/dispute", body, "Idempotency-Key", "dispute-markup")
+		if r1.status != 200 || r2.status != 200 || r2.header.Get("Idempotent-Replayed") != "true" || !strings.Contains(string(r1.body), `<b>late</b> & short`) {
+			t.Fatalf("%d %s / %d %s", r1.status, r1.body, r2.status, r2.body)
+		}
+		if string(r1.body) != string(r2.body) {
+			t.Errorf("the replay's body differs from the first answer:\n%s\n%s", r1.body, r2.body)
+		}
+	})
 	t.Run("BannedSeller", func(t *testing.T) {
 		for range 3 {
 			cid := s.deliveredCase(t, "did:e2e:cheat", rows100, `{"rows":1}`)
