@@ -12,14 +12,10 @@ import (
 )
 
 func TestIdem(t *testing.T) {
-	db, err := storage.Open("", storage.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openMemory(t)
 	ctx := context.Background()
 	a := idem.Request{Scope: "tenant-a", Key: "k/1", Fingerprint: "f1"}
-	err = db.Update(ctx, func(tx store.Tx) error {
+	err := db.Update(ctx, func(tx store.Tx) error {
 		return idem.Save(tx, a, idem.Reply{Body: []byte(`{"ok":true}`), Created: true})
 	})
 	if err != nil {
@@ -66,4 +62,15 @@ func TestIdem(t *testing.T) {
 			t.Errorf("ValidKey(%q) = %v", bad, err)
 		}
 	}
+}
+
+// openMemory opens an in-memory store, closed when the test ends.
+func openMemory(tb testing.TB) *storage.DB {
+	tb.Helper()
+	db, err := storage.Open("", storage.Options{InMemory: true})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = db.Close() })
+	return db
 }

@@ -10,15 +10,10 @@ import (
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/store"
-	"github.com/assayhq/assay/storage"
 )
 
 func TestMutate(t *testing.T) {
-	db, err := storage.Open("", storage.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openMemory(t)
 	ctx := context.Background()
 	count := func(t *testing.T) int {
 		t.Helper()
@@ -157,11 +152,7 @@ func TestFingerprint(t *testing.T) {
 // got, whatever they hold: markup that encoding/json would escape, and
 // whitespace it would compact away.
 func TestMutate_ReplayBytes(t *testing.T) {
-	db, err := storage.Open("", storage.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openMemory(t)
 	ctx := context.Background()
 	for i, body := range []string{
 		`{"reason":"<b>&amp;</b>","n":1}`,
