@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -42,6 +43,19 @@ var version = "dev"
 // cores is GOMAXPROCS as the Go runtime chose it at start, before serve
 // raises it: how many guests and compilations run at once.
 var cores = runtime.GOMAXPROCS(0)
+
+// badgerGCPercent is the garbage collector's target (GOGC) when the store
+// is badger and the operator set none. Most of the heap is then badger's
+// memtables, large and free of pointers, which the collector never needs
+// to scan but which the default target (100) lets the heap double. The
+// pages of that headroom are the process's most expensive: a page the
+// heap grows into, or takes back after the runtime returned it to the
+// system, costs a fault and a zeroing, and on a virtual machine that
+// hands free memory back to its host, the host's as well. At 50, under
+// `assay bench court --clients 128` on two cores (seven pairs of fresh
+// servers), each pair served 2-23% more cases a second with 3-15% less
+// server CPU a case and a quarter fewer page faults.
+const badgerGCPercent = 50
 
 // shutdownGrace bounds how long in-flight requests may take to finish
 // after SIGINT or SIGTERM.
@@ -223,6 +237,9 @@ func serveWith(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) e
 			log.Error("close store", "err", err)
 		}
 	}()
+	if os.Getenv("GOGC") == "" && cfg.Store.Kind != "postgres" {
+		debug.SetGCPercent(badgerGCPercent)
+	}
 	// Guests get the cores the Go runtime found (container limits
 	// included), and the scheduler one more, so that requests and the
 	// garbage collector always have a core's worth of scheduling however
