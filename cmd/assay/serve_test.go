@@ -219,3 +219,23 @@ func TestServe_Juror(t *testing.T) {
 		}
 	})
 }
+
+func TestServe_gcPercent(t *testing.T) {
+	t.Setenv("GOGC", "")
+	for _, tc := range []struct {
+		store storeSpec
+		want  int
+	}{
+		{storeSpec{}, badgerGCPercent},
+		{storeSpec{Kind: "badger", Target: "/tmp/db"}, badgerGCPercent},
+		{storeSpec{Kind: "postgres", Target: "postgres://db"}, 0},
+	} {
+		if got := gcPercent(tc.store); got != tc.want {
+			t.Errorf("gcPercent(%v) = %d, want %d", tc.store, got, tc.want)
+		}
+	}
+	t.Setenv("GOGC", "200")
+	if got := gcPercent(storeSpec{}); got != 0 {
+		t.Errorf("with GOGC=200 set, gcPercent = %d, want 0 (the operator's)", got)
+	}
+}
