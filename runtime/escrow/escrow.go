@@ -98,8 +98,8 @@ type Config struct {
 	Juror adjudicate.Juror
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
-	// NewID returns a fresh random id of 16 lowercase hex digits; crypto
-	// random when nil.
+	// NewID returns a fresh id; ident.NewID (time-ordered, random in its
+	// low bits) when nil.
 	NewID func() string
 	// Rail is the payment rail a buyer funds a contract from: the money
 	// is collected on the rail, then posted from the rail's ledger account
@@ -155,7 +155,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		s.now = time.Now
 	}
 	if s.newID == nil {
-		s.newID = randomID
+		s.newID = ident.NewID
 	}
 	if s.rail == nil {
 		s.rail = rail.Dev{}
@@ -188,11 +188,3 @@ func (s *Service) HasJuror() bool { return s.juror != nil }
 
 // Store returns the store the Service runs on.
 func (s *Service) Store() store.Store { return s.st }
-
-func randomID() string {
-	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic("escrow: crypto/rand: " + err.Error())
-	}
-	return hex.EncodeToString(b[:])
-}

@@ -36,8 +36,32 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/google/uuid"
+
 	"github.com/assayhq/assay/runtime/fault"
 )
+
+// NewID returns a fresh id for a record a service creates (a contract, a
+// listing, a matter): a version 7 UUID (RFC 9562) in its canonical text,
+// such as 0193a5c2-7e41-7b3c-9d2e-5f6a7b8c9d0e. Its first 48 bits are the
+// Unix time in milliseconds, the next 12 keep the ids of one process
+// increasing within a millisecond, and 62 are crypto random, so ids sort
+// by when they were made and two never collide in practice, whichever
+// node made them.
+//
+// That they sort is for the store: the keys of the records in flight, all
+// made in the last seconds, sit together at the end of each sorted range
+// (a memtable's skiplist, a table's blocks), where every write and read
+// of them walks memory the processor has just walked. Random ids scatter
+// the same keys over the whole range, and the court spent about a fifth
+// more CPU on a case with them.
+func NewID() string {
+	id, err := uuid.NewV7()
+	if err != nil {
+		panic("ident: crypto/rand: " + err.Error())
+	}
+	return id.String()
+}
 
 // MaxIDBytes is the longest id, in bytes.
 const MaxIDBytes = 256

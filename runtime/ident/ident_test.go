@@ -134,3 +134,22 @@ func FuzzAgent(f *testing.F) {
 		}
 	})
 }
+
+// TestNewID: ids are ids of the grammar, version 7 UUIDs, and each sorts
+// after the one made before it, so that a store keeps them together.
+func TestNewID(t *testing.T) {
+	prev := ""
+	for i := range 10000 {
+		id := ident.NewID()
+		if err := ident.Agent(id); err != nil {
+			t.Fatalf("NewID() = %q: %v", id, err)
+		}
+		if len(id) != 36 || id[14] != '7' {
+			t.Fatalf("NewID() = %q: not a version 7 UUID's text", id)
+		}
+		if id <= prev {
+			t.Fatalf("id %d, %q, does not sort after the one before it, %q", i, id, prev)
+		}
+		prev = id
+	}
+}

@@ -2,7 +2,6 @@ package market
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -111,8 +110,8 @@ type Config struct {
 	Rail rail.Rail
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
-	// NewID returns a fresh random id of 16 lowercase hex digits; crypto
-	// random when nil.
+	// NewID returns a fresh id; ident.NewID (time-ordered, random in its
+	// low bits) when nil.
 	NewID func() string
 	// Rand picks sample listings: a number in [0, n). math/rand when nil.
 	Rand func(n int) int
@@ -161,7 +160,7 @@ func New(cfg Config) (*Service, error) {
 		s.now = time.Now
 	}
 	if s.newID == nil {
-		s.newID = randomID
+		s.newID = ident.NewID
 	}
 	if s.rand == nil {
 		s.rand = mrand.IntN
@@ -201,14 +200,6 @@ func (s *Service) Store() store.Store { return s.st }
 
 // Rail returns the payment rail.
 func (s *Service) Rail() rail.Rail { return s.rail }
-
-func randomID() string {
-	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic("market: crypto/rand: " + err.Error())
-	}
-	return hex.EncodeToString(b[:])
-}
 
 // Key prefixes; storage/doc.go lists them.
 const (

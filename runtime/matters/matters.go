@@ -1,14 +1,13 @@
 package matters
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"slices"
 	"time"
 
 	"github.com/assayhq/assay/runtime/idem"
+	"github.com/assayhq/assay/runtime/ident"
 	"github.com/assayhq/assay/runtime/principal"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/store"
@@ -249,8 +248,8 @@ type Config struct {
 	Signer Signer
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
-	// NewID returns a fresh random id; 16 hex digits of crypto random
-	// when nil.
+	// NewID returns a fresh id; ident.NewID (time-ordered, random in its
+	// low bits) when nil.
 	NewID func() string
 	// Court decides the exchange's appeals; appeals are refused with
 	// appeal_unavailable when nil.
@@ -279,16 +278,8 @@ func New(cfg Config) (*Service, error) {
 		s.now = time.Now
 	}
 	if s.newID == nil {
-		s.newID = randomID
+		s.newID = ident.NewID
 	}
 	s.principals = principal.New(s.st, s.now)
 	return s, nil
-}
-
-func randomID() string {
-	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic("matters: crypto/rand: " + err.Error())
-	}
-	return hex.EncodeToString(b[:])
 }
