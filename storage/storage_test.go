@@ -29,6 +29,16 @@ func TestStore(t *testing.T) {
 	storetest.RunStoreSuite(t, func(tb testing.TB) store.Store { return MustOpen(tb, tb.TempDir()) })
 }
 
+// TestDB_ids: on badger the services' ids sort by when they were made
+// (store.IDs), so that a case's keys sit together in the memtable.
+func TestDB_ids(t *testing.T) {
+	newID := store.IDs(MustOpen(t, t.TempDir()))
+	a, b := newID(), newID()
+	if a[14] != '7' || b <= a {
+		t.Fatalf("ids %q then %q: want version 7 UUIDs in increasing order", a, b)
+	}
+}
+
 // TestDB_reopen: what Update acknowledged is there after a reopen.
 func TestDB_reopen(t *testing.T) {
 	dir := t.TempDir()

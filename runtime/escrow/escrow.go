@@ -98,8 +98,8 @@ type Config struct {
 	Juror adjudicate.Juror
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
-	// NewID returns a fresh id; ident.NewID (time-ordered, random in its
-	// low bits) when nil.
+	// NewID returns a fresh id; the store's choice (store.IDs) when
+	// nil.
 	NewID func() string
 	// Rail is the payment rail a buyer funds a contract from: the money
 	// is collected on the rail, then posted from the rail's ledger account
@@ -155,7 +155,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		s.now = time.Now
 	}
 	if s.newID == nil {
-		s.newID = ident.NewID
+		s.newID = store.IDs(cfg.Store)
 	}
 	if s.rail == nil {
 		s.rail = rail.Dev{}

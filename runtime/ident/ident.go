@@ -49,14 +49,20 @@ import (
 // by when they were made and two never collide in practice, whichever
 // node made them.
 //
-// That they sort is for the store: the keys of the records in flight, all
+// That they sort is for badger: the keys of the records in flight, all
 // made in the last seconds, sit together at the end of each sorted range
-// (a memtable's skiplist, a table's blocks), where every write and read
-// of them walks memory the processor has just walked. Random ids scatter
-// the same keys over the whole range, and the court spent about a fifth
-// more CPU on a case with them.
-func NewID() string {
-	id, err := uuid.NewV7()
+// of its memtable, where every write and read of them walks memory the
+// processor has just walked. Random ids scatter the same keys over the
+// whole memtable, and the court spent about a fifth more CPU on a case
+// with them. store.IDs says which of NewID and RandomID a store wants.
+func NewID() string { return must(uuid.NewV7()) }
+
+// RandomID returns a fresh id like NewID's but random in all its 122
+// bits: a version 4 UUID, for a store on which ids that sort by time make
+// transactions conflict (store.RandomIDs).
+func RandomID() string { return must(uuid.NewRandom()) }
+
+func must(id uuid.UUID, err error) string {
 	if err != nil {
 		panic("ident: crypto/rand: " + err.Error())
 	}

@@ -153,3 +153,18 @@ func TestNewID(t *testing.T) {
 		prev = id
 	}
 }
+
+// TestRandomID: random ids are ids of the grammar and version 4 UUIDs.
+func TestRandomID(t *testing.T) {
+	seen := map[string]bool{}
+	for range 1000 {
+		id := ident.RandomID()
+		if err := ident.Agent(id); err != nil || len(id) != 36 || id[14] != '4' {
+			t.Fatalf("RandomID() = %q (%v): not a version 4 UUID's text", id, err)
+		}
+		if seen[id] {
+			t.Fatalf("RandomID() gave %q twice", id)
+		}
+		seen[id] = true
+	}
+}

@@ -110,8 +110,8 @@ type Config struct {
 	Rail rail.Rail
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
-	// NewID returns a fresh id; ident.NewID (time-ordered, random in its
-	// low bits) when nil.
+	// NewID returns a fresh id; the store's choice (store.IDs) when
+	// nil.
 	NewID func() string
 	// Rand picks sample listings: a number in [0, n). math/rand when nil.
 	Rand func(n int) int
@@ -160,7 +160,7 @@ func New(cfg Config) (*Service, error) {
 		s.now = time.Now
 	}
 	if s.newID == nil {
-		s.newID = ident.NewID
+		s.newID = store.IDs(cfg.Store)
 	}
 	if s.rand == nil {
 		s.rand = mrand.IntN

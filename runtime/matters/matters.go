@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/assayhq/assay/runtime/idem"
-	"github.com/assayhq/assay/runtime/ident"
 	"github.com/assayhq/assay/runtime/principal"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/store"
@@ -248,8 +247,8 @@ type Config struct {
 	Signer Signer
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
-	// NewID returns a fresh id; ident.NewID (time-ordered, random in its
-	// low bits) when nil.
+	// NewID returns a fresh id; the store's choice (store.IDs) when
+	// nil.
 	NewID func() string
 	// Court decides the exchange's appeals; appeals are refused with
 	// appeal_unavailable when nil.
@@ -278,7 +277,7 @@ func New(cfg Config) (*Service, error) {
 		s.now = time.Now
 	}
 	if s.newID == nil {
-		s.newID = ident.NewID
+		s.newID = store.IDs(cfg.Store)
 	}
 	s.principals = principal.New(s.st, s.now)
 	return s, nil

@@ -14,6 +14,7 @@ import (
 	"fmt"
 
 	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/ident"
 )
 
 // ErrNotFound is returned by Tx.Get for a key that has no value.
@@ -75,6 +76,27 @@ type Tx interface {
 	// reverse order), until fn returns an error. ErrStop ends the scan
 	// cleanly. The slices passed to fn are valid only during the call.
 	Scan(prefix string, reverse bool, fn func(key string, value []byte) error) error
+}
+
+// RandomIDs is a Store that wants the ids of new records random rather
+// than ordered by time (see IDs).
+type RandomIDs interface {
+	// RandomIDs reports whether it does.
+	RandomIDs() bool
+}
+
+// IDs returns the maker of the ids of new records (contracts, listings,
+// matters) on st: ident.RandomID when st is a RandomIDs that says so,
+// ident.NewID, whose ids sort by when they were made, otherwise. Badger
+// works fastest on ids made in order; PostgreSQL's SERIALIZABLE
+// transactions lock the index pages their reads visit, so that
+// transactions touching ids made one after another, whose keys share a
+// page, conflict and run again.
+func IDs(st Store) func() string {
+	if r, ok := st.(RandomIDs); ok && r.RandomIDs() {
+		return ident.RandomID
+	}
+	return ident.NewID
 }
 
 // MultiGetter is a Tx that reads several keys in one exchange with its

@@ -45,8 +45,10 @@
 //
 // SERIALIZABLE locks the B-tree pages a read visits, so that transactions
 // touching different keys on one page may conflict and run again: rare in a
-// table of some size with the services' random ids (BenchmarkReadModifyWrite
-// measures retries/op), frequent in a nearly empty one.
+// table of some size with random ids (BenchmarkReadModifyWrite measures
+// retries/op), frequent in a nearly empty one, and with ids made in order,
+// whose keys share the newest pages. So the Store asks the services for
+// random ids (store.RandomIDs).
 //
 // Scan reads the range a prefix covers in pages (keyset pagination, no
 // cursor held open), so fn may call Get and Set while it scans.

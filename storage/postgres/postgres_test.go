@@ -33,6 +33,14 @@ func TestStore(t *testing.T) {
 	storetest.RunRangeSuite(t, open)
 }
 
+// TestStore_ids: on PostgreSQL the services' ids are random (store.IDs),
+// so that concurrent cases seldom share an index page.
+func TestStore_ids(t *testing.T) {
+	if id := store.IDs(MustOpen(t, pgtest.URL(t)))(); id[14] != '4' {
+		t.Fatalf("id %q: want a version 4 UUID", id)
+	}
+}
+
 // TestOpen: what Update acknowledged is there after a reopen, and nodes
 // that open one database at once apply its migrations once.
 func TestOpen(t *testing.T) {
