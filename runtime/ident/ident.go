@@ -31,23 +31,23 @@
 package ident
 
 import (
+	"crypto/rand"
 	"fmt"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/google/uuid"
+	"github.com/oklog/ulid/v2"
 
 	"github.com/assayhq/assay/runtime/fault"
 )
 
 // NewID returns a fresh id for a record a service creates (a contract, a
-// listing, a matter): a version 7 UUID (RFC 9562) in its canonical text,
-// such as 0193a5c2-7e41-7b3c-9d2e-5f6a7b8c9d0e. Its first 48 bits are the
-// Unix time in milliseconds, the next 12 keep the ids of one process
-// increasing within a millisecond, and 62 are crypto random, so ids sort
-// by when they were made and two never collide in practice, whichever
-// node made them.
+// listing, a matter): a ULID, 26 characters of Crockford's base 32 such as
+// 01JE5Z3K8M7Q2W3E4R5T6Y7U8V, whose first 48 bits are the Unix time in
+// milliseconds and whose other 80 are crypto random. So ids sort by the
+// millisecond they were made in, and two never collide in practice,
+// whichever node made them.
 //
 // That they sort is for badger: the keys of the records in flight, all
 // made in the last seconds, sit together at the end of each sorted range
@@ -55,17 +55,16 @@ import (
 // processor has just walked. Random ids scatter the same keys over the
 // whole memtable, and the court spent about a fifth more CPU on a case
 // with them. store.IDs says which of NewID and RandomID a store wants.
-func NewID() string { return must(uuid.NewV7()) }
+func NewID() string {
+	return ulid.MustNew(ulid.Now(), rand.Reader).String()
+}
 
-// RandomID returns a fresh id like NewID's but random in all its 122
-// bits: a version 4 UUID, for a store on which ids that sort by time make
+// RandomID returns a fresh id in the same 26 characters as NewID's, random
+// in all its 128 bits: for a store on which ids that sort by time make
 // transactions conflict (store.RandomIDs).
-func RandomID() string { return must(uuid.NewRandom()) }
-
-func must(id uuid.UUID, err error) string {
-	if err != nil {
-		panic("ident: crypto/rand: " + err.Error())
-	}
+func RandomID() string {
+	var id ulid.ULID
+	rand.Read(id[:]) // never fails (crypto/rand)
 	return id.String()
 }
 

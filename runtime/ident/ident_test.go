@@ -5,6 +5,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/oklog/ulid/v2"
+
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/ident"
 )
@@ -135,32 +137,39 @@ func FuzzAgent(f *testing.F) {
 	})
 }
 
-// TestNewID: ids are ids of the grammar, version 7 UUIDs, and each sorts
-// after the one made before it, so that a store keeps them together.
+// TestNewID: ids are ids of the grammar and ULIDs of the time they were
+// made, so that ids of one millisecond sort together, after those of the
+// milliseconds before; no two are equal.
 func TestNewID(t *testing.T) {
+	seen := map[string]bool{}
 	prev := ""
 	for i := range 10000 {
+		before := ulid.Now()
 		id := ident.NewID()
-		if err := ident.Agent(id); err != nil {
-			t.Fatalf("NewID() = %q: %v", id, err)
+		u, err := ulid.ParseStrict(id)
+		if err != nil || ident.Agent(id) != nil {
+			t.Fatalf("NewID() = %q: not a ULID of the grammar (%v, %v)", id, err, ident.Agent(id))
 		}
-		if len(id) != 36 || id[14] != '7' {
-			t.Fatalf("NewID() = %q: not a version 7 UUID's text", id)
+		if ms := u.Time(); ms < before || ms > ulid.Now() {
+			t.Fatalf("NewID() = %q: made at %d ms, not between %d and now", id, ms, before)
 		}
-		if id <= prev {
-			t.Fatalf("id %d, %q, does not sort after the one before it, %q", i, id, prev)
+		if id[:10] < prev[:min(10, len(prev))] {
+			t.Fatalf("id %d, %q, sorts before the millisecond of the one before it, %q", i, id, prev)
 		}
-		prev = id
+		if seen[id] {
+			t.Fatalf("NewID() gave %q twice", id)
+		}
+		seen[id], prev = true, id
 	}
 }
 
-// TestRandomID: random ids are ids of the grammar and version 4 UUIDs.
+// TestRandomID: random ids are ids of the grammar, in a ULID's text.
 func TestRandomID(t *testing.T) {
 	seen := map[string]bool{}
 	for range 1000 {
 		id := ident.RandomID()
-		if err := ident.Agent(id); err != nil || len(id) != 36 || id[14] != '4' {
-			t.Fatalf("RandomID() = %q (%v): not a version 4 UUID's text", id, err)
+		if _, err := ulid.ParseStrict(id); err != nil || ident.Agent(id) != nil {
+			t.Fatalf("RandomID() = %q (%v): not 26 characters of a ULID's text", id, err)
 		}
 		if seen[id] {
 			t.Fatalf("RandomID() gave %q twice", id)
