@@ -96,7 +96,7 @@ type (
 )
 
 var (
-	idParam       = param{name: "id", desc: "the contract's id, e.g. esc-1d32e6667c804456"}
+	idParam       = param{name: "id", desc: "the contract's id, e.g. esc-01M8TPH5D3SNQHND4Q02GH4ZCF"}
 	limitQuery    = param{name: "limit", desc: "the most items to answer", schema: &jsonschema.Schema{Type: "integer", Minimum: ptr(0.0)}}
 	matterCodes   = []string{matters.ECodeInvalidRiskClass, matters.ECodeInvalidSchema, matters.ECodeInvalidSolverKind, matters.ECodeInvalidVerdict, matters.ECodeVerdictSchemaMismatch, matters.ECodeInvalidActionDigest, matters.ECodeInvalidQualification, matters.ECodeSolverConflict, matters.ECodeSolverAlreadyAssigned, matters.ECodeSolverNotAssigned, matters.ECodeSolverNotAccepted, matters.ECodeSolverNotAccepting, matters.ECodeSolverKindMismatch, matters.ECodeMatterNotFound, matters.ECodeMatterNotOpen, matters.ECodeMatterNotSettleable, matters.ECodeMatterNotDisputable, matters.ECodeIdempotencyConflict, matters.ECodeMissingField, matters.ECodeFieldTooLong, matters.ECodeInvalidStakes, matters.ECodeInvalidDeadline, matters.ECodeInvalidIdemKey, matters.ECodeInvalidReason, matters.ECodeForbidden, matters.ECodeInsufficientScope, matters.ECodeRequesterMismatch, matters.ECodeSolverMismatch, matters.ECodeUnknownSolver}
 	idemCodes     = []string{codeIdemConflict, codeIdemInvalidKey, escrow.ECodeCommitUnknown}

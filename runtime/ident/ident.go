@@ -44,7 +44,7 @@ import (
 
 // NewID returns a fresh id for a record a service creates (a contract, a
 // listing, a matter): a ULID, 26 characters of Crockford's base 32 such as
-// 01JE5Z3K8M7Q2W3E4R5T6Y7U8V, whose first 48 bits are the Unix time in
+// 01M8TPH5D3SNQHND4Q02GH4ZCF, whose first 48 bits are the Unix time in
 // milliseconds and whose other 80 are crypto random. So ids sort by the
 // millisecond they were made in, and two never collide in practice,
 // whichever node made them.
