@@ -53,7 +53,7 @@ import (
 // made in the last seconds, sit together at the end of each sorted range
 // of its memtable, where every write and read of them walks memory the
 // processor has just walked. Random ids scatter the same keys over the
-// whole memtable, and the court spent about a fifth more CPU on a case
+// whole memtable, and the court spent about a tenth more CPU on a case
 // with them. store.IDs says which of NewID and RandomID a store wants.
 func NewID() string {
 	return ulid.MustNew(ulid.Now(), rand.Reader).String()
