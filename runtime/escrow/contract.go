@@ -258,9 +258,8 @@ func (s *Service) Create(ctx context.Context, req CreateRequest, ik idem.Idem) (
 		return Reply{}, err
 	}
 	return s.mutate(ctx, ik, func(tx store.Tx) (Reply, error) {
-		// Ids hold 62 random bits and never repeat in one process
-		// (ident.NewID): no read for a collision, so that a creation
-		// conflicts with nothing.
+		// Ids hold 80 random bits or more (store.IDs): no read for a
+		// collision, so that a creation conflicts with nothing.
 		if err := s.putContract(tx, c); err != nil {
 			return Reply{}, err
 		}
