@@ -139,7 +139,7 @@ func FuzzAgent(f *testing.F) {
 
 // TestNewID: ids are ids of the grammar and ULIDs of the time they were
 // made, so that ids of one millisecond sort together, after those of the
-// milliseconds before (its first 10 characters are the 48 bits of
+// milliseconds before (an id's first 10 characters are the 48 bits of
 // time); no two are equal.
 func TestNewID(t *testing.T) {
 	seen := map[string]bool{}
