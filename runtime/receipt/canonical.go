@@ -1,6 +1,7 @@
 package receipt
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,6 +36,11 @@ func Canonical(v any) ([]byte, error) {
 func CanonicalJSON(data []byte) ([]byte, error) {
 	if err := checkIntegers(data); err != nil {
 		return nil, err
+	}
+	if isCanonical(data) {
+		// Most text signed here was written canonical (a plan's
+		// criteria, a stored subject): a scan instead of a parse.
+		return bytes.Clone(data), nil
 	}
 	out, err := jcs.Transform(data)
 	if err != nil {
@@ -92,4 +98,126 @@ func checkIntegers(data []byte) error {
 		}
 	}
 	return nil
+}
+
+// maxCanonicalDepth bounds the nesting isCanonical follows; deeper text
+// goes through jcs.
+const maxCanonicalDepth = 64
+
+// isCanonical reports whether data is already in RFC 8785 form, within a
+// subset whose canonical form is plainly the text itself: no whitespace;
+// strings of printable ASCII with no escapes; integers written in the
+// shortest way (no fraction, exponent, leading zero or "-0"; checkIntegers
+// bounds their size); object members in increasing order of their names,
+// which, being ASCII, is the order of RFC 8785 (UTF-16 code units). Text
+// outside the subset (a float, an escape, a non-ASCII character, a member
+// out of order) is not necessarily other than canonical: it goes through
+// jcs, which knows.
+func isCanonical(data []byte) bool {
+	end, ok := canonicalValue(data, 0, 0)
+	return ok && end == len(data)
+}
+
+// canonicalValue scans the value at data[i:] and returns where it ends,
+// and whether it is in isCanonical's subset.
+func canonicalValue(data []byte, i, depth int) (int, bool) {
+	if i >= len(data) || depth > maxCanonicalDepth {
+		return 0, false
+	}
+	switch c := data[i]; {
+	case c == '"':
+		return canonicalString(data, i)
+	case c == '-' || c >= '0' && c <= '9':
+		j := i
+		if c == '-' {
+			j++
+		}
+		if j >= len(data) || data[j] < '0' || data[j] > '9' {
+			return 0, false
+		}
+		if data[j] == '0' {
+			// 0 alone; not -0, not 01.
+			if c == '-' {
+				return 0, false
+			}
+			j++
+		} else {
+			for j < len(data) && data[j] >= '0' && data[j] <= '9' {
+				j++
+			}
+		}
+		if j < len(data) && (data[j] == '.' || data[j] == 'e' || data[j] == 'E') {
+			return 0, false
+		}
+		return j, true
+	case c == '[':
+		i++
+		if i < len(data) && data[i] == ']' {
+			return i + 1, true
+		}
+		for {
+			var ok bool
+			if i, ok = canonicalValue(data, i, depth+1); !ok || i >= len(data) {
+				return 0, false
+			}
+			switch data[i] {
+			case ']':
+				return i + 1, true
+			case ',':
+				i++
+			default:
+				return 0, false
+			}
+		}
+	case c == '{':
+		i++
+		if i < len(data) && data[i] == '}' {
+			return i + 1, true
+		}
+		var prev []byte
+		for i < len(data) && data[i] == '"' {
+			end, ok := canonicalString(data, i)
+			if !ok || end >= len(data) || data[end] != ':' {
+				return 0, false
+			}
+			name := data[i+1 : end-1]
+			if prev != nil && bytes.Compare(prev, name) >= 0 {
+				return 0, false // out of order, or a duplicate
+			}
+			prev = name
+			if i, ok = canonicalValue(data, end+1, depth+1); !ok || i >= len(data) {
+				return 0, false
+			}
+			switch data[i] {
+			case '}':
+				return i + 1, true
+			case ',':
+				i++
+			default:
+				return 0, false
+			}
+		}
+		return 0, false
+	}
+	for _, lit := range [...]string{"true", "false", "null"} {
+		if bytes.HasPrefix(data[i:], []byte(lit)) {
+			return i + len(lit), true
+		}
+	}
+	return 0, false
+}
+
+// canonicalString scans the string at data[i:], its opening quote, and
+// returns where it ends; only printable ASCII without escapes is in the
+// subset.
+func canonicalString(data []byte, i int) (int, bool) {
+	for j := i + 1; j < len(data); j++ {
+		switch c := data[j]; {
+		case c == '"':
+			return j + 1, true
+		case c == '\\' || c < 0x20 || c > 0x7e:
+			return 0, false
+		}
+	}
+	return 0, false
 }

@@ -88,7 +88,8 @@ func Put(tx store.Tx, r Receipt, at time.Time, parties ...string) (json.RawMessa
 
 // marshalReceipt is Marshal(r), written field by field: every field but
 // the subject is plain ASCII that needs no escape, and the subject, as
-// encoding/json would, is copied compacted. A receipt with a field that
+// encoding/json would, is copied compacted (as it stands when it is
+// canonical, as Sign makes it). A receipt with a field that
 // is not plain goes through Marshal.
 func marshalReceipt(r Receipt) ([]byte, error) {
 	strs := []string{r.ID, r.Issuer, r.IssuanceDate, r.Proof.Type, r.Proof.Created, r.Proof.VerificationMethod,
@@ -121,7 +122,9 @@ func marshalReceipt(r Receipt) ([]byte, error) {
 	field(`,"issuer":"`, r.Issuer)
 	field(`,"issuanceDate":"`, r.IssuanceDate)
 	b.WriteString(`,"credentialSubject":`)
-	if err := json.Compact(b, r.CredentialSubject); err != nil {
+	if isCanonical(r.CredentialSubject) {
+		b.Write(r.CredentialSubject) // compact already, as Sign made it
+	} else if err := json.Compact(b, r.CredentialSubject); err != nil {
 		return Marshal(r) // the error encoding/json gives it
 	}
 	field(`,"proof":{"type":"`, r.Proof.Type)
