@@ -25,6 +25,10 @@ type limitedMemory struct {
 	image  *memImage
 	mapped []byte
 	pooled []byte
+	// reserved, without an image, is a mapping of limit bytes outside
+	// the Go heap (reserve) that the memory grows in; nil where none
+	// could be made, and the memory is a heap buffer.
+	reserved []byte
 }
 
 // memImage is the linear memory of a snapshot, shared by its replays.
@@ -95,21 +99,54 @@ func (m *limitedMemory) Reallocate(size uint64) []byte {
 			m.pooled = m.buf
 		}
 	}
-	if m.mapped != nil {
-		m.buf = m.mapped[:size]
+	if m.image == nil && m.buf == nil && m.reserved == nil {
+		m.reserved = reserve(m.limit)
+	}
+	if mem := m.mapped; mem != nil || m.reserved != nil {
+		if mem == nil {
+			mem = m.reserved
+		}
+		old := len(m.buf)
+		if m.image != nil {
+			old = max(old, m.image.size) // the image's pages are mapped from it
+		}
+		m.buf = mem[:size]
+		if int(size) > old {
+			populate(m.buf[old:])
+		}
 		return m.buf
 	}
 	if size <= uint64(cap(m.buf)) {
 		m.buf = m.buf[:size]
-		return m.buf
+	} else {
+		// Grow geometrically, as append does, but never past the limit.
+		newCap := max(size, 2*uint64(cap(m.buf)))
+		newCap = min(newCap, m.limit)
+		buf := make([]byte, size, newCap)
+		copyPreemptible(buf, m.buf)
+		m.buf = buf
 	}
-	// Grow geometrically, as append does, but never past the limit.
-	newCap := max(size, 2*uint64(cap(m.buf)))
-	newCap = min(newCap, m.limit)
-	buf := make([]byte, size, newCap)
-	copy(buf, m.buf)
-	m.buf = buf
-	return buf
+	return m.buf
+}
+
+// pageSizeOS is the smallest page a kernel maps.
+const pageSizeOS = 4096
+
+// copyChunk is how much copyPreemptible copies in one call of copy.
+const copyChunk = 1 << 20
+
+// copyPreemptible is copy(dst, src) in chunks. One copy is one call of
+// the runtime's memmove, which the scheduler cannot preempt, and the
+// pages of a fresh buffer fault in as it writes them: on Linux, where
+// memory grows in place (reserve), nothing is copied, but elsewhere a
+// memory of hundreds of MiB would hold up a garbage collection, and with
+// it every goroutine that allocates, for as long as one copy takes.
+// Between chunks the goroutine can be preempted.
+func copyPreemptible(dst, src []byte) {
+	for len(src) > 0 && len(dst) > 0 {
+		n := copy(dst, src[:min(len(src), copyChunk)])
+		dst, src = dst[n:], src[n:]
+	}
 }
 
 // Free implements experimental.LinearMemory.
@@ -120,6 +157,10 @@ func (m *limitedMemory) Free() {
 		m.image.probeTouched(m.mapped[:m.image.size])
 		unmap(m.mapped)
 		m.mapped = nil
+	}
+	if m.reserved != nil {
+		unmap(m.reserved)
+		m.reserved = nil
 	}
 	if m.pooled != nil {
 		// wazero is done with it, and with any buffer that replaced it;

@@ -85,8 +85,6 @@ func (img *memImage) probeTouched(mapped []byte) {
 	}
 }
 
-const pageSizeOS = 4096
-
 var pagemap struct {
 	once sync.Once
 	fd   int
@@ -188,7 +186,41 @@ func (img *memImage) mapPrivate(limit uint64) []byte {
 	return unsafe.Slice((*byte)(region), limit)
 }
 
-// unmap releases a mapping made by mapPrivate.
+// reserve maps limit bytes of fresh memory for a run's linear memory,
+// outside the Go heap: growing it moves nothing, the collector neither
+// counts nor paces on it, and unmap gives it back at once. nil when it
+// cannot be mapped.
+func reserve(limit uint64) []byte {
+	if limit == 0 {
+		return nil
+	}
+	region, err := unix.MmapPtr(-1, 0, nil, uintptr(limit), unix.PROT_READ|unix.PROT_WRITE,
+		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
+	if err != nil {
+		return nil
+	}
+	return unsafe.Slice((*byte)(region), limit)
+}
+
+// populate backs the pages of b, part of a mapping from reserve or
+// mapPrivate past its image, in one system call (MADV_POPULATE_WRITE),
+// so that the guest, whose compiled code the scheduler cannot preempt,
+// does not take the page faults itself: a guest that wrote fresh memory
+// faulted every few thousand fuel, hundreds of milliseconds a slice on a
+// virtual machine whose faults are slow, through which a garbage
+// collection waited, and with it every goroutine that allocated. A
+// goroutine in a system call holds up no collection. A kernel without
+// MADV_POPULATE_WRITE (before 5.14) leaves the faults to the guest.
+func populate(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	p := unsafe.Pointer(unsafe.SliceData(b))
+	off := int(uintptr(p) & (pageSizeOS - 1)) // madvise takes whole pages
+	_ = unix.Madvise(unsafe.Slice((*byte)(unsafe.Add(p, -off)), len(b)+off), unix.MADV_POPULATE_WRITE)
+}
+
+// unmap releases a mapping made by mapPrivate or reserve.
 func unmap(b []byte) {
 	unix.MunmapPtr(unsafe.Pointer(unsafe.SliceData(b)), uintptr(len(b)))
 }

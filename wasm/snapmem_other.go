@@ -19,5 +19,10 @@ func (img *memImage) mapPrivate(uint64) []byte { return nil }
 
 func unmap([]byte) {}
 
+// reserve is Linux only; elsewhere linear memory is on the Go heap.
+func reserve(uint64) []byte { return nil }
+
+func populate([]byte) {}
+
 // fill copies the image into buf, which is img.size bytes long.
 func (img *memImage) fill(buf []byte) { copy(buf, img.data) }
