@@ -130,6 +130,32 @@ func GetMany(tx Tx, keys ...string) ([][]byte, error) {
 	return out, nil
 }
 
+// KeyReader is a Store that reads keys as of one moment with no
+// transaction around the read: PostgreSQL's reads them in one statement,
+// one round trip, where a View takes two (its reads, then its COMMIT).
+type KeyReader interface {
+	// ReadKeys returns the values of keys as GetMany does, all as of
+	// one moment.
+	ReadKeys(ctx context.Context, keys []string) ([][]byte, error)
+}
+
+// Read returns the values of keys as of one moment, as GetMany returns
+// them (nil for a key that has none): in one read where st is a
+// KeyReader, in a View otherwise. For a read that needs nothing else of
+// its snapshot, such as the checks before a mutation.
+func Read(ctx context.Context, st Store, keys ...string) ([][]byte, error) {
+	if r, ok := st.(KeyReader); ok {
+		return r.ReadKeys(ctx, keys)
+	}
+	var vals [][]byte
+	err := st.View(ctx, func(tx Tx) error {
+		var err error
+		vals, err = GetMany(tx, keys...)
+		return err
+	})
+	return vals, err
+}
+
 // GetJSON reads key into v.
 func GetJSON(tx Tx, key string, v any) error {
 	b, err := tx.Get(key)

@@ -41,7 +41,11 @@
 // A transaction takes no round trip of its own: its BEGIN is sent with its
 // first read, writes wait for the next read or the commit, and each
 // exchange sends everything waiting in one batch, so that a transaction
-// that only writes is one round trip (BEGIN, writes, COMMIT).
+// that only writes is one round trip (BEGIN, writes, COMMIT). A View that
+// has read takes one more, its COMMIT; store.Read, for reads that need
+// nothing else of their snapshot, takes none: ReadKeys reads its keys in
+// one SELECT, as of one moment at any isolation level, with no
+// transaction around it.
 //
 // SERIALIZABLE locks the B-tree pages a read visits, so that transactions
 // touching different keys on one page may conflict and run again: rare in a

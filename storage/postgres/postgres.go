@@ -51,6 +51,7 @@ type Store struct {
 // Interface guards.
 var (
 	_ store.Store       = (*Store)(nil)
+	_ store.KeyReader   = (*Store)(nil)
 	_ store.MultiGetter = (*tx)(nil)
 )
 
@@ -190,6 +191,46 @@ func (s *Store) Update(ctx context.Context, fn func(store.Tx) error) error {
 // View implements store.Store.
 func (s *Store) View(ctx context.Context, fn func(store.Tx) error) error {
 	return s.run(ctx, beginView, fn)
+}
+
+// ReadKeys implements store.KeyReader: one SELECT, which reads as of one
+// moment at any isolation level, with no transaction around it, so one
+// round trip where a View takes two.
+func (s *Store) ReadKeys(ctx context.Context, keys []string) ([][]byte, error) {
+	out := make([][]byte, len(keys))
+	if len(keys) == 0 {
+		return out, nil
+	}
+	arg := make([][]byte, len(keys))
+	for i, k := range keys {
+		if err := checkKey(k); err != nil {
+			return nil, err
+		}
+		arg[i] = []byte(k)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT key, value FROM kv WHERE key = ANY($1)`, arg)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k, v []byte
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, wrap(err)
+		}
+		if v == nil {
+			v = []byte{} // present, empty
+		}
+		for i, want := range keys { // a key may be asked for twice
+			if want == string(k) {
+				out[i] = v
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrap(err)
+	}
+	return out, nil
 }
 
 // run runs fn once in a transaction opened by begin, and commits it.

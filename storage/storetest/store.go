@@ -266,6 +266,36 @@ func RunStoreSuite(t *testing.T, open func(testing.TB) store.Store) {
 			return nil
 		})
 	})
+	t.Run("Read", func(t *testing.T) {
+		// The values of keys as of one moment, outside any transaction
+		// (store.Read: PostgreSQL's KeyReader, a View elsewhere).
+		s := open(t)
+		setKeys(t, s, "rd/a", "rd/b")
+		update(t, s, func(tx store.Tx) error { return tx.Set("rd/empty", []byte{}) })
+		vals, err := store.Read(ctx, s, "rd/a", "rd/none", "rd/empty", "rd/b", "rd/a")
+		must(t, err)
+		got := fmt.Sprintf("%q", vals)
+		if want := `["vrd/a" "" "" "vrd/b" "vrd/a"]`; got != want || vals[1] != nil || vals[2] == nil {
+			t.Errorf("Read: %s (nil at 1 only), want %s", got, want)
+		}
+		update(t, s, func(tx store.Tx) error {
+			must(t, tx.Set("rd/a", []byte("changed")))
+			return tx.Delete("rd/b")
+		})
+		vals, err = store.Read(ctx, s, "rd/a", "rd/b")
+		must(t, err)
+		if got := fmt.Sprintf("%q", vals); got != `["changed" ""]` || vals[1] != nil {
+			t.Errorf("Read after a commit: %s, want [\"changed\" nil]", got)
+		}
+		if vals, err := store.Read(ctx, s); err != nil || len(vals) != 0 {
+			t.Errorf("Read of no keys: %q %v", vals, err)
+		}
+		cancelled, cancel := context.WithCancel(ctx)
+		cancel()
+		if _, err := store.Read(cancelled, s, "rd/a"); !errors.Is(err, context.Canceled) {
+			t.Errorf("Read on a cancelled context: %v, want context.Canceled", err)
+		}
+	})
 	t.Run("ErrRollback", func(t *testing.T) {
 		s := open(t)
 		setKeys(t, s, "k/kept", "k/deleted")
