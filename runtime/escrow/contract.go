@@ -219,32 +219,37 @@ func (s *Service) Create(ctx context.Context, req CreateRequest, ik idem.Idem) (
 	if err != nil {
 		return Reply{}, err
 	}
-	// Checks that need reads run on a snapshot: checkers are immutable
-	// once stored, and a ban that lands a moment after this read is one
-	// a creation a moment earlier would have missed too.
-	err = s.st.View(ctx, func(tx store.Tx) error {
-		for i, ref := range plan.Checkers() {
-			if _, err := tx.Get(checkers.InfoKey(ref.SHA256)); errors.Is(err, store.ErrNotFound) {
-				return fault.New(fault.Invalid, ECodeUnknownChecker, "acceptance.checkers[%d]: no checker with sha256 %s; upload it with POST /checkers first", i, ref.SHA256)
-			} else if err != nil {
-				return err
-			}
-		}
-		if may, err := mayBeBanned(tx, c.Seller); err != nil || !may {
-			return err
-		}
-		rep, err := reputationTx(tx, c.Seller)
-		if err != nil {
-			return err
-		}
-		if rep.Standing == StandingBanned {
-			return fault.New(fault.Invalid, ECodeSellerBanned, "seller %s is BANNED (%d disputes lost as seller, %d as buyer) and is refused new contracts",
-				c.Seller, rep.AsSeller.Negative, rep.AsBuyer.Negative)
-		}
-		return nil
-	})
+	// Checks that need reads run before the transaction, in one read (one
+	// round trip on PostgreSQL): checkers are immutable once stored, and
+	// a ban that lands a moment after this read is one a creation a
+	// moment earlier would have missed too.
+	refs := plan.Checkers()
+	keys := make([]string, 0, len(refs)+1)
+	for _, ref := range refs {
+		keys = append(keys, checkers.InfoKey(ref.SHA256))
+	}
+	vals, err := store.Read(ctx, s.st, append(keys, negativeKey(c.Seller))...)
 	if err != nil {
 		return Reply{}, err
+	}
+	for i, ref := range refs {
+		if vals[i] == nil {
+			return Reply{}, fault.New(fault.Invalid, ECodeUnknownChecker, "acceptance.checkers[%d]: no checker with sha256 %s; upload it with POST /checkers first", i, ref.SHA256)
+		}
+	}
+	if vals[len(refs)] != nil {
+		// Only an agent that has lost a decision can be BANNED (a ban
+		// needs three negatives in a role), and one that has carries a
+		// mark (addReputation): this one does, so its reputation, a
+		// scan of its counters, decides.
+		rep, err := s.Reputation(ctx, c.Seller)
+		if err != nil {
+			return Reply{}, err
+		}
+		if rep.Standing == StandingBanned {
+			return Reply{}, fault.New(fault.Invalid, ECodeSellerBanned, "seller %s is BANNED (%d disputes lost as seller, %d as buyer) and is refused new contracts",
+				c.Seller, rep.AsSeller.Negative, rep.AsBuyer.Negative)
+		}
 	}
 	ck := s.tick()
 	c.ID = s.prefix + s.newID()
@@ -384,12 +389,11 @@ func wrongState(c *Contract, action string, want Status) error {
 
 // Get returns a contract, settling first a deadline that has passed.
 func (s *Service) Get(ctx context.Context, id string) (*Contract, error) {
-	var c *Contract
-	err := s.st.View(ctx, func(tx store.Tx) error {
-		var err error
-		c, err = s.loadContract(tx, id)
-		return err
-	})
+	vals, err := store.Read(ctx, s.st, contractKey(id))
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.decodeContract(id, vals[0])
 	if err != nil || !s.isDue(c, s.now()) {
 		return c, err
 	}
@@ -586,31 +590,7 @@ func (s *Service) Dispute(ctx context.Context, id string, req DisputeRequest, ik
 		return Reply{}, err
 	}
 	// Adjudicate on a snapshot, outside the write transaction.
-	var (
-		c  *Contract
-		dl delivery
-	)
-	err := s.st.View(ctx, func(tx store.Tx) error {
-		// The contract and its delivery in one read (one round trip on
-		// PostgreSQL): a contract not delivered has none, and needs none.
-		vals, err := store.GetMany(tx, contractKey(id), deliveryKey(id))
-		if err != nil {
-			return err
-		}
-		if c, err = s.decodeContract(id, vals[0]); err != nil {
-			return err
-		}
-		if c.Status != StatusDelivered {
-			return nil
-		}
-		if vals[1] == nil {
-			return fmt.Errorf("escrow: delivered contract %s has no delivery: %w", id, store.ErrNotFound)
-		}
-		if err := json.Unmarshal(vals[1], &dl); err != nil {
-			return fmt.Errorf("store: decode %s: %w", deliveryKey(id), err)
-		}
-		return nil
-	})
+	c, dl, err := s.readDelivery(ctx, id)
 	if err != nil {
 		return Reply{}, err
 	}
@@ -637,6 +617,28 @@ func (s *Service) Dispute(ctx context.Context, id string, req DisputeRequest, ik
 			checks: adj.Result.Checks, reason: req.Reason, criteria: adj.Result.CriteriaSHA256, counts: true, actor: principal.ActorOf(ctx)})
 		return Reply{Body: body}, err
 	})
+}
+
+// readDelivery reads contract id and, when it is delivered, its delivery,
+// as of one moment in one read (one round trip on PostgreSQL): a contract
+// not delivered has none, and needs none.
+func (s *Service) readDelivery(ctx context.Context, id string) (*Contract, delivery, error) {
+	var dl delivery
+	vals, err := store.Read(ctx, s.st, contractKey(id), deliveryKey(id))
+	if err != nil {
+		return nil, dl, err
+	}
+	c, err := s.decodeContract(id, vals[0])
+	if err != nil || c.Status != StatusDelivered {
+		return c, dl, err
+	}
+	if vals[1] == nil {
+		return nil, dl, fmt.Errorf("escrow: delivered contract %s has no delivery: %w", id, store.ErrNotFound)
+	}
+	if err := json.Unmarshal(vals[1], &dl); err != nil {
+		return nil, dl, fmt.Errorf("store: decode %s: %w", deliveryKey(id), err)
+	}
+	return c, dl, nil
 }
 
 func (s *Service) adjudicate(ctx context.Context, c *Contract, dl delivery) (*adjudication, error) {

@@ -165,21 +165,9 @@ func addReputation(tx store.Tx, did string, r role, contract string, positive bo
 	return store.SetJSON(tx, key, c)
 }
 
-// mayBeBanned reports whether an agent may be BANNED: only an agent that
-// has lost a decision can be (a ban needs three negatives in a role), and
-// one that has carries a mark (addReputation). One read of a key, where
-// reading the reputation is a scan of its shards.
-func mayBeBanned(tx store.Tx, did string) (bool, error) {
-	_, err := tx.Get(negativeKey(did))
-	if errors.Is(err, store.ErrNotFound) {
-		return false, nil
-	}
-	return err == nil, err
-}
-
 // markNegatives marks, once per store, every agent with a negative in its
 // reputation, for a store whose reputation was recorded before the marks
-// were (mayBeBanned trusts them): afterwards the store carries
+// were (Create trusts them): afterwards the store carries
 // keyNegativeMark and this reads one key. Marking is idempotent, so nodes
 // that start together may all do it.
 func markNegatives(ctx context.Context, st store.Store) error {
