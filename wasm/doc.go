@@ -53,7 +53,11 @@
 //     running _initialize InitMemoryMiB at least; it waits while they do
 //     not fit, and is refused (invalid_checker) when they never could.
 //     The snapshot cache takes at most a quarter of the budget, counting
-//     each image and its spare copies.
+//     each image and its spare copies. On Linux linear memory is a
+//     mapping of the limit outside the Go heap (reserve), unmapped when
+//     the run ends; the pages a grow adds are backed in one system call
+//     (populate), so that the guest takes no page faults in compiled
+//     code, where a garbage collection would wait for it.
 //   - Every module passes meter.CheckLimits (code size, functions, locals
 //     per function and in all, nesting depth and its sum, br_table targets
 //     per instruction and in all, tables, segments) before either engine
@@ -64,7 +68,8 @@
 //     0.23 GiB for the costliest synthetic module at the limits (65,535
 //     functions of 512 bytes sharing meter.MaxLocalsTotal locals, 2.2 s).
 //   - After a run whose memory reached 256 MiB, memory is returned to the
-//     operating system (debug.FreeOSMemory, at most every 10 s).
+//     operating system (debug.FreeOSMemory, at most every 10 s); a
+//     mapped linear memory goes back at once.
 //
 // So the sandbox's peak memory is at most the budget plus Config.Guests times
 // about 0.3 GiB, with two exceptions: per-instance bookkeeping proportional to
