@@ -53,11 +53,12 @@
 //     running _initialize InitMemoryMiB at least; it waits while they do
 //     not fit, and is refused (invalid_checker) when they never could.
 //     The snapshot cache takes at most a quarter of the budget, counting
-//     each image and its spare copies. On Linux linear memory is a
-//     mapping of the limit outside the Go heap (reserve), unmapped when
-//     the run ends; the pages a grow adds are backed in one system call
-//     (populate), so that the guest takes no page faults in compiled
-//     code, where a garbage collection would wait for it.
+//     each image and its spare copies. On Linux linear memory past
+//     reserveMin is a mapping of the limit outside the Go heap
+//     (reserve), unmapped when the run ends; the pages a grow adds are
+//     backed in one system call (populate), so that the guest takes no
+//     page faults in compiled code, where a garbage collection would
+//     wait for it.
 //   - Every module passes meter.CheckLimits (code size, functions, locals
 //     per function and in all, nesting depth and its sum, br_table targets
 //     per instruction and in all, tables, segments) before either engine
