@@ -35,11 +35,12 @@ type limitedMemory struct {
 // reserveMin is the size past which a run's memory, without an image,
 // moves to a mapping of its own (reserve) and its new pages are populated
 // there. Below it the memory is a Go buffer, from spans the runtime
-// reuses: a mapping, its population and its unmapping cost the trivial
-// checker's replay 75 µs, twice its time, and a run of a reactor with 20
-// MiB of state that touches three pages of it 18 ms more. A guest faulting
-// in reserveMin of fresh pages itself takes 2,048 faults, about 50 ms on
-// the slowest host measured.
+// reuses: mapping, populating and unmapping it doubled a replay of the
+// trivial checker (75 µs more), and a guest faulting in reserveMin of
+// fresh pages itself takes 2,048 faults, about 50 ms on the slowest host
+// measured. Past it the population is paid whether the guest touches the
+// pages or not: the cold run of a reactor with 20 MiB of state that
+// touches three of its pages took 31 ms instead of 10.
 const reserveMin = 8 << 20
 
 // memImage is the linear memory of a snapshot, shared by its replays.
