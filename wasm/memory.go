@@ -154,11 +154,12 @@ const copyChunk = 1 << 20
 
 // copyPreemptible is copy(dst, src) in chunks. One copy is one call of
 // the runtime's memmove, which the scheduler cannot preempt, and the
-// pages of a fresh buffer fault in as it writes them: on Linux, where
-// memory grows in place (reserve), nothing is copied, but elsewhere a
-// memory of hundreds of MiB would hold up a garbage collection, and with
-// it every goroutine that allocates, for as long as one copy takes.
-// Between chunks the goroutine can be preempted.
+// pages of a fresh buffer fault in as it writes them. On Linux a memory
+// is copied at most once past reserveMin, into its mapping, and then
+// grows in place; elsewhere, or where the mapping fails, a memory of
+// hundreds of MiB is copied as it grows, and one copy would hold up a
+// garbage collection, and with it every goroutine that allocates, for as
+// long as it takes. Between chunks the goroutine can be preempted.
 func copyPreemptible(dst, src []byte) {
 	for len(src) > 0 && len(dst) > 0 {
 		n := copy(dst, src[:min(len(src), copyChunk)])
