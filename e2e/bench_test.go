@@ -74,7 +74,7 @@ func TestBenchCourt_Table(t *testing.T) {
 	if err != nil {
 		t.Fatalf("assay bench court: %v\n%s", err, text)
 	}
-	for _, want := range []string{"clients", "cases/s", "p50 / 4 fsyncs", "server CPU µs/case", "client CPU µs/case", "disk floor in " + dir} {
+	for _, want := range []string{"clients", "cases/s", "p50 / 4 fsyncs", "server CPU µs/case", "server page faults/case", "client CPU µs/case", "disk floor in " + dir} {
 		if !strings.Contains(string(text), want) {
 			t.Errorf("the table has no %q:\n%s", want, text)
 		}

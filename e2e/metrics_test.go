@@ -238,6 +238,7 @@ func TestMetrics_benchCourt(t *testing.T) {
 			lat
 			Routes map[string]lat
 			CPU    float64 `json:"cpu_us_per_case"`
+			Faults float64 `json:"page_faults_per_case"`
 		}
 		ServerNote string  `json:"server_note"`
 		ClientCPU  float64 `json:"client_cpu_us_per_case"`
@@ -272,6 +273,11 @@ func TestMetrics_benchCourt(t *testing.T) {
 	bench(s, 400)
 	if res.Server == nil || res.Server.CPU <= 0 || res.ClientCPU <= 0 {
 		t.Errorf("CPU a case: server %+v, client %.0f µs, want both measured", res.Server, res.ClientCPU)
+	}
+	// And the server's page faults a case: its writes land on pages
+	// the store had not touched (a memtable's, the write-ahead log's).
+	if res.Server != nil && res.Server.Faults <= 0 {
+		t.Errorf("page faults a case: %v, want some", res.Server.Faults)
 	}
 	bench(startServe(t, t.TempDir(), []string{"--metrics=false"}, nil, 30*time.Second), 40)
 	if res.Server != nil || !strings.Contains(res.ServerNote, "no /metrics") {

@@ -185,6 +185,15 @@ func cpuUS(sv *serverLatency) string {
 	return us(sv.CPUUSPerCase)
 }
 
+// faults is the servers' page faults a case, in parentheses, or nothing
+// when their /metrics were not read or report none.
+func faults(sv *serverLatency) string {
+	if sv == nil || sv.PageFaultsPerCase <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%.1f page faults)", sv.PageFaultsPerCase)
+}
+
 func printFloor(w io.Writer, fl *diskFloor) {
 	if fl == nil {
 		return
@@ -210,7 +219,7 @@ func printRun(w io.Writer, res courtResult, fl *diskFloor) {
 	} else {
 		fmt.Fprintf(w, "server-side latency: %s\n", res.ServerNote)
 	}
-	fmt.Fprintf(w, "CPU a case: servers %s µs, this load generator %s µs\n", cpuUS(res.Server), us(res.ClientCPUUS))
+	fmt.Fprintf(w, "CPU a case: servers %s µs%s, this load generator %s µs\n", cpuUS(res.Server), faults(res.Server), us(res.ClientCPUUS))
 	printFloor(w, fl)
 	if fl != nil {
 		fmt.Fprintf(w, "case p50 / four durable writes: %.2fx\n", res.FloorRatio)
@@ -223,17 +232,20 @@ func printRun(w io.Writer, res courtResult, fl *diskFloor) {
 // printTable prints one line per client count, then the disk's floor.
 func printTable(w io.Writer, runs []courtResult, fl *diskFloor) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "clients\tcases\tcases/s\tcase p50 ms\tcase p99 ms\trequest p50 ms\trequest p99 ms\tserver p99 ms\tp50 / 4 fsyncs\tserver CPU µs/case\tclient CPU µs/case\terrors\tload\t")
+	fmt.Fprintln(tw, "clients\tcases\tcases/s\tcase p50 ms\tcase p99 ms\trequest p50 ms\trequest p99 ms\tserver p99 ms\tp50 / 4 fsyncs\tserver CPU µs/case\tserver page faults/case\tclient CPU µs/case\terrors\tload\t")
 	for _, r := range runs {
-		sv, ratio := "-", "-"
+		sv, ratio, pf := "-", "-", "-"
 		if r.Server != nil {
 			sv = ms(r.Server.P99NS)
+			if r.Server.PageFaultsPerCase > 0 {
+				pf = strconv.FormatFloat(r.Server.PageFaultsPerCase, 'f', 1, 64)
+			}
 		}
 		if fl != nil {
 			ratio = strconv.FormatFloat(r.FloorRatio, 'f', 2, 64) + "x"
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t\n", r.Clients, r.Cases, r.CasesPerSec,
-			ms(r.CaseP50NS), ms(r.CaseP99NS), ms(r.RequestP50NS), ms(r.RequestP99NS), sv, ratio, cpuUS(r.Server), us(r.ClientCPUUS), r.Errors, r.Load)
+		fmt.Fprintf(tw, "%d\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t\n", r.Clients, r.Cases, r.CasesPerSec,
+			ms(r.CaseP50NS), ms(r.CaseP99NS), ms(r.RequestP50NS), ms(r.RequestP99NS), sv, ratio, cpuUS(r.Server), pf, us(r.ClientCPUUS), r.Errors, r.Load)
 	}
 	tw.Flush()
 	printFloor(w, fl)
@@ -302,6 +314,12 @@ type serverLatency struct {
 	// CPUUSPerCase the same a case, in microseconds.
 	CPUSeconds   float64 `json:"cpu_seconds"`
 	CPUUSPerCase float64 `json:"cpu_us_per_case,omitempty"`
+	// PageFaults is the page faults the servers took over the run
+	// (metrics.PageFaults, summed over the bases), and PageFaultsPerCase
+	// the same a case: where faults are slow, a share of the CPU that a
+	// CPU profile puts on whatever code touched the page.
+	PageFaults        float64 `json:"page_faults"`
+	PageFaultsPerCase float64 `json:"page_faults_per_case,omitempty"`
 }
 
 type routeLatency struct {
@@ -376,6 +394,7 @@ func latencyDelta(before, after []metrics.Scrape) *serverLatency {
 	sv := &serverLatency{Requests: int64(all.Count()), P50NS: ns(all, 0.5), P99NS: ns(all, 0.99), Routes: map[string]routeLatency{}}
 	for i := range after {
 		sv.CPUSeconds += after[i].Sum(processCPU, nil) - before[i].Sum(processCPU, nil)
+		sv.PageFaults += after[i].Sum(metrics.PageFaults, nil) - before[i].Sum(metrics.PageFaults, nil)
 	}
 	for k, h := range byRoute {
 		sv.Routes[k[0]+" "+k[1]] = routeLatency{Method: k[0], Route: k[1], Requests: int64(h.Count()), P50NS: ns(h, 0.5), P99NS: ns(h, 0.99)}
@@ -484,6 +503,7 @@ func benchCourt(ctx context.Context, l courtLoad) (courtResult, error) {
 		res.Server = latencyDelta(before, after)
 		if res.Cases > 0 {
 			res.Server.CPUUSPerCase = res.Server.CPUSeconds * 1e6 / float64(res.Cases)
+			res.Server.PageFaultsPerCase = res.Server.PageFaults / float64(res.Cases)
 		}
 	}
 	return res, nil

@@ -58,6 +58,10 @@ type requestSeries struct {
 // seconds: from 100 µs (a health check) to 30 s (a large replay batch).
 var RequestBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
 
+// PageFaults is the name of the process's page fault counter, by kind
+// (minor, major); it is left out where the system does not report faults.
+const PageFaults = "assay_process_page_faults_total"
+
 // New returns a registry holding Assay's metrics and the Go runtime's and
 // process's collectors.
 func New() *Metrics {
@@ -109,6 +113,7 @@ func New() *Metrics {
 	reg.MustRegister(m.requests, m.requestDuration, m.runs, m.runFuel, m.runWall,
 		m.commitDuration, m.syncBatch, m.retries, m.receipts,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(systemCollectors()...)
 	return m
 }
 
