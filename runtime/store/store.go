@@ -130,6 +130,33 @@ func GetMany(tx Tx, keys ...string) ([][]byte, error) {
 	return out, nil
 }
 
+// Prefetcher is a Tx that reads keys ahead of the Gets that will ask for
+// them: PostgreSQL's sends the reads in one batch with whatever else is
+// waiting (its BEGIN, its writes), one round trip where the Gets of a
+// mutation's later steps would each take one.
+type Prefetcher interface {
+	// Prefetch reads keys in the transaction, as GetMany would, and keeps
+	// their values for the transaction's next Get or GetMany of each; a
+	// Set or Delete of a key drops what was read ahead of it.
+	Prefetch(keys []string) error
+}
+
+// Prefetch reads ahead in tx, where tx is a Prefetcher, the keys that keys
+// returns; elsewhere it does nothing and does not call keys, so that a
+// store whose reads are cheap pays nothing for naming them. A read made
+// ahead is a read of the transaction like any other (a concurrent write
+// of the key fails the commit as it would after a Get), and a key read
+// ahead that the transaction then does not read costs only the read: keys
+// may name what a transaction will most likely read, from data of any
+// age, and a wrong guess is read again, never wrongly.
+func Prefetch(tx Tx, keys func() []string) error {
+	p, ok := tx.(Prefetcher)
+	if !ok {
+		return nil
+	}
+	return p.Prefetch(keys())
+}
+
 // KeyReader is a Store that reads keys as of one moment with no
 // transaction around the read: PostgreSQL's reads them in one statement,
 // one round trip, where a View takes two (its reads, then its COMMIT).

@@ -337,6 +337,9 @@ type tx struct {
 	// failed is the first error the server returned; PostgreSQL aborts
 	// the transaction on any error, so every later call returns it too.
 	failed error
+	// ahead holds what Prefetch read, by key (nil: no value), until the
+	// next Get or GetMany of the key takes it or a write drops it.
+	ahead map[string][]byte
 }
 
 type write struct {
@@ -391,7 +394,26 @@ func (t *tx) queueWrites(b *pgx.Batch) {
 	t.pending = t.pending[:0]
 }
 
+// take returns and forgets the value read ahead of key (nil: none), if
+// Prefetch read it.
+func (t *tx) take(key string) ([]byte, bool) {
+	v, ok := t.ahead[key]
+	if ok {
+		delete(t.ahead, key)
+	}
+	return v, ok
+}
+
 func (t *tx) Get(key string) ([]byte, error) {
+	if t.failed != nil {
+		return nil, t.failed
+	}
+	if v, ok := t.take(key); ok {
+		if v == nil {
+			return nil, store.ErrNotFound
+		}
+		return v, nil
+	}
 	var v []byte
 	found := true
 	err := t.send(`SELECT value FROM kv WHERE key = $1`, []any{[]byte(key)}, func(q *pgx.QueuedQuery) {
@@ -413,15 +435,60 @@ func (t *tx) Get(key string) ([]byte, error) {
 	return v, nil
 }
 
-// GetMany implements store.MultiGetter: the reads go in one batch, with
-// the BEGIN and the writes waiting, so that they take one round trip.
+// GetMany implements store.MultiGetter: the reads not made ahead go in one
+// batch, with the BEGIN and the writes waiting, so that they take one
+// round trip.
 func (t *tx) GetMany(keys []string) ([][]byte, error) {
 	if t.failed != nil {
 		return nil, t.failed
 	}
 	out := make([][]byte, len(keys))
+	var rest []string // the keys not read ahead, and where they go in out
+	var at []int
+	for i, k := range keys {
+		if v, ok := t.take(k); ok {
+			out[i] = v
+		} else {
+			rest, at = append(rest, k), append(at, i)
+		}
+	}
+	if len(rest) == len(keys) {
+		return out, t.read(keys, out)
+	}
+	vals := make([][]byte, len(rest))
+	if err := t.read(rest, vals); err != nil {
+		return nil, err
+	}
+	for j, i := range at {
+		out[i] = vals[j]
+	}
+	return out, nil
+}
+
+// Prefetch implements store.Prefetcher: one batch, as GetMany sends.
+func (t *tx) Prefetch(keys []string) error {
+	if t.failed != nil {
+		return t.failed
+	}
+	vals := make([][]byte, len(keys))
+	if err := t.read(keys, vals); err != nil {
+		return err
+	}
+	if t.ahead == nil {
+		t.ahead = make(map[string][]byte, len(keys))
+	}
+	for i, k := range keys {
+		t.ahead[k] = vals[i]
+	}
+	return nil
+}
+
+// read reads keys into out (nil for a key that has no value, a non-nil
+// slice for one that has) in one batch, with the BEGIN and the writes
+// waiting.
+func (t *tx) read(keys []string, out [][]byte) error {
 	if len(keys) == 0 {
-		return out, nil
+		return nil
 	}
 	b := &pgx.Batch{}
 	if t.begin != "" {
@@ -442,10 +509,7 @@ func (t *tx) GetMany(keys []string) ([][]byte, error) {
 			return err
 		})
 	}
-	if err := t.fail(t.conn.SendBatch(t.ctx, b).Close()); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return t.fail(t.conn.SendBatch(t.ctx, b).Close())
 }
 
 func (t *tx) Set(key string, value []byte) error {
@@ -457,6 +521,7 @@ func (t *tx) Set(key string, value []byte) error {
 	}
 	// A copy: fn may reuse value once Set returns, and the batch is sent
 	// later. A nil value would be sent as NULL.
+	delete(t.ahead, key) // a read now sees the write
 	t.pending = append(t.pending, write{[]byte(key), append(make([]byte, 0, len(value)), value...)})
 	return nil
 }
@@ -468,6 +533,7 @@ func (t *tx) Delete(key string) error {
 	if t.failed != nil {
 		return t.failed
 	}
+	delete(t.ahead, key)
 	t.pending = append(t.pending, write{key: []byte(key)})
 	return nil
 }

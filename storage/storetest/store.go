@@ -266,6 +266,46 @@ func RunStoreSuite(t *testing.T, open func(testing.TB) store.Store) {
 			return nil
 		})
 	})
+	t.Run("Prefetch", func(t *testing.T) {
+		// Reads made ahead (store.Prefetch: PostgreSQL's Prefetcher,
+		// nothing elsewhere) read as Gets would, the transaction's own
+		// writes included, before the read ahead and after it.
+		s := open(t)
+		setKeys(t, s, "p/a", "p/b", "p/c", "p/e", "p/f", "p/g")
+		update(t, s, func(tx store.Tx) error {
+			must(t, tx.Set("p/c", []byte("written before")))
+			must(t, store.Prefetch(tx, func() []string { return []string{"p/a", "p/b", "p/c", "p/none", "p/e", "p/f", "p/g"} }))
+			must(t, tx.Set("p/b", []byte("written after")))
+			must(t, tx.Delete("p/e"))
+			for _, want := range [][2]string{{"p/a", "vp/a"}, {"p/a", "vp/a"}, {"p/b", "written after"}, {"p/c", "written before"}} {
+				if v, err := tx.Get(want[0]); err != nil || string(v) != want[1] {
+					t.Errorf("Get %s: %q %v, want %q", want[0], v, err, want[1])
+				}
+			}
+			for _, k := range []string{"p/none", "p/e"} {
+				if v, err := tx.Get(k); !errors.Is(err, store.ErrNotFound) {
+					t.Errorf("Get %s: %q %v, want ErrNotFound", k, v, err)
+				}
+			}
+			vals, err := store.GetMany(tx, "p/f", "p/h", "p/g", "p/f")
+			if err != nil {
+				return err
+			}
+			if got := fmt.Sprintf("%q", vals); got != `["vp/f" "" "vp/g" "vp/f"]` || vals[1] != nil {
+				t.Errorf("GetMany of keys read ahead and not: %s (nil at 1 only)", got)
+			}
+			return nil
+		})
+		update(t, s, func(tx store.Tx) error {
+			_, ahead := tx.(store.Prefetcher)
+			called := false
+			must(t, store.Prefetch(tx, func() []string { called = true; return nil }))
+			if called != ahead {
+				t.Errorf("keys called: %v, on a store that reads ahead: %v", called, ahead)
+			}
+			return nil
+		})
+	})
 	t.Run("Read", func(t *testing.T) {
 		// The values of keys as of one moment, outside any transaction
 		// (store.Read: PostgreSQL's KeyReader, a View elsewhere).
@@ -397,7 +437,8 @@ func RunStoreSuite(t *testing.T, open func(testing.TB) store.Store) {
 		// on call, takes its own off. Serially the second sees one and
 		// stays: at least one doctor remains on call, however the two
 		// interleave. Both read before either writes (a barrier on the
-		// first attempt), the case snapshot isolation alone gets wrong.
+		// first attempt), the case snapshot isolation alone gets wrong;
+		// every other round they read ahead (store.Prefetch).
 		s := open(t)
 		for round := range 10 {
 			a, b := fmt.Sprintf("oncall/%d/a", round), fmt.Sprintf("oncall/%d/b", round)
@@ -411,6 +452,13 @@ func RunStoreSuite(t *testing.T, open func(testing.TB) store.Store) {
 				own := []string{a, b}[i]
 				first := true
 				err := s.Update(ctx, func(tx store.Tx) error {
+					if round%2 == 1 {
+						// Read ahead: the reads are the transaction's
+						// all the same.
+						if err := store.Prefetch(tx, func() []string { return []string{a, b} }); err != nil {
+							return err
+						}
+					}
 					var x, y int
 					if err := store.GetJSON(tx, a, &x); err != nil {
 						return err
