@@ -164,13 +164,9 @@ func Post(tx store.Tx, t Transfer) error {
 		{Transfer: t.ID, Account: t.From, Counter: t.To, Amount: -t.Amount, Currency: t.Currency, Memo: t.Memo, At: t.At},
 		{Transfer: t.ID, Account: t.To, Counter: t.From, Amount: t.Amount, Currency: t.Currency, Memo: t.Memo, At: t.At},
 	}
-	// Read and check everything before writing anything. The two legs
-	// are only ever written together, in one transaction: the first one
-	// tells whether the transfer was posted.
-	shard := shardOf(t.ID)
-	// The first leg's key, then each account's counter: read, then
-	// written with the second leg's key.
-	keys := []string{legKey(legs[0], 0), shardKey(t.From, t.Currency, shard), shardKey(t.To, t.Currency, shard), legKey(legs[1], 1)}
+	// Read and check everything before writing anything: the keys
+	// ReadKeys names, then written with the second leg's key.
+	keys := append(appendReadKeys(make([]string, 0, 4), t), legKey(legs[1], 1))
 	vals, err := store.GetMany(tx, keys[:3]...) // one round trip where the store batches
 	if err != nil {
 		return err
@@ -206,6 +202,20 @@ func Post(tx store.Tx, t Transfer) error {
 		}
 	}
 	return nil
+}
+
+// ReadKeys returns the keys that Post reads for t, in the order it reads
+// them, so that a transaction that knows its transfer before it starts
+// can read them ahead (store.Prefetch): the first leg's key (the two legs
+// are only ever written together, in one transaction, so the first tells
+// whether the transfer was posted), then the counter of each account's
+// shard that the transfer moves.
+func ReadKeys(t Transfer) []string { return appendReadKeys(make([]string, 0, 3), t) }
+
+// appendReadKeys appends ReadKeys(t) to keys.
+func appendReadKeys(keys []string, t Transfer) []string {
+	shard := shardOf(t.ID)
+	return append(keys, legKey(Leg{Transfer: t.ID, Account: t.From}, 0), shardKey(t.From, t.Currency, shard), shardKey(t.To, t.Currency, shard))
 }
 
 // parseCounter reads a shard counter's value; an absent one (nil) is zero.
