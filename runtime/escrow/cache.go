@@ -45,6 +45,19 @@ func (cc *contractCache) get(id string, raw []byte) (*Contract, bool) {
 	return e.c.clone(), true
 }
 
+// peek returns a copy of the contract the cache holds under id, whatever
+// the store now holds (nil when it holds none): for what never changes
+// once a contract is made (its parties, price and currency).
+func (cc *contractCache) peek(id string) *Contract {
+	cc.mu.Lock()
+	e, ok := cc.m[id]
+	cc.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	return e.c.clone()
+}
+
 // put records that raw decodes to c (copied).
 func (cc *contractCache) put(id string, raw []byte, c *Contract) {
 	cc.mu.Lock()

@@ -441,7 +441,7 @@ func (s *Service) Fund(ctx context.Context, id string, ik idem.Idem) (Reply, err
 			Message: "the price could not be collected on the payment rail; try again later",
 			Err:     fmt.Errorf("collect %d %s from %s on the %s rail: %w", c.Price, c.Currency, c.Buyer, s.rail.Name(), err)}
 	}
-	r, err := s.fund(ctx, id, ik, ck, ref)
+	r, err := s.fund(ctx, c, ik, ck, ref)
 	if errors.Is(err, store.ErrCommitUnknown) {
 		// The hold may be recorded: returning the money could pay it twice.
 		return Reply{}, fault.Wrap(fault.Internal, ECodeCommitUnknown,
@@ -458,8 +458,16 @@ func (s *Service) Fund(ctx context.Context, id string, ik idem.Idem) (Reply, err
 	return r, err
 }
 
-func (s *Service) fund(ctx context.Context, id string, ik idem.Idem, ck clock, ref string) (Reply, error) {
+// fund moves the price into the hold of the contract that seen, read before
+// the transaction, is a copy of: the transaction reads the contract again.
+func (s *Service) fund(ctx context.Context, seen *Contract, ik idem.Idem, ck clock, ref string) (Reply, error) {
+	id := seen.ID
 	return s.mutate(ctx, ik, func(tx store.Tx) (Reply, error) {
+		if err := store.Prefetch(tx, func() []string {
+			return append([]string{contractKey(id)}, ledger.ReadKeys(s.fundTransfer(seen, ck, ref))...)
+		}); err != nil {
+			return Reply{}, err
+		}
 		c, err := s.loadContract(tx, id)
 		if err != nil {
 			return Reply{}, err
@@ -470,8 +478,7 @@ func (s *Service) fund(ctx context.Context, id string, ik idem.Idem, ck clock, r
 		if !c.DeliverBy.IsZero() && !ck.now.Before(c.DeliverBy) {
 			return Reply{}, fault.New(fault.Conflict, ECodeDeadlinePassed, "cannot fund contract %s: its deliver_by %s has passed", id, c.DeliverBy.Format(time.RFC3339))
 		}
-		if err := ledger.Post(tx, ledger.Transfer{ID: c.ID + ".fund", From: s.rail.Account(), To: holdAccount(c.ID),
-			Amount: c.Price, Currency: c.Currency, Memo: "fund " + c.ID + " (" + s.rail.Name() + " " + ref + ")", At: ck.now}); err != nil {
+		if err := ledger.Post(tx, s.fundTransfer(c, ck, ref)); err != nil {
 			return Reply{}, err
 		}
 		c.Status, c.FundedAt = StatusFunded, ck.now
@@ -481,6 +488,13 @@ func (s *Service) fund(ctx context.Context, id string, ik idem.Idem, ck clock, r
 		return Reply{Body: json.RawMessage(`{"status":"funded"}`)},
 			putEvent(tx, ck, Event{Event: "fund", ContractID: id, Status: c.Status, Price: c.Price, Currency: c.Currency})
 	})
+}
+
+// fundTransfer is the transfer that funds c with the payment ref collected
+// on the rail: the price, from the rail's account into c's hold.
+func (s *Service) fundTransfer(c *Contract, ck clock, ref string) ledger.Transfer {
+	return ledger.Transfer{ID: c.ID + ".fund", From: s.rail.Account(), To: holdAccount(c.ID),
+		Amount: c.Price, Currency: c.Currency, Memo: "fund " + c.ID + " (" + s.rail.Name() + " " + ref + ")", At: ck.now}
 }
 
 // Deliver records the seller's deliverable and evidence and their hash.
@@ -551,12 +565,17 @@ func (s *Service) Accept(ctx context.Context, id string, ik idem.Idem) (Reply, e
 		return deref(r), err
 	}
 	ck := s.tick()
+	d := decision{event: "accept", verdict: adjudicate.VerdictRelease, tier: TierBuyerAccept, actor: principal.ActorOf(ctx)}
 	return s.mutate(ctx, ik, func(tx store.Tx) (Reply, error) {
+		// The contract as this node last saw it, if it did.
+		if err := store.Prefetch(tx, func() []string { return decisionReads(id, s.contracts.peek(id), d) }); err != nil {
+			return Reply{}, err
+		}
 		c, err := s.decidable(tx, id, "accept", ck)
 		if err != nil {
 			return Reply{}, err
 		}
-		body, err := s.finalize(tx, c, ck, decision{event: "accept", verdict: adjudicate.VerdictRelease, tier: TierBuyerAccept, actor: principal.ActorOf(ctx)})
+		body, err := s.finalize(tx, c, ck, d)
 		return Reply{Body: body}, err
 	})
 }
@@ -601,7 +620,16 @@ func (s *Service) Dispute(ctx context.Context, id string, req DisputeRequest, ik
 		}
 	}
 	ck := s.tick()
+	seen := c // the contract as the snapshot read it
+	var d decision
+	if adj != nil {
+		d = decision{event: "dispute", verdict: adj.Result.Verdict, tier: adj.Result.Tier,
+			checks: adj.Result.Checks, reason: req.Reason, criteria: adj.Result.CriteriaSHA256, counts: true, actor: principal.ActorOf(ctx)}
+	}
 	return s.mutate(ctx, ik, func(tx store.Tx) (Reply, error) {
+		if err := store.Prefetch(tx, func() []string { return decisionReads(id, seen, d) }); err != nil {
+			return Reply{}, err
+		}
 		c, err := s.decidable(tx, id, "dispute", ck)
 		if err != nil {
 			return Reply{}, err
@@ -613,8 +641,7 @@ func (s *Service) Dispute(ctx context.Context, id string, req DisputeRequest, ik
 		if err := store.SetJSON(tx, adjudicationKey(id), adj); err != nil {
 			return Reply{}, err
 		}
-		body, err := s.finalize(tx, c, ck, decision{event: "dispute", verdict: adj.Result.Verdict, tier: adj.Result.Tier,
-			checks: adj.Result.Checks, reason: req.Reason, criteria: adj.Result.CriteriaSHA256, counts: true, actor: principal.ActorOf(ctx)})
+		body, err := s.finalize(tx, c, ck, d)
 		return Reply{Body: body}, err
 	})
 }
@@ -722,6 +749,46 @@ func (s *Service) settleDue(tx store.Tx, c *Contract, ck clock) (bool, error) {
 	return true, err
 }
 
+// payoutTransfer is the transfer that pays amount of c's hold out to agent
+// to on verdict.
+func payoutTransfer(c *Contract, to string, amount int64, verdict string, ck clock) ledger.Transfer {
+	return ledger.Transfer{ID: c.ID + ".payout", From: holdAccount(c.ID), To: ledger.AgentAccount(to),
+		Amount: amount, Currency: c.Currency, Memo: verdict + " " + c.ID, At: ck.now}
+}
+
+// decisionReads names what a transaction deciding contract id as d reads,
+// for store.Prefetch: the contract, and when seen (a copy of it of any
+// age, or nil) names its parties and currency, which never change, the
+// keys that finalize reads: the payout's in the ledger and the reputation
+// counters the decision moves.
+func decisionReads(id string, seen *Contract, d decision) []string {
+	keys := []string{contractKey(id)}
+	if seen == nil {
+		return keys
+	}
+	to := payee(seen, d.verdict)
+	if to == "" {
+		return keys // escalated, or not decided: no payout, no reputation
+	}
+	keys = append(keys, ledger.ReadKeys(payoutTransfer(seen, to, seen.Price, d.verdict, clock{}))...)
+	for _, o := range outcomes(seen, d) {
+		keys = append(keys, reputationKey(o.did, o.role, id))
+	}
+	return keys
+}
+
+// payee is whom a verdict on c pays its hold to: the seller on a release,
+// the buyer on a refund; "" on any other.
+func payee(c *Contract, verdict string) string {
+	switch verdict {
+	case adjudicate.VerdictRelease:
+		return c.Seller
+	case adjudicate.VerdictRefund:
+		return c.Buyer
+	}
+	return ""
+}
+
 type decision struct {
 	event    string
 	verdict  string
@@ -740,18 +807,15 @@ func (s *Service) finalize(tx store.Tx, c *Contract, ck clock, d decision) ([]by
 	payout := map[string]int64{}
 	purpose, status := "final", StatusResolved
 	switch d.verdict {
-	case adjudicate.VerdictRelease:
-		payout[c.Seller] = c.Price
-	case adjudicate.VerdictRefund:
-		payout[c.Buyer] = c.Price
+	case adjudicate.VerdictRelease, adjudicate.VerdictRefund:
+		payout[payee(c, d.verdict)] = c.Price
 	case adjudicate.VerdictEscalated:
 		purpose, status = "escalation", StatusEscalated
 	default:
 		return nil, fmt.Errorf("escrow: unknown verdict %q", d.verdict)
 	}
 	for to, amount := range payout {
-		if err := ledger.Post(tx, ledger.Transfer{ID: c.ID + ".payout", From: holdAccount(c.ID), To: ledger.AgentAccount(to),
-			Amount: amount, Currency: c.Currency, Memo: d.verdict + " " + c.ID, At: ck.now}); err != nil {
+		if err := ledger.Post(tx, payoutTransfer(c, to, amount, d.verdict, ck)); err != nil {
 			return nil, err
 		}
 	}

@@ -125,22 +125,36 @@ func (s *Service) Reputation(ctx context.Context, did string) (Reputation, error
 	return r, err
 }
 
-// recordReputation records what a final decision on contract c counts
-// for: a buyer's accept is a positive for the seller (the buyer's own
-// judgement of the delivery; it counts nothing for the buyer); a dispute
-// verdict (d.counts: tier0, tier1-jury, an operator's resolution) is a
-// positive for the side it favours and a negative for the other. A lapsed
-// deadline or review window counts for no one.
-func recordReputation(tx store.Tx, c *Contract, d decision) error {
+// outcome is one agent's outcome in one role, as a decision counts it.
+type outcome struct {
+	did      string
+	role     role
+	positive bool
+}
+
+// outcomes returns what a final decision on contract c counts for: a
+// buyer's accept is a positive for the seller (the buyer's own judgement
+// of the delivery; it counts nothing for the buyer); a dispute verdict
+// (d.counts: tier0, tier1-jury, an operator's resolution) is a positive
+// for the side it favours and a negative for the other. A lapsed deadline
+// or review window counts for no one.
+func outcomes(c *Contract, d decision) []outcome {
 	switch {
 	case d.tier == TierBuyerAccept:
-		return addReputation(tx, c.Seller, roleSeller, c.ID, true)
+		return []outcome{{c.Seller, roleSeller, true}}
 	case d.counts:
 		sellerWon := d.verdict == adjudicate.VerdictRelease
-		if err := addReputation(tx, c.Seller, roleSeller, c.ID, sellerWon); err != nil {
+		return []outcome{{c.Seller, roleSeller, sellerWon}, {c.Buyer, roleBuyer, !sellerWon}}
+	}
+	return nil
+}
+
+// recordReputation records the outcomes of a final decision on c.
+func recordReputation(tx store.Tx, c *Contract, d decision) error {
+	for _, o := range outcomes(c, d) {
+		if err := addReputation(tx, o.did, o.role, c.ID, o.positive); err != nil {
 			return err
 		}
-		return addReputation(tx, c.Buyer, roleBuyer, c.ID, !sellerWon)
 	}
 	return nil
 }
