@@ -45,7 +45,14 @@
 // has read takes one more, its COMMIT; store.Read, for reads that need
 // nothing else of their snapshot, takes none: ReadKeys reads its keys in
 // one SELECT, as of one moment at any isolation level, with no
-// transaction around it.
+// transaction around it. A transaction that knows what its later steps
+// will read names it first (store.Prefetch): the reads go with its BEGIN
+// in one batch and are kept until its next Get or GetMany of each key (a
+// Set or Delete of the key drops what was read ahead), so that a court
+// case's funding, accept or dispute reads its contract, its ledger legs
+// and counters and its reputation counters in one round trip. A read made
+// ahead is an ordinary SELECT of the transaction, locked and checked for
+// serialisation as any other.
 //
 // SERIALIZABLE locks the B-tree pages a read visits, so that transactions
 // touching different keys on one page may conflict and run again: rare in a
