@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"net"
+	"sync/atomic"
 	"testing"
 )
 
@@ -24,4 +26,28 @@ func Exec(tb testing.TB, s *Store, sql string) {
 	if _, err := s.pool.Exec(context.Background(), sql); err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// OpenCounting opens a Store on url whose connections count in writes
+// what they send the server: one write a round trip, as pgx sends a
+// batch, or a statement and its Sync, in one.
+func OpenCounting(ctx context.Context, url string, writes *atomic.Int64) (*Store, error) {
+	var d net.Dialer
+	return Open(ctx, url, Options{dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return countingConn{c, writes}, nil
+	}})
+}
+
+type countingConn struct {
+	net.Conn
+	writes *atomic.Int64
+}
+
+func (c countingConn) Write(b []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(b)
 }

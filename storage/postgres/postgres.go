@@ -65,6 +65,10 @@ type Options struct {
 	// OnRetry, when set, is called each time an Update runs again after a
 	// serialisation failure or a deadlock.
 	OnRetry func()
+
+	// dial, when set, replaces pgx's dialer, for tests that count what
+	// goes to the server.
+	dial pgconn.DialFunc
 }
 
 // Open connects to the PostgreSQL database at rawURL (postgres://...),
@@ -84,6 +88,9 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	}
 	if u, err := url.Parse(rawURL); err != nil || !u.Query().Has("pool_max_conns") {
 		cfg.MaxConns = defaultMaxConns
+	}
+	if opts.dial != nil {
+		cfg.ConnConfig.DialFunc = opts.dial
 	}
 	log := opts.Logger
 	if log == nil {
