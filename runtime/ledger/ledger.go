@@ -73,13 +73,17 @@ const (
 // phantom), so a check of funds without Lock may pass twice on one
 // balance. Call it before reading the balance a debit depends on.
 func Lock(tx store.Tx, account string) error {
-	k := lockPrefix + url.PathEscape(account)
+	k := LockKey(account)
 	var n int64
 	if err := store.GetJSON(tx, k, &n); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
 	return store.SetJSON(tx, k, n+1)
 }
+
+// LockKey is the key Lock reads and rewrites for account, for a
+// transaction that reads it ahead (store.Prefetch).
+func LockKey(account string) string { return lockPrefix + url.PathEscape(account) }
 
 // The bounds (see the package doc).
 const (

@@ -221,6 +221,7 @@ func esc(s string) string           { return url.PathEscape(s) }
 func listingKey(id string) string   { return keyListing + id }
 func purchaseKey(id string) string  { return keyPurchase + id }
 func challengeKey(id string) string { return keyChallenge + id }
+func agentKey(did string) string    { return keyAgent + esc(did) }
 func boughtKey(listing, buyer string) string {
 	return keyBought + listing + "/" + esc(buyer)
 }

@@ -27,7 +27,7 @@ type agentRecord struct {
 
 func loadAgent(tx store.Tx, did string) (agentRecord, bool, error) {
 	var a agentRecord
-	err := store.GetJSON(tx, keyAgent+esc(did), &a)
+	err := store.GetJSON(tx, agentKey(did), &a)
 	if errors.Is(err, store.ErrNotFound) {
 		return a, false, nil
 	}
@@ -39,7 +39,7 @@ func touchAgent(tx store.Tx, did string, now time.Time) error {
 	if err != nil || ok {
 		return err
 	}
-	return store.SetJSON(tx, keyAgent+esc(did), agentRecord{FirstSeen: now})
+	return store.SetJSON(tx, agentKey(did), agentRecord{FirstSeen: now})
 }
 
 func updateAgent(tx store.Tx, did string, now time.Time, fn func(*agentRecord) error) error {
@@ -53,7 +53,7 @@ func updateAgent(tx store.Tx, did string, now time.Time, fn func(*agentRecord) e
 	if err := fn(&a); err != nil {
 		return err
 	}
-	return store.SetJSON(tx, keyAgent+esc(did), a)
+	return store.SetJSON(tx, agentKey(did), a)
 }
 
 // debit locks an agent's wallet and refuses when it holds less than amount.
@@ -471,6 +471,9 @@ func (s *Service) Buy(ctx context.Context, listingID string, req PurchaseRequest
 		}
 	}
 	r, err := idem.Mutate(ctx, s.st, i, func(tx store.Tx) (Reply, error) {
+		if err := store.Prefetch(tx, func() []string { return buyReads(listingID, req.Agent, pid) }); err != nil {
+			return Reply{}, err
+		}
 		l, err := buyable(tx, listingID, req.Agent)
 		if err != nil {
 			return Reply{}, err
@@ -503,8 +506,7 @@ func (s *Service) Buy(ctx context.Context, listingID string, req PurchaseRequest
 		if err := touchAgent(tx, req.Agent, now); err != nil {
 			return Reply{}, err
 		}
-		if err := ledger.Post(tx, ledger.Transfer{ID: pid + ".pay", From: ledger.AgentAccount(req.Agent), To: holdAccount(pid),
-			Amount: int64(total), Currency: Currency, Memo: "purchase of " + l.ID + ", held until " + p.WindowClosesAt.Format(time.RFC3339), At: now}); err != nil {
+		if err := ledger.Post(tx, payTransfer(pid, req.Agent, total, "purchase of "+l.ID+", held until "+p.WindowClosesAt.Format(time.RFC3339), now)); err != nil {
 			return Reply{}, err
 		}
 		bond := USD(0)
@@ -568,6 +570,22 @@ func (s *Service) Buy(ctx context.Context, listingID string, req PurchaseRequest
 		}
 	}
 	return r, err
+}
+
+// payTransfer is purchase pid's payment of total from buyer's wallet into
+// the purchase's hold.
+func payTransfer(pid, buyer string, total USD, memo string, at time.Time) ledger.Transfer {
+	return ledger.Transfer{ID: pid + ".pay", From: ledger.AgentAccount(buyer), To: holdAccount(pid),
+		Amount: int64(total), Currency: Currency, Memo: memo, At: at}
+}
+
+// buyReads names what purchase pid of listing by agent reads, for
+// store.Prefetch: the listing, whether agent bought it before, the lock
+// of agent's wallet, its record, the payment's ledger keys and the
+// artifact. (The wallet's balance is a scan, read after its lock.)
+func buyReads(listing, agent, pid string) []string {
+	keys := []string{listingKey(listing), boughtKey(listing, agent), ledger.LockKey(ledger.AgentAccount(agent)), agentKey(agent), keyArtifact + listing}
+	return append(keys, ledger.ReadKeys(payTransfer(pid, agent, 0, "", time.Time{}))...)
 }
 
 // buyable loads a listing that agent may buy: active, not its own, not
