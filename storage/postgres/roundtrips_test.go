@@ -12,6 +12,7 @@ import (
 	"github.com/assayhq/assay/internal/pgtest"
 	"github.com/assayhq/assay/runtime/escrow"
 	"github.com/assayhq/assay/runtime/idem"
+	"github.com/assayhq/assay/runtime/market"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/storage/postgres"
 )
@@ -80,5 +81,62 @@ func TestStore_courtRoundTrips(t *testing.T) {
 	// of a connection that sat idle for a second on a slow machine.
 	if want := 9.5; got < want || got > want+0.25 {
 		t.Errorf("%.2f round trips a case, want %.1f", got, want)
+	}
+}
+
+// TestStore_buyRoundTrips: a purchase in the market reads what it needs
+// in one exchange (store.Prefetch), its wallet's balance (a scan, after
+// the wallet's lock) in another, and writes with its COMMIT in a third.
+func TestStore_buyRoundTrips(t *testing.T) {
+	ctx := context.Background()
+	var writes atomic.Int64
+	s, err := postgres.OpenCounting(ctx, pgtest.URL(t), &writes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	keys, err := receipt.OpenKeyring(receipt.KeyringConfig{Dir: t.TempDir(), Now: time.Now, Rand: rand.Reader})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := market.New(market.Config{Store: s, Signer: keys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, did := range []string{"did:rt:seller", "did:rt:buyer"} { // a bond for each listing, the prices
+		if _, err := m.Deposit(ctx, did, market.AmountRequest{AmountUSD: json.RawMessage(`"100"`)}, idem.Idem{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const buys = 10
+	var listings []string
+	for i := range buys + 1 {
+		r, err := m.Publish(ctx, market.PublishRequest{Agent: "did:rt:seller", Title: fmt.Sprintf("table %d", i), ProblemStatement: fmt.Sprintf("squares of the first %d integers", i+3),
+			Artifact: json.RawMessage(`"1 1\n2 4\n3 9\n"`), ArtifactType: "dataset", PriceUSD: json.RawMessage(`"1.00"`)}, idem.Idem{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p market.Published
+		if err := json.Unmarshal(r.Body, &p); err != nil {
+			t.Fatal(err)
+		}
+		listings = append(listings, p.Listing.ListingID)
+	}
+	buy := func(listing string) {
+		t.Helper()
+		if _, err := m.Buy(ctx, listing, market.PurchaseRequest{Agent: "did:rt:buyer"}, idem.Idem{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	buy(listings[0]) // the buyer's record and the counters written
+	writes.Store(0)
+	for _, l := range listings[1:] {
+		buy(l)
+	}
+	got := float64(writes.Load()) / buys
+	t.Logf("%.2f round trips a purchase", got)
+	// Without the reads made ahead, 8.
+	if want := 3.0; got < want || got > want+0.25 {
+		t.Errorf("%.2f round trips a purchase, want %.0f", got, want)
 	}
 }
