@@ -50,9 +50,10 @@
 // in one batch and are kept until its next Get or GetMany of each key (a
 // Set or Delete of the key drops what was read ahead), so that a court
 // case's funding, accept or dispute reads its contract, its ledger legs
-// and counters and its reputation counters in one round trip. A read made
-// ahead is an ordinary SELECT of the transaction, locked and checked for
-// serialisation as any other.
+// and counters and its reputation counters in one round trip, and a
+// market purchase its listing, the buyer's wallet and the artifact. A
+// read made ahead is an ordinary SELECT of the transaction, locked and
+// checked for serialisation as any other.
 //
 // SERIALIZABLE locks the B-tree pages a read visits, so that transactions
 // touching different keys on one page may conflict and run again: rare in a
