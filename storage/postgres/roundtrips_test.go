@@ -17,6 +17,22 @@ import (
 	"github.com/assayhq/assay/storage/postgres"
 )
 
+// counting opens a store on a database of its own whose writes to the
+// server writes counts, and a keyring to sign with.
+func counting(t *testing.T) (*postgres.Store, *atomic.Int64, *receipt.Keyring) {
+	var writes atomic.Int64
+	s, err := postgres.OpenCounting(context.Background(), pgtest.URL(t), &writes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	keys, err := receipt.OpenKeyring(receipt.KeyringConfig{Dir: t.TempDir(), Now: time.Now, Rand: rand.Reader})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, &writes, keys
+}
+
 // TestStore_courtRoundTrips: a court case takes the round trips to the
 // database that its steps need and no more. Each mutation reads what it
 // will need in one exchange (store.Prefetch) and writes with its COMMIT in
@@ -26,16 +42,7 @@ import (
 // create 2, fund 3, deliver 2, accept 2, dispute 3.
 func TestStore_courtRoundTrips(t *testing.T) {
 	ctx := context.Background()
-	var writes atomic.Int64
-	s, err := postgres.OpenCounting(ctx, pgtest.URL(t), &writes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	keys, err := receipt.OpenKeyring(receipt.KeyringConfig{Dir: t.TempDir(), Now: time.Now, Rand: rand.Reader})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, writes, keys := counting(t)
 	court, err := escrow.New(ctx, escrow.Config{Store: s, Signer: keys})
 	if err != nil {
 		t.Fatal(err)
@@ -89,16 +96,7 @@ func TestStore_courtRoundTrips(t *testing.T) {
 // the wallet's lock) in another, and writes with its COMMIT in a third.
 func TestStore_buyRoundTrips(t *testing.T) {
 	ctx := context.Background()
-	var writes atomic.Int64
-	s, err := postgres.OpenCounting(ctx, pgtest.URL(t), &writes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	keys, err := receipt.OpenKeyring(receipt.KeyringConfig{Dir: t.TempDir(), Now: time.Now, Rand: rand.Reader})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, writes, keys := counting(t)
 	m, err := market.New(market.Config{Store: s, Signer: keys})
 	if err != nil {
 		t.Fatal(err)
