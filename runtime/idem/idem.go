@@ -99,14 +99,26 @@ func Lookup(tx store.Tx, r Request) (*Reply, error) {
 	if r.Key == "" {
 		return nil, nil
 	}
-	var rec record
-	err := store.GetJSON(tx, key(r), &rec)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
+	b, err := tx.Get(key(r))
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
-	case err != nil:
+	} else if err != nil {
 		return nil, err
-	case rec.Fingerprint != r.Fingerprint:
+	}
+	return found(r, b)
+}
+
+// found is the reply stored for r as b, the value of its key, holds it
+// (nil: none), or an idempotency_conflict.
+func found(r Request, b []byte) (*Reply, error) {
+	if b == nil {
+		return nil, nil
+	}
+	var rec record
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return nil, fmt.Errorf("store: decode %s: %w", key(r), err)
+	}
+	if rec.Fingerprint != r.Fingerprint {
 		return nil, fault.New(fault.Conflict, "idempotency_conflict",
 			"Idempotency-Key %q was already used with a different request; use a new key", r.Key)
 	}
@@ -196,20 +208,19 @@ func (e *committed) Unwrap() error { return e.err }
 // again and meets the new state.
 func CommitThenFail(err error) error { return &committed{err} }
 
-// Replay looks r up on a snapshot of st: the stored reply, nil when there
-// is none, or an idempotency_conflict. Services call it before slow work
-// (a checker run), and Mutate looks again inside its transaction.
+// Replay looks r up in st as of one moment (store.Read: one statement on
+// PostgreSQL): the stored reply, nil when there is none, or an
+// idempotency_conflict. Services call it before slow work (a checker run),
+// and Mutate looks again inside its transaction.
 func Replay(ctx context.Context, st store.Store, r Request) (*Reply, error) {
 	if r.Key == "" {
 		return nil, nil
 	}
-	var rep *Reply
-	err := st.View(ctx, func(tx store.Tx) error {
-		var err error
-		rep, err = Lookup(tx, r)
-		return err
-	})
-	return rep, err
+	vals, err := store.Read(ctx, st, key(r))
+	if err != nil {
+		return nil, err
+	}
+	return found(r, vals[0])
 }
 
 // Mutate runs fn in one transaction of st that first looks r up (a stored
@@ -217,12 +228,23 @@ func Replay(ctx context.Context, st store.Store, r Request) (*Reply, error) {
 // reply under r in the same transaction. When fn returns CommitThenFail(err)
 // the transaction commits without a reply and Mutate returns err.
 func Mutate(ctx context.Context, st store.Store, r Request, fn func(tx store.Tx) (Reply, error)) (Reply, error) {
+	return MutateReading(ctx, st, r, nil, fn)
+}
+
+// MutateReading is Mutate for an fn whose reads are known before it runs:
+// reads (nil: none) names them, and a store that reads ahead
+// (store.Prefetch: PostgreSQL) reads them with r's stored reply in one
+// exchange, before the lookup.
+func MutateReading(ctx context.Context, st store.Store, r Request, reads func() []string, fn func(tx store.Tx) (Reply, error)) (Reply, error) {
 	var (
 		out   Reply
 		after error
 	)
 	err := st.Update(ctx, func(tx store.Tx) error {
 		out, after = Reply{}, nil
+		if err := store.Prefetch(tx, func() []string { return ahead(r, reads) }); err != nil {
+			return err
+		}
 		if rep, err := Lookup(tx, r); err != nil {
 			return err
 		} else if rep != nil {
@@ -250,4 +272,17 @@ func Mutate(ctx context.Context, st store.Store, r Request, fn func(tx store.Tx)
 		return Reply{}, after
 	}
 	return out, nil
+}
+
+// ahead is what MutateReading reads ahead: what reads names, and r's
+// stored reply when r has a key.
+func ahead(r Request, reads func() []string) []string {
+	var keys []string
+	if reads != nil {
+		keys = reads()
+	}
+	if r.Key != "" {
+		keys = append(keys, key(r))
+	}
+	return keys
 }

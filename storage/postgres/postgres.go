@@ -474,7 +474,7 @@ func (t *tx) GetMany(keys []string) ([][]byte, error) {
 
 // Prefetch implements store.Prefetcher: one batch, as GetMany sends.
 func (t *tx) Prefetch(keys []string) error {
-	if t.failed != nil {
+	if t.failed != nil || len(keys) == 0 {
 		return t.failed
 	}
 	vals := make([][]byte, len(keys))
