@@ -462,12 +462,10 @@ func (s *Service) Fund(ctx context.Context, id string, ik idem.Idem) (Reply, err
 // the transaction, is a copy of: the transaction reads the contract again.
 func (s *Service) fund(ctx context.Context, seen *Contract, ik idem.Idem, ck clock, ref string) (Reply, error) {
 	id := seen.ID
-	return s.mutate(ctx, ik, func(tx store.Tx) (Reply, error) {
-		if err := store.Prefetch(tx, func() []string {
-			return append([]string{contractKey(id)}, ledger.ReadKeys(s.fundTransfer(seen, ck, ref))...)
-		}); err != nil {
-			return Reply{}, err
-		}
+	reads := func() []string {
+		return append([]string{contractKey(id)}, ledger.ReadKeys(s.fundTransfer(seen, ck, ref))...)
+	}
+	return s.mutateReading(ctx, ik, reads, func(tx store.Tx) (Reply, error) {
 		c, err := s.loadContract(tx, id)
 		if err != nil {
 			return Reply{}, err
@@ -534,7 +532,8 @@ func (s *Service) Deliver(ctx context.Context, id string, req DeliverRequest, ik
 	evidenceHash := hex.EncodeToString(sum[:])
 	body := json.RawMessage(`{"evidence_hash":"` + evidenceHash + `","status":"` + string(StatusDelivered) + `"}`) // hex needs no escape
 	ck := s.tick()
-	return s.mutate(ctx, ik, func(tx store.Tx) (Reply, error) {
+	reads := func() []string { return []string{contractKey(id)} }
+	return s.mutateReading(ctx, ik, reads, func(tx store.Tx) (Reply, error) {
 		c, err := s.loadContract(tx, id)
 		if err != nil {
 			return Reply{}, err
@@ -566,11 +565,9 @@ func (s *Service) Accept(ctx context.Context, id string, ik idem.Idem) (Reply, e
 	}
 	ck := s.tick()
 	d := decision{event: "accept", verdict: adjudicate.VerdictRelease, tier: TierBuyerAccept, actor: principal.ActorOf(ctx)}
-	return s.mutate(ctx, ik, func(tx store.Tx) (Reply, error) {
-		// The contract as this node last saw it, if it did.
-		if err := store.Prefetch(tx, func() []string { return decisionReads(id, s.contracts.peek(id), d) }); err != nil {
-			return Reply{}, err
-		}
+	// The contract as this node last saw it, if it did, names the keys.
+	reads := func() []string { return decisionReads(id, s.contracts.peek(id), d) }
+	return s.mutateReading(ctx, ik, reads, func(tx store.Tx) (Reply, error) {
 		c, err := s.decidable(tx, id, "accept", ck)
 		if err != nil {
 			return Reply{}, err
@@ -626,10 +623,8 @@ func (s *Service) Dispute(ctx context.Context, id string, req DisputeRequest, ik
 		d = decision{event: "dispute", verdict: adj.Result.Verdict, tier: adj.Result.Tier,
 			checks: adj.Result.Checks, reason: req.Reason, criteria: adj.Result.CriteriaSHA256, counts: true, actor: principal.ActorOf(ctx)}
 	}
-	return s.mutate(ctx, ik, func(tx store.Tx) (Reply, error) {
-		if err := store.Prefetch(tx, func() []string { return decisionReads(id, seen, d) }); err != nil {
-			return Reply{}, err
-		}
+	reads := func() []string { return decisionReads(id, seen, d) }
+	return s.mutateReading(ctx, ik, reads, func(tx store.Tx) (Reply, error) {
 		c, err := s.decidable(tx, id, "dispute", ck)
 		if err != nil {
 			return Reply{}, err

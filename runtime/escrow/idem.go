@@ -23,3 +23,9 @@ func (s *Service) replay(ctx context.Context, ik idem.Idem) (*Reply, error) {
 func (s *Service) mutate(ctx context.Context, ik idem.Idem, fn func(tx store.Tx) (Reply, error)) (Reply, error) {
 	return idem.Mutate(ctx, s.st, ik.In(idemScope), fn)
 }
+
+// mutateReading is idem.MutateReading in the court's scope: reads names
+// what fn reads, for a store that reads ahead.
+func (s *Service) mutateReading(ctx context.Context, ik idem.Idem, reads func() []string, fn func(tx store.Tx) (Reply, error)) (Reply, error) {
+	return idem.MutateReading(ctx, s.st, ik.In(idemScope), reads, fn)
+}

@@ -470,10 +470,8 @@ func (s *Service) Buy(ctx context.Context, listingID string, req PurchaseRequest
 			ref, settled = r, &st
 		}
 	}
-	r, err := idem.Mutate(ctx, s.st, i, func(tx store.Tx) (Reply, error) {
-		if err := store.Prefetch(tx, func() []string { return buyReads(listingID, req.Agent, pid) }); err != nil {
-			return Reply{}, err
-		}
+	reads := func() []string { return buyReads(listingID, req.Agent, pid) }
+	r, err := idem.MutateReading(ctx, s.st, i, reads, func(tx store.Tx) (Reply, error) {
 		l, err := buyable(tx, listingID, req.Agent)
 		if err != nil {
 			return Reply{}, err
