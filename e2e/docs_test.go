@@ -182,6 +182,9 @@ func TestDocs(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Run(strings.TrimSuffix(strings.ReplaceAll(path, "/", "_"), ".md"), func(t *testing.T) {
+			// Each document has a directory, a server and a shell of its
+			// own; the compile cache they share is safe for concurrent use.
+			t.Parallel()
 			for _, e := range d.badFence {
 				t.Error(e)
 			}
@@ -264,7 +267,9 @@ func (d document) runOnce(t *testing.T, dir string, pass int, shellEnv []string)
 		if s != nil {
 			text = strings.ReplaceAll(text, "http://localhost:8080", s.base)
 		}
+		began := time.Now()
 		out, err := sh.run(text)
+		took := time.Since(began).Round(time.Millisecond)
 		if err != nil {
 			msg := fmt.Sprintf("%s:%d, run %d: %v\n--- the block\n%s--- its output\n%s", d.path, b.line, pass, err, b.text, out)
 			if s != nil {
@@ -274,7 +279,7 @@ func (d document) runOnce(t *testing.T, dir string, pass int, shellEnv []string)
 			return false
 		}
 		if testing.Verbose() {
-			t.Logf("%s:%d, run %d:\n%s", d.path, b.line, pass, out)
+			t.Logf("%s:%d, run %d, %s:\n%s", d.path, b.line, pass, took, out)
 		}
 		if b.want != "" {
 			if s != nil {
