@@ -36,6 +36,25 @@ func documents(tb testing.TB) []string {
 
 const repoRoot = ".."
 
+// readDocuments reads and parses every document, each with its text.
+func readDocuments(tb testing.TB) []document {
+	tb.Helper()
+	var out []document
+	for _, path := range documents(tb) {
+		src, err := os.ReadFile(filepath.Join(repoRoot, path))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		d, err := parseDocument(path, src)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		d.src = src
+		out = append(out, d)
+	}
+	return out
+}
+
 // A document's runnable examples, and how to run them.
 //
 // Every fenced block whose info string is exactly sh runs; any other
@@ -65,6 +84,7 @@ const repoRoot = ".."
 // repository's .gitignore covers.
 type document struct {
 	path     string
+	src      []byte   // the document's text
 	serve    []string // flags after --addr and --data
 	env      []string
 	needs    []string
@@ -172,15 +192,8 @@ func TestDocs(t *testing.T) {
 	// assay check, replay and judge compile checkers into one cache of the
 	// test's own, not the user's
 	cache := "ASSAY_CACHE=" + t.TempDir()
-	for _, path := range documents(t) {
-		src, err := os.ReadFile(filepath.Join(repoRoot, path))
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := parseDocument(path, src)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, d := range readDocuments(t) {
+		path := d.path
 		t.Run(strings.TrimSuffix(strings.ReplaceAll(path, "/", "_"), ".md"), func(t *testing.T) {
 			// Each document has a directory, a server and a shell of its
 			// own; the compile cache they share is safe for concurrent use.
@@ -494,16 +507,9 @@ func (sh *shell) run(text string) (string, error) {
 // the binary otherwise than assay.
 func TestDocs_examplesUsed(t *testing.T) {
 	var run, all strings.Builder
-	for _, path := range documents(t) {
-		src, err := os.ReadFile(filepath.Join(repoRoot, path))
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, d := range readDocuments(t) {
+		path, src := d.path, d.src
 		all.Write(src)
-		d, err := parseDocument(path, src)
-		if err != nil {
-			t.Fatal(err)
-		}
 		for _, b := range d.blocks {
 			if b.skip == "" {
 				run.WriteString(b.text)
@@ -623,15 +629,8 @@ func TestDocs_outputMatches(t *testing.T) {
 // environment says how to start it with make run, spelled as the test
 // starts it, and make run passes the flags on as the document says.
 func TestDocs_serveAsDocumented(t *testing.T) {
-	for _, path := range documents(t) {
-		src, err := os.ReadFile(filepath.Join(repoRoot, path))
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := parseDocument(path, src)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, d := range readDocuments(t) {
+		path, src := d.path, d.src
 		if len(d.serve) == 0 && len(d.env) == 0 {
 			continue
 		}
