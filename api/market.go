@@ -26,7 +26,8 @@ func registerMarket(app *fiber.App, s *server) {
 		if err != nil {
 			return err
 		}
-		r, err := m.Search(c.UserContext(), market.SearchRequest{Query: c.Query("query"), QueryFingerprint: c.Query("query_fingerprint"), Limit: limit})
+		r, err := m.Search(c.UserContext(), market.SearchRequest{Query: c.Query("query"), QueryFingerprint: c.Query("query_fingerprint"), Limit: limit,
+			Cursor: c.Query("cursor")})
 		if err != nil {
 			return err
 		}

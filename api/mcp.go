@@ -171,6 +171,7 @@ var argDescriptions = map[string]string{
 	"query":                    "the problem as text, matched by its words and constraints",
 	"query_fingerprint":        "sha256 of the normalised token set of the problem, computed locally so that the text never leaves the caller",
 	"limit":                    "the most results to answer; the market's default when omitted",
+	"cursor":                   "without query and query_fingerprint, the active listings are browsed newest first: next_cursor of one page asks for the next",
 }
 
 // resultDescriptions describe the fields of the tools' answers that an

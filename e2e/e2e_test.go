@@ -57,7 +57,7 @@ type server struct {
 	done   chan error
 }
 
-var listening = regexp.MustCompile(`serving the escrow court on (http://\S+)`)
+var listening = regexp.MustCompile(`^assay: serving .* on (http://\S+)$`)
 
 // start runs assay serve on a free loopback port with data in dir.
 func start(tb testing.TB, dir string, env ...string) *server {

@@ -343,7 +343,7 @@ func serveWith(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "assay: serving the escrow court on http://%s (data %s, store %s, key %s)\n", ln.Addr(), dir, cfg.Store, keys.Current().PublicKey)
+	printServing(stdout, ln.Addr(), m != nil, dir, cfg.Store.String(), keys.Current().PublicKey)
 	served := make(chan error, 1)
 	go func() { served <- app.Listener(ln) }()
 	select {
