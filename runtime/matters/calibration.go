@@ -31,7 +31,11 @@ type ObserveRequest struct {
 // forbidden, insufficient_scope (403); matter_not_found (404);
 // matter_not_observable, already_observed, quorum_matter_required,
 // idempotency_conflict (409).
-func (s *Service) Observe(ctx context.Context, a Actor, req ObserveRequest) (Reply, error) {
+func (s *Service) Observe(ctx context.Context, actor Actor, req ObserveRequest) (Reply, error) {
+	a, err := s.caller(actor)
+	if err != nil {
+		return Reply{}, err
+	}
 	if err := need(a, ScopeWrite); err != nil {
 		return Reply{}, err
 	}
@@ -45,10 +49,10 @@ func (s *Service) Observe(ctx context.Context, a Actor, req ObserveRequest) (Rep
 	if err != nil {
 		return Reply{}, invalid(ECodeInvalidOutcome, "outcome: %v", err)
 	}
-	if err := validIdemKey(req.IdempotencyKey); err != nil {
+	ir, err := idemOf("observe", a.Tenant, a.KeyID, req.IdempotencyKey, req)
+	if err != nil {
 		return Reply{}, err
 	}
-	ir := idem.Request{Scope: scope("observe", hashHex(a.Tenant), hashHex(a.KeyID)), Key: req.IdempotencyKey, Fingerprint: idem.FingerprintJSON("observe", req)}
 	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
 		m, err := s.loadQuorum(tx, a, req.MatterID, now)
 		if err != nil {
@@ -120,12 +124,16 @@ type Profile struct {
 // # Errors
 //
 // insufficient_scope (403); solver_not_found (404).
-func (s *Service) SolverProfile(ctx context.Context, a Actor, id string) (Profile, error) {
+func (s *Service) SolverProfile(ctx context.Context, actor Actor, id string) (Profile, error) {
+	a, err := s.caller(actor)
+	if err != nil {
+		return Profile{}, err
+	}
 	if err := need(a, ScopeRead); err != nil {
 		return Profile{}, err
 	}
 	var out Profile
-	err := s.st.View(ctx, func(tx store.Tx) error {
+	err = s.st.View(ctx, func(tx store.Tx) error {
 		p, err := getProfile(tx, a.Tenant, id)
 		if fault.CodeOf(err) == ECodeUnknownSolver {
 			return fault.New(fault.NotFound, ECodeSolverNotFound, "no solver %q in this tenant", id)

@@ -120,7 +120,25 @@ type Subject struct {
 // Settlement is what matter_settled says about money: nothing moved.
 const Settlement = "non_custodial_flag_only_no_usdc_moved"
 
-func scope(parts ...string) string { return "matters:" + strings.Join(parts, ":") }
+// idemOf is a judgment mutation's idempotency (idem.New): the key every
+// judgment mutation takes, as the seed says, in the scope of the
+// operation op and of who acts (the tenant and the id the request acts
+// as: bound to the signing principal in signed mode), and the request as
+// its content.
+//
+// # Errors
+//
+// invalid_idempotency_key (400): no key, or one outside the grammar.
+func idemOf(op, tenant, who, key string, req any) (idem.Request, error) {
+	if key == "" {
+		return idem.Request{}, invalid(ECodeInvalidIdemKey, "idempotency_key is required: every mutation takes one (1 to %d bytes)", idem.MaxKey)
+	}
+	b, err := json.Marshal(req)
+	if err != nil {
+		return idem.Request{}, err
+	}
+	return idem.New("matters "+op, tenant+"/"+who, key, b)
+}
 
 // mutate is idem.Mutate with the service clock read inside the
 // transaction, once per attempt.
@@ -128,14 +146,14 @@ func (s *Service) mutate(ctx context.Context, r idem.Request, fn func(tx store.T
 	return idem.Mutate(ctx, s.st, r, func(tx store.Tx) (Reply, error) { return fn(tx, s.now().UTC()) })
 }
 
-func need(a Actor, scope string) error {
+func need(a caller, scope string) error {
 	if !a.Can(scope) {
 		return fault.New(fault.Forbidden, ECodeInsufficientScope, "this call needs the %s scope", scope)
 	}
 	return nil
 }
 
-func needRole(a Actor, roles ...string) error {
+func needRole(a caller, roles ...string) error {
 	for _, r := range roles {
 		if a.Has(r) {
 			return nil
@@ -149,7 +167,7 @@ func notFound(id string) error {
 }
 
 // load reads a Matter the actor's tenant owns; any other is not found.
-func load(tx store.Tx, a Actor, id string) (*Matter, error) {
+func load(tx store.Tx, a caller, id string) (*Matter, error) {
 	if id == "" {
 		return nil, invalid(ECodeMissingField, "matter_id is required")
 	}
@@ -165,7 +183,7 @@ func load(tx store.Tx, a Actor, id string) (*Matter, error) {
 }
 
 // ownerOrOperator allows the Matter's requester and the tenant's operators.
-func ownerOrOperator(a Actor, m *Matter) error {
+func ownerOrOperator(a caller, m *Matter) error {
 	if a.Open || a.Has(RoleOperator) || (a.Has(RoleRequester) && a.KeyID == m.RequesterID) {
 		return nil
 	}
@@ -238,7 +256,7 @@ func (s *Service) expire(tx store.Tx, m *Matter, now time.Time) (receipt.Receipt
 
 // loadLive loads a Matter for a mutation and expires it when due; an
 // expired-now Matter fails the request with err after the expiry commits.
-func (s *Service) loadLive(tx store.Tx, a Actor, id string, now time.Time, whenDue error) (*Matter, error) {
+func (s *Service) loadLive(tx store.Tx, a caller, id string, now time.Time, whenDue error) (*Matter, error) {
 	m, err := load(tx, a, id)
 	if err != nil {
 		return nil, err
@@ -264,14 +282,18 @@ func notOpen(m *Matter) error {
 // invalid_deadline, invalid_risk_class, invalid_schema,
 // invalid_idempotency_key (400); forbidden, insufficient_scope,
 // requester_mismatch (403); idempotency_conflict (409).
-func (s *Service) Open(ctx context.Context, a Actor, req OpenRequest) (Reply, error) {
+func (s *Service) Open(ctx context.Context, actor Actor, req OpenRequest) (Reply, error) {
+	a, err := s.caller(actor)
+	if err != nil {
+		return Reply{}, err
+	}
 	return s.open(ctx, a, req, nil)
 }
 
 // open is Open, and OpenQuorum when q is set: q's content is part of the
 // request, and its start runs in the transaction before matter_opened is
 // signed.
-func (s *Service) open(ctx context.Context, a Actor, req OpenRequest, q *quorumOpen) (Reply, error) {
+func (s *Service) open(ctx context.Context, a caller, req OpenRequest, q *quorumOpen) (Reply, error) {
 	if err := need(a, ScopeWrite); err != nil {
 		return Reply{}, err
 	}
@@ -308,19 +330,19 @@ func (s *Service) open(ctx context.Context, a Actor, req OpenRequest, q *quorumO
 	if _, err := compileVerdictSchema(req.VerdictSchema); err != nil {
 		return Reply{}, err
 	}
-	if err := validIdemKey(req.IdempotencyKey); err != nil {
-		return Reply{}, err
-	}
 	canonSchema, err := receipt.CanonicalJSON(req.VerdictSchema)
 	if err != nil {
 		return Reply{}, invalid(ECodeInvalidSchema, "verdict_schema: %v", err)
 	}
-	ir := idem.Request{Scope: scope("open", hashHex(a.Tenant), hashHex(req.RequesterID)), Key: req.IdempotencyKey, Fingerprint: idem.FingerprintJSON("open", req)}
+	ir, err := idemOf("open", a.Tenant, req.RequesterID, req.IdempotencyKey, req)
+	if err != nil {
+		return Reply{}, err
+	}
 	if q != nil {
 		if err := q.check(canonSchema); err != nil {
 			return Reply{}, err
 		}
-		ir.Fingerprint = idem.FingerprintJSON("open", QuorumOpenRequest{OpenRequest: req, Quorum: q.spec})
+		ir.Fingerprint = idem.FingerprintJSON(ir.Scope, QuorumOpenRequest{OpenRequest: req, Quorum: q.spec})
 	}
 	id := "mat-" + s.newID()
 	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
@@ -365,7 +387,11 @@ func (s *Service) open(ctx context.Context, a Actor, req OpenRequest, q *quorumO
 // conflict_free=true assertion, or the solver is the requester);
 // matter_not_found (404); matter_not_open, solver_already_assigned,
 // idempotency_conflict (409); forbidden, insufficient_scope (403).
-func (s *Service) Assign(ctx context.Context, a Actor, req AssignRequest) (Reply, error) {
+func (s *Service) Assign(ctx context.Context, actor Actor, req AssignRequest) (Reply, error) {
+	a, err := s.caller(actor)
+	if err != nil {
+		return Reply{}, err
+	}
 	if err := need(a, ScopeWrite); err != nil {
 		return Reply{}, err
 	}
@@ -387,10 +413,10 @@ func (s *Service) Assign(ctx context.Context, a Actor, req AssignRequest) (Reply
 	if req.ConflictFree == nil || !*req.ConflictFree {
 		return Reply{}, fault.New(fault.Conflict, ECodeSolverConflict, "assigning a solver requires the assertion conflict_free=true")
 	}
-	if err := validIdemKey(req.IdempotencyKey); err != nil {
+	ir, err := idemOf("assign", a.Tenant, a.KeyID, req.IdempotencyKey, req)
+	if err != nil {
 		return Reply{}, err
 	}
-	ir := idem.Request{Scope: scope("assign", hashHex(a.Tenant), hashHex(a.KeyID)), Key: req.IdempotencyKey, Fingerprint: idem.FingerprintJSON("assign", req)}
 	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
 		m, err := load(tx, a, req.MatterID)
 		if err != nil {
@@ -419,7 +445,7 @@ func (s *Service) Assign(ctx context.Context, a Actor, req AssignRequest) (Reply
 		}
 		if !a.Open {
 			p, err := principal.Get(tx, req.SolverID)
-			if err != nil || p.Tenant != a.Tenant || !p.RevokedAt.IsZero() || !actorOf(p).Has(RoleSolver) {
+			if err != nil || p.Tenant != a.Tenant || !p.RevokedAt.IsZero() || !callerOf(p).Has(RoleSolver) {
 				return Reply{}, invalid(ECodeUnknownSolver, "solver_id must be the key id of an active solver principal of this tenant")
 			}
 		}
@@ -445,7 +471,7 @@ func validReason(reason string) error {
 // solverCall checks what every call of a solver on a Matter needs, in
 // this order: the write scope, the solver role, the Matter's id, and the
 // solver's own id (solverID); it returns that id.
-func solverCall(a Actor, matterID, solver string) (string, error) {
+func solverCall(a caller, matterID, solver string) (string, error) {
 	if err := need(a, ScopeWrite); err != nil {
 		return "", err
 	}
@@ -459,7 +485,7 @@ func solverCall(a Actor, matterID, solver string) (string, error) {
 }
 
 // solverID binds the body's solver_id to the signing principal.
-func solverID(a Actor, id string) (string, error) {
+func solverID(a caller, id string) (string, error) {
 	if a.Open {
 		return id, validID("solver_id", id)
 	}
@@ -480,16 +506,20 @@ func solverID(a Actor, id string) (string, error) {
 // missing_field (400); solver_mismatch, forbidden, insufficient_scope
 // (403); matter_not_found (404); matter_not_open, solver_not_assigned,
 // solver_not_accepting, idempotency_conflict (409).
-func (s *Service) Accept(ctx context.Context, a Actor, req AcceptRequest) (Reply, error) {
+func (s *Service) Accept(ctx context.Context, actor Actor, req AcceptRequest) (Reply, error) {
+	a, err := s.caller(actor)
+	if err != nil {
+		return Reply{}, err
+	}
 	sid, err := solverCall(a, req.MatterID, req.SolverID)
 	if err != nil {
 		return Reply{}, err
 	}
 	req.SolverID = sid
-	if err := validIdemKey(req.IdempotencyKey); err != nil {
+	ir, err := idemOf("accept", a.Tenant, sid, req.IdempotencyKey, req)
+	if err != nil {
 		return Reply{}, err
 	}
-	ir := idem.Request{Scope: scope("accept", hashHex(a.Tenant), hashHex(sid)), Key: req.IdempotencyKey, Fingerprint: idem.FingerprintJSON("accept", req)}
 	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
 		m, err := load(tx, a, req.MatterID)
 		if err != nil {
@@ -534,7 +564,11 @@ func (s *Service) Accept(ctx context.Context, a Actor, req AcceptRequest) (Reply
 // solver_mismatch, forbidden, insufficient_scope (403); matter_not_found
 // (404); matter_not_open, solver_not_assigned, solver_not_accepted,
 // solver_kind_mismatch, idempotency_conflict (409).
-func (s *Service) Verdict(ctx context.Context, a Actor, req VerdictRequest) (Reply, error) {
+func (s *Service) Verdict(ctx context.Context, actor Actor, req VerdictRequest) (Reply, error) {
+	a, err := s.caller(actor)
+	if err != nil {
+		return Reply{}, err
+	}
 	sid, err := solverCall(a, req.MatterID, req.SolverID)
 	if err != nil {
 		return Reply{}, err
@@ -556,10 +590,10 @@ func (s *Service) Verdict(ctx context.Context, a Actor, req VerdictRequest) (Rep
 	if err != nil {
 		return Reply{}, invalid(ECodeInvalidVerdict, "verdict: %v", err)
 	}
-	if err := validIdemKey(req.IdempotencyKey); err != nil {
+	ir, err := idemOf("verdict", a.Tenant, sid, req.IdempotencyKey, req)
+	if err != nil {
 		return Reply{}, err
 	}
-	ir := idem.Request{Scope: scope("verdict", hashHex(a.Tenant), hashHex(sid)), Key: req.IdempotencyKey, Fingerprint: idem.FingerprintJSON("verdict", req)}
 	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
 		m, err := s.loadLive(tx, a, req.MatterID, now,
 			fault.New(fault.Conflict, ECodeMatterNotOpen, "matter %s passed its deadline and expired", req.MatterID))
@@ -618,17 +652,21 @@ func (s *Service) Verdict(ctx context.Context, a Actor, req VerdictRequest) (Rep
 //
 // missing_field (400); forbidden, insufficient_scope (403);
 // matter_not_found (404); matter_not_settleable, idempotency_conflict (409).
-func (s *Service) Settle(ctx context.Context, a Actor, req SettleRequest) (Reply, error) {
+func (s *Service) Settle(ctx context.Context, actor Actor, req SettleRequest) (Reply, error) {
+	a, err := s.caller(actor)
+	if err != nil {
+		return Reply{}, err
+	}
 	if err := need(a, ScopeWrite); err != nil {
 		return Reply{}, err
 	}
 	if err := validID("matter_id", req.MatterID); err != nil {
 		return Reply{}, err
 	}
-	if err := validIdemKey(req.IdempotencyKey); err != nil {
+	ir, err := idemOf("settle", a.Tenant, a.KeyID, req.IdempotencyKey, req)
+	if err != nil {
 		return Reply{}, err
 	}
-	ir := idem.Request{Scope: scope("settle", hashHex(a.Tenant), hashHex(a.KeyID)), Key: req.IdempotencyKey, Fingerprint: idem.FingerprintJSON("settle", req)}
 	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
 		m, err := load(tx, a, req.MatterID)
 		if err != nil {
@@ -680,7 +718,11 @@ func (s *Service) Settle(ctx context.Context, a Actor, req SettleRequest) (Reply
 // missing_field, invalid_reason, invalid_action_digest (400); forbidden,
 // insufficient_scope (403); matter_not_found (404);
 // matter_not_disputable, idempotency_conflict (409).
-func (s *Service) Dispute(ctx context.Context, a Actor, req DisputeRequest) (Reply, error) {
+func (s *Service) Dispute(ctx context.Context, actor Actor, req DisputeRequest) (Reply, error) {
+	a, err := s.caller(actor)
+	if err != nil {
+		return Reply{}, err
+	}
 	if err := need(a, ScopeWrite); err != nil {
 		return Reply{}, err
 	}
@@ -693,10 +735,10 @@ func (s *Service) Dispute(ctx context.Context, a Actor, req DisputeRequest) (Rep
 	if err := validDigest("action_digest", req.ActionDigest, false); err != nil {
 		return Reply{}, err
 	}
-	if err := validIdemKey(req.IdempotencyKey); err != nil {
+	ir, err := idemOf("dispute", a.Tenant, a.KeyID, req.IdempotencyKey, req)
+	if err != nil {
 		return Reply{}, err
 	}
-	ir := idem.Request{Scope: scope("dispute", hashHex(a.Tenant), hashHex(a.KeyID)), Key: req.IdempotencyKey, Fingerprint: idem.FingerprintJSON("dispute", req)}
 	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
 		m, err := load(tx, a, req.MatterID)
 		if err != nil {
@@ -742,24 +784,21 @@ func (s *Service) Dispute(ctx context.Context, a Actor, req DisputeRequest) (Rep
 //
 // invalid_idempotency_key (400); forbidden, insufficient_scope (403);
 // idempotency_conflict (409).
-func (s *Service) Tick(ctx context.Context, a Actor, req TickRequest) (Reply, error) {
+func (s *Service) Tick(ctx context.Context, actor Actor, req TickRequest) (Reply, error) {
+	a, err := s.caller(actor)
+	if err != nil {
+		return Reply{}, err
+	}
 	if err := need(a, ScopeWrite); err != nil {
 		return Reply{}, err
 	}
 	if err := needRole(a, RoleOperator); err != nil {
 		return Reply{}, err
 	}
-	if err := validIdemKey(req.IdempotencyKey); err != nil {
+	ir, err := idemOf("tick", a.Tenant, a.KeyID, req.IdempotencyKey, req)
+	if err != nil {
 		return Reply{}, err
 	}
-	// The tenant's operators share the scope; the caller is part of the
-	// content, so another operator's reuse of a key is a conflict rather
-	// than a replay of someone else's tick.
-	ir := idem.Request{Scope: scope("tick", hashHex(a.Tenant)), Key: req.IdempotencyKey,
-		Fingerprint: idem.FingerprintJSON("tick", struct {
-			TickRequest
-			Operator string `json:"operator"`
-		}{req, a.KeyID})}
 	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
 		out := Ticked{EvaluatedAt: now, Expired: []Public{}, Receipts: []receipt.Receipt{}}
 		ids, err := scanIDs(tx, openPrefix(a.Tenant), 0)

@@ -177,7 +177,11 @@ func parseMicro(field, s string, max int64) (int64, error) {
 //
 // Open's, and invalid_quorum, invalid_amount (400); insufficient_funds
 // (409).
-func (s *Service) OpenQuorum(ctx context.Context, a Actor, req QuorumOpenRequest) (Reply, error) {
+func (s *Service) OpenQuorum(ctx context.Context, actor Actor, req QuorumOpenRequest) (Reply, error) {
+	a, err := s.caller(actor)
+	if err != nil {
+		return Reply{}, err
+	}
 	q, err := checkQuorum(req.Quorum)
 	if err != nil {
 		return Reply{}, err
@@ -251,7 +255,7 @@ func pastPhase(m *Matter, what string) error {
 }
 
 // loadQuorum loads a quorum Matter and advances it past any deadline.
-func (s *Service) loadQuorum(tx store.Tx, a Actor, id string, now time.Time) (*Matter, error) {
+func (s *Service) loadQuorum(tx store.Tx, a caller, id string, now time.Time) (*Matter, error) {
 	m, err := load(tx, a, id)
 	if err != nil {
 		return nil, err
@@ -272,7 +276,11 @@ func (s *Service) loadQuorum(tx store.Tx, a Actor, id string, now time.Time) (*M
 // solver_already_assigned, quorum_full, lineage_diversity,
 // matter_not_open, quorum_not_met, quorum_matter_required, idempotency_conflict (409);
 // forbidden, insufficient_scope (403); matter_not_found (404).
-func (s *Service) AssignSeat(ctx context.Context, a Actor, req SeatRequest) (Reply, error) {
+func (s *Service) AssignSeat(ctx context.Context, actor Actor, req SeatRequest) (Reply, error) {
+	a, err := s.caller(actor)
+	if err != nil {
+		return Reply{}, err
+	}
 	if err := need(a, ScopeWrite); err != nil {
 		return Reply{}, err
 	}
@@ -285,10 +293,10 @@ func (s *Service) AssignSeat(ctx context.Context, a Actor, req SeatRequest) (Rep
 	if err := validID("solver_id", req.SolverID); err != nil {
 		return Reply{}, err
 	}
-	if err := validIdemKey(req.IdempotencyKey); err != nil {
+	ir, err := idemOf("seat", a.Tenant, a.KeyID, req.IdempotencyKey, req)
+	if err != nil {
 		return Reply{}, err
 	}
-	ir := idem.Request{Scope: scope("assign", hashHex(a.Tenant), hashHex(a.KeyID)), Key: req.IdempotencyKey, Fingerprint: idem.FingerprintJSON("seat", req)}
 	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
 		m, err := s.loadQuorum(tx, a, req.MatterID, now)
 		if err != nil {
@@ -369,16 +377,20 @@ func diversityLeft(x *Exchange, p SolverProfile) error {
 // (403); matter_not_found (404); matter_not_open, quorum_not_met, solver_not_assigned,
 // solver_not_accepting, insufficient_funds, quorum_matter_required,
 // idempotency_conflict (409).
-func (s *Service) AcceptSeat(ctx context.Context, a Actor, req AcceptRequest) (Reply, error) {
+func (s *Service) AcceptSeat(ctx context.Context, actor Actor, req AcceptRequest) (Reply, error) {
+	a, err := s.caller(actor)
+	if err != nil {
+		return Reply{}, err
+	}
 	sid, err := solverCall(a, req.MatterID, req.SolverID)
 	if err != nil {
 		return Reply{}, err
 	}
 	req.SolverID = sid
-	if err := validIdemKey(req.IdempotencyKey); err != nil {
+	ir, err := idemOf("accept-seat", a.Tenant, sid, req.IdempotencyKey, req)
+	if err != nil {
 		return Reply{}, err
 	}
-	ir := idem.Request{Scope: scope("accept", hashHex(a.Tenant), hashHex(sid)), Key: req.IdempotencyKey, Fingerprint: idem.FingerprintJSON("accept-seat", req)}
 	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
 		m, err := s.loadQuorum(tx, a, req.MatterID, now)
 		if err != nil {
@@ -423,7 +435,11 @@ func (s *Service) AcceptSeat(ctx context.Context, a Actor, req AcceptRequest) (R
 // insufficient_scope (403); matter_not_found (404); matter_not_open, quorum_not_met,
 // solver_not_assigned, solver_not_accepted, already_committed,
 // quorum_matter_required, idempotency_conflict (409).
-func (s *Service) Commit(ctx context.Context, a Actor, req CommitRequest) (Reply, error) {
+func (s *Service) Commit(ctx context.Context, actor Actor, req CommitRequest) (Reply, error) {
+	a, err := s.caller(actor)
+	if err != nil {
+		return Reply{}, err
+	}
 	sid, err := solverCall(a, req.MatterID, req.SolverID)
 	if err != nil {
 		return Reply{}, err
@@ -432,10 +448,10 @@ func (s *Service) Commit(ctx context.Context, a Actor, req CommitRequest) (Reply
 	if !hex64.MatchString(req.Commitment) {
 		return Reply{}, invalid(ECodeInvalidCommitment, "commitment must be 64 lowercase hex digits: the SHA-256 of the JCS form of {matter_id, salt, solver_id, verdict}")
 	}
-	if err := validIdemKey(req.IdempotencyKey); err != nil {
+	ir, err := idemOf("commit", a.Tenant, sid, req.IdempotencyKey, req)
+	if err != nil {
 		return Reply{}, err
 	}
-	ir := idem.Request{Scope: scope("commit", hashHex(a.Tenant), hashHex(sid)), Key: req.IdempotencyKey, Fingerprint: idem.FingerprintJSON("commit", req)}
 	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
 		m, err := s.loadQuorum(tx, a, req.MatterID, now)
 		if err != nil {
@@ -479,7 +495,11 @@ func (s *Service) Commit(ctx context.Context, a Actor, req CommitRequest) (Reply
 // forbidden, insufficient_scope (403); matter_not_found (404);
 // matter_not_open, quorum_not_met, quorum_not_closed, solver_not_committed,
 // already_revealed, quorum_matter_required, idempotency_conflict (409).
-func (s *Service) Reveal(ctx context.Context, a Actor, req RevealRequest) (Reply, error) {
+func (s *Service) Reveal(ctx context.Context, actor Actor, req RevealRequest) (Reply, error) {
+	a, err := s.caller(actor)
+	if err != nil {
+		return Reply{}, err
+	}
 	sid, err := solverCall(a, req.MatterID, req.SolverID)
 	if err != nil {
 		return Reply{}, err
@@ -498,14 +518,14 @@ func (s *Service) Reveal(ctx context.Context, a Actor, req RevealRequest) (Reply
 	if len(req.Salt) < MinSaltBytes || len(req.Salt) > MaxSaltBytes {
 		return Reply{}, invalid(ECodeInvalidSalt, "salt is %d to %d bytes, e.g. 64 hex digits of 32 random bytes", MinSaltBytes, MaxSaltBytes)
 	}
-	if err := validIdemKey(req.IdempotencyKey); err != nil {
-		return Reply{}, err
-	}
 	sum, err := Commitment(req.MatterID, sid, canonVerdict, req.Salt)
 	if err != nil {
 		return Reply{}, err
 	}
-	ir := idem.Request{Scope: scope("reveal", hashHex(a.Tenant), hashHex(sid)), Key: req.IdempotencyKey, Fingerprint: idem.FingerprintJSON("reveal", req)}
+	ir, err := idemOf("reveal", a.Tenant, sid, req.IdempotencyKey, req)
+	if err != nil {
+		return Reply{}, err
+	}
 	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
 		m, err := s.loadQuorum(tx, a, req.MatterID, now)
 		if err != nil {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/assayhq/assay/runtime/fault"
-	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/ident"
 	"github.com/assayhq/assay/runtime/principal"
 	"github.com/assayhq/assay/runtime/receipt"
@@ -96,7 +95,11 @@ func getProfile(tx store.Tx, tenant, id string) (SolverProfile, error) {
 // missing_field, invalid_solver_kind, invalid_lineage, invalid_list,
 // invalid_idempotency_key (400); solver_mismatch, forbidden,
 // insufficient_scope (403); idempotency_conflict (409).
-func (s *Service) RegisterSolver(ctx context.Context, a Actor, req RegisterSolverRequest) (Reply, error) {
+func (s *Service) RegisterSolver(ctx context.Context, actor Actor, req RegisterSolverRequest) (Reply, error) {
+	a, err := s.caller(actor)
+	if err != nil {
+		return Reply{}, err
+	}
 	if err := need(a, ScopeWrite); err != nil {
 		return Reply{}, err
 	}
@@ -132,10 +135,10 @@ func (s *Service) RegisterSolver(ctx context.Context, a Actor, req RegisterSolve
 	if err := labels("conflicts", req.Conflicts); err != nil {
 		return Reply{}, err
 	}
-	if err := validIdemKey(req.IdempotencyKey); err != nil {
+	ir, err := idemOf("register", a.Tenant, req.SolverID, req.IdempotencyKey, req)
+	if err != nil {
 		return Reply{}, err
 	}
-	ir := idem.Request{Scope: scope("solver", hashHex(a.Tenant), hashHex(req.SolverID)), Key: req.IdempotencyKey, Fingerprint: idem.FingerprintJSON("register", req)}
 	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
 		if !a.Open {
 			pr, err := principal.Get(tx, req.SolverID)
