@@ -52,7 +52,7 @@ func fullServer(tb testing.TB) (*fiber.App, *server) {
 		tb.Fatal(err)
 	}
 	return newServer(Config{Court: court, Keys: keys, OperatorToken: "op", Version: "test", Market: mk, Matters: ms,
-		AdvanceMarketClock: func(time.Duration) {}, Metrics: metrics.New()})
+		AdvanceMarketClock: func(time.Duration) {}, Metrics: metrics.New()}, routeTable)
 }
 
 // TestRouteTable_Registered: a server running every service serves every
