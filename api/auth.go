@@ -53,6 +53,7 @@ const (
 	codeAgentMismatch      = principal.ECodeAgentMismatch     // 403: authenticated as another agent than the one the request acts for
 	codeInsufficientScope  = principal.ECodeInsufficientScope // 403: a registered principal without economic:write
 	codeWrongAuthority     = "authority_mismatch"             // 401: signed for another server (@authority not one of its public origins)
+	codeNonceReplayed      = principal.ECodeNonceReplayed     // 401: the signature's nonce was used before
 )
 
 // MaxClockSkew bounds how far a signature's created may be from the

@@ -181,13 +181,24 @@ func withBodyKey(body []byte, header string) ([]byte, error) {
 }
 
 // allowed checks a row's rule on the actor: an operator's row takes the
-// operator's bearer token. Who may act on an object is the service's to
-// decide; this is only who may call the operation at all.
+// operator's bearer token, and a principal's (the signed judgment routes)
+// a registered principal's signature, before the body is read. Who may
+// act on an object is the service's to decide; this is only who may call
+// the operation at all.
 func (s *server) allowed(r *route, a principal.Actor) error {
-	if r.auth != RouteOperator {
-		return nil
+	switch r.auth {
+	case RouteOperator:
+		return s.allowedAs(r.service, a)
+	case RoutePrincipal:
+		switch a.Kind {
+		case principal.ByPrincipal:
+			return nil
+		case principal.ByDIDKey:
+			return unauthorized(codeUnknownKey, "keyid %q is a did:key: the judgment routes take registered principals, which have a tenant and roles", a.KeyID)
+		}
+		return unauthorized(codeSignatureMissing, "the judgment routes are signed: %s; keyid is a principal an operator registered", signHow)
 	}
-	return s.allowedAs(r.service, a)
+	return nil
 }
 
 // allowedAs checks that a is the operator, with the refusals of service's

@@ -111,9 +111,12 @@ func (r *route) params() []string {
 }
 
 // commonCodes can be answered by every route: the request's edges and
-// fiber's own refusals, and an internal error.
+// fiber's own refusals, a credential that does not verify (every route
+// verifies the credentials a request carries), and an internal error.
 var commonCodes = []string{codeRouteNotFound, codeMethodNotAllowed, codeHTTPError, codeBodyTooLarge, codeHeadersTooLarge,
-	codeURITooLong, codeUnsupportedMediaType, codeInvalidUTF8, codeInvalidHeader, codeInternal}
+	codeURITooLong, codeUnsupportedMediaType, codeInvalidUTF8, codeInvalidHeader, codeInternal,
+	codeSignatureMissing, codeSignatureMalformed, codeSignatureExpired, codeSignatureInvalid, codeUnknownKey, codeDigestMismatch,
+	codeNonceReplayed, codeAPIKeyInvalid, codeWrongAuthority}
 
 // bodyCodes are a JSON body's refusals (decode.go).
 var bodyCodes = []string{codeInvalidJSON, codeUnknownField, codeInvalidType}

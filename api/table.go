@@ -100,8 +100,9 @@ var (
 	limitQuery    = param{name: "limit", desc: "the most items to answer", schema: &jsonschema.Schema{Type: "integer", Minimum: ptr(0.0)}}
 	matterCodes   = []string{matters.ECodeInvalidRiskClass, matters.ECodeInvalidSchema, matters.ECodeInvalidSolverKind, matters.ECodeInvalidVerdict, matters.ECodeVerdictSchemaMismatch, matters.ECodeInvalidActionDigest, matters.ECodeInvalidQualification, matters.ECodeSolverConflict, matters.ECodeSolverAlreadyAssigned, matters.ECodeSolverNotAssigned, matters.ECodeSolverNotAccepted, matters.ECodeSolverNotAccepting, matters.ECodeSolverKindMismatch, matters.ECodeMatterNotFound, matters.ECodeMatterNotOpen, matters.ECodeMatterNotSettleable, matters.ECodeMatterNotDisputable, matters.ECodeIdempotencyConflict, matters.ECodeMissingField, matters.ECodeFieldTooLong, matters.ECodeInvalidStakes, matters.ECodeInvalidDeadline, matters.ECodeInvalidIdemKey, matters.ECodeInvalidReason, matters.ECodeForbidden, matters.ECodeInsufficientScope, matters.ECodeRequesterMismatch, matters.ECodeSolverMismatch, matters.ECodeUnknownSolver}
 	idemCodes     = []string{codeIdemConflict, codeIdemInvalidKey, escrow.ECodeCommitUnknown}
-	contractCodes = []string{escrow.ECodeContractNotFound, escrow.ECodeInvalidState, escrow.ECodeReviewWindowClosed, escrow.ECodeDeadlinePassed, escrow.ECodeRailFailed, escrow.ECodeInsufficientFunds, escrow.ECodeOperatorOnly}
-	marketIdem    = []string{codeIdemConflict, codeIdemInvalidKey, market.ECodeCommitUnknown, market.ECodeRailFailed}
+	contractCodes = []string{escrow.ECodeContractNotFound, escrow.ECodeInvalidState, escrow.ECodeReviewWindowClosed, escrow.ECodeDeadlinePassed, escrow.ECodeRailFailed, escrow.ECodeInsufficientFunds, escrow.ECodeOperatorOnly,
+		codeAgentMismatch, codeInsufficientScope, ledger.ECodeBalanceLimit}
+	marketIdem = []string{codeIdemConflict, codeIdemInvalidKey, market.ECodeCommitUnknown, market.ECodeRailFailed}
 )
 
 // exchangeCodes are the judgment exchange's refusals, with the judgment

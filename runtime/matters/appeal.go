@@ -99,16 +99,12 @@ type AppealRequest struct {
 // errors.
 func (s *Service) Appeal(ctx context.Context, actor Actor, req AppealRequest) (Reply, error) {
 	a, err := s.caller(actor)
-	if err != nil {
-		return Reply{}, err
-	}
-	if err := need(a, ScopeWrite); err != nil {
-		return Reply{}, err
-	}
-	if err := validID("matter_id", req.MatterID); err != nil {
-		return Reply{}, err
-	}
-	if err := validReason(req.Reason); err != nil {
+	if err := firstErr(
+		err, // the caller's own, first
+		need(a, ScopeWrite),
+		validID("matter_id", req.MatterID),
+		validReason(req.Reason),
+	); err != nil {
 		return Reply{}, err
 	}
 	fee, err := parseMicro("fee_usdc", req.FeeUSDC, ledger.MaxAmount)
@@ -149,11 +145,7 @@ func (s *Service) Appeal(ctx context.Context, actor Actor, req AppealRequest) (R
 		if a.Open {
 			x.Appeal.Appellant = m.RequesterID
 		}
-		r, err := s.record(tx, m, KindAppealed, now, s.xfill(m, nil, nil, nil))
-		if err != nil {
-			return Reply{}, err
-		}
-		return changed(m, r, false)
+		return s.recorded(tx, m, KindAppealed, now, s.xfill(m, nil, nil, nil), false)
 	}); err != nil {
 		return Reply{}, err
 	}

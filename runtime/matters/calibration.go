@@ -33,13 +33,11 @@ type ObserveRequest struct {
 // idempotency_conflict (409).
 func (s *Service) Observe(ctx context.Context, actor Actor, req ObserveRequest) (Reply, error) {
 	a, err := s.caller(actor)
-	if err != nil {
-		return Reply{}, err
-	}
-	if err := need(a, ScopeWrite); err != nil {
-		return Reply{}, err
-	}
-	if err := validID("matter_id", req.MatterID); err != nil {
+	if err := firstErr(
+		err, // the caller's own, first
+		need(a, ScopeWrite),
+		validID("matter_id", req.MatterID),
+	); err != nil {
 		return Reply{}, err
 	}
 	if isNull(req.Outcome) || !isObject(req.Outcome) || len(req.Outcome) > MaxVerdictBytes {
@@ -49,11 +47,7 @@ func (s *Service) Observe(ctx context.Context, actor Actor, req ObserveRequest) 
 	if err != nil {
 		return Reply{}, invalid(ECodeInvalidOutcome, "outcome: %v", err)
 	}
-	ir, err := idemOf("observe", a.Tenant, a.KeyID, req.IdempotencyKey, req)
-	if err != nil {
-		return Reply{}, err
-	}
-	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
+	return s.keyed(ctx, "observe", a, a.KeyID, req.IdempotencyKey, req, func(tx store.Tx, now time.Time) (Reply, error) {
 		m, err := s.loadQuorum(tx, a, req.MatterID, now)
 		if err != nil {
 			return Reply{}, err
@@ -76,11 +70,7 @@ func (s *Service) Observe(ctx context.Context, actor Actor, req ObserveRequest) 
 			return Reply{}, fault.New(fault.Unprocessable, ECodeVerdictSchemaMismatch, "the outcome does not match verdict_schema: %v", err)
 		}
 		x.Observed = &Observation{Outcome: canon, Hash: hashHex(string(canon)), ObservedBy: hashHex(a.KeyID), At: now}
-		r, err := s.record(tx, m, KindObserved, now, s.xfill(m, nil, nil, func(xs *ExchangeSubject) { xs.OutcomeHash = x.Observed.Hash }))
-		if err != nil {
-			return Reply{}, err
-		}
-		return changed(m, r, false)
+		return s.recorded(tx, m, KindObserved, now, s.xfill(m, nil, nil, func(xs *ExchangeSubject) { xs.OutcomeHash = x.Observed.Hash }), false)
 	})
 }
 

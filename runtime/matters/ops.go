@@ -140,6 +140,16 @@ func idemOf(op, tenant, who, key string, req any) (idem.Request, error) {
 	return idem.New("matters "+op, tenant+"/"+who, key, b)
 }
 
+// keyed is mutate under the idempotency of a judgment mutation's key: in
+// the scope of op and of who acts in the caller's tenant (idemOf).
+func (s *Service) keyed(ctx context.Context, op string, a caller, who, key string, req any, fn func(tx store.Tx, now time.Time) (Reply, error)) (Reply, error) {
+	ir, err := idemOf(op, a.Tenant, who, key, req)
+	if err != nil {
+		return Reply{}, err
+	}
+	return s.mutate(ctx, ir, fn)
+}
+
 // mutate is idem.Mutate with the service clock read inside the
 // transaction, once per attempt.
 func (s *Service) mutate(ctx context.Context, r idem.Request, fn func(tx store.Tx, now time.Time) (Reply, error)) (Reply, error) {
@@ -180,6 +190,16 @@ func load(tx store.Tx, a caller, id string) (*Matter, error) {
 		return nil, err
 	}
 	return &m, nil
+}
+
+// owned loads a Matter the caller's tenant owns and that the caller may
+// change: its requester or an operator of the tenant.
+func owned(tx store.Tx, a caller, id string) (*Matter, error) {
+	m, err := load(tx, a, id)
+	if err != nil {
+		return nil, err
+	}
+	return m, ownerOrOperator(a, m)
 }
 
 // ownerOrOperator allows the Matter's requester and the tenant's operators.
@@ -239,12 +259,41 @@ func (s *Service) record(tx store.Tx, m *Matter, kind string, now time.Time, fil
 	return r, nil
 }
 
+// recorded signs the Matter's next receipt of kind (record) and answers
+// the Matter and that receipt.
+func (s *Service) recorded(tx store.Tx, m *Matter, kind string, now time.Time, fill func(*Subject), created bool) (Reply, error) {
+	r, err := s.record(tx, m, kind, now, fill)
+	if err != nil {
+		return Reply{}, err
+	}
+	return changed(m, r, created)
+}
+
 func changed(m *Matter, r receipt.Receipt, created bool) (Reply, error) {
 	b, err := receipt.Marshal(Changed{Matter: m.Public(), Receipt: r})
 	if err != nil {
 		return Reply{}, err
 	}
 	return Reply{Body: b, Created: created}, nil
+}
+
+// firstErr is the first of errs that is not nil: the checks of a
+// request, all cheap and pure, made together and answered in order (the
+// caller's own error first, where a method passes it).
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lapse is idem.Lapse for a v1 Matter: when it is past its deadline,
+// expire it in tx and fail the request with refuse's error once the
+// expiry commits.
+func (s *Service) lapse(tx store.Tx, m *Matter, now time.Time, refuse func() error) error {
+	return idem.Lapse(due(m, now), func() error { _, err := s.expire(tx, m, now); return err }, refuse)
 }
 
 // expire moves a due Matter to expired and signs matter_expired.
@@ -294,10 +343,10 @@ func (s *Service) Open(ctx context.Context, actor Actor, req OpenRequest) (Reply
 // request, and its start runs in the transaction before matter_opened is
 // signed.
 func (s *Service) open(ctx context.Context, a caller, req OpenRequest, q *quorumOpen) (Reply, error) {
-	if err := need(a, ScopeWrite); err != nil {
-		return Reply{}, err
-	}
-	if err := needRole(a, RoleRequester); err != nil {
+	if err := firstErr(
+		need(a, ScopeWrite),
+		needRole(a, RoleRequester),
+	); err != nil {
 		return Reply{}, err
 	}
 	if !a.Open {
@@ -308,16 +357,12 @@ func (s *Service) open(ctx context.Context, a caller, req OpenRequest, q *quorum
 			return Reply{}, fault.New(fault.Forbidden, ECodeRequesterMismatch, "requester_id must be the signing principal's key id %q", a.KeyID)
 		}
 	}
-	if err := validID("requester_id", req.RequesterID); err != nil {
-		return Reply{}, err
-	}
-	if err := validDigest("action_digest", req.ActionDigest, !a.Open); err != nil {
-		return Reply{}, err
-	}
-	if err := text("question", req.Question, MaxQuestionBytes); err != nil {
-		return Reply{}, err
-	}
-	if err := validStakes(req.StakesUSDC); err != nil {
+	if err := firstErr(
+		validID("requester_id", req.RequesterID),
+		validDigest("action_digest", req.ActionDigest, !a.Open),
+		text("question", req.Question, MaxQuestionBytes),
+		validStakes(req.StakesUSDC),
+	); err != nil {
 		return Reply{}, err
 	}
 	deadline, err := parseDeadline(req.Deadline, s.now())
@@ -369,11 +414,7 @@ func (s *Service) open(ctx context.Context, a caller, req OpenRequest, q *quorum
 				return Reply{}, err
 			}
 		}
-		r, err := s.record(tx, m, KindOpened, now, fill)
-		if err != nil {
-			return Reply{}, err
-		}
-		return changed(m, r, true)
+		return s.recorded(tx, m, KindOpened, now, fill, true)
 	})
 }
 
@@ -389,22 +430,14 @@ func (s *Service) open(ctx context.Context, a caller, req OpenRequest, q *quorum
 // idempotency_conflict (409); forbidden, insufficient_scope (403).
 func (s *Service) Assign(ctx context.Context, actor Actor, req AssignRequest) (Reply, error) {
 	a, err := s.caller(actor)
-	if err != nil {
-		return Reply{}, err
-	}
-	if err := need(a, ScopeWrite); err != nil {
-		return Reply{}, err
-	}
-	if err := needRole(a, RoleRequester, RoleOperator); err != nil {
-		return Reply{}, err
-	}
-	if err := validID("matter_id", req.MatterID); err != nil {
-		return Reply{}, err
-	}
-	if err := validID("solver_id", req.SolverID); err != nil {
-		return Reply{}, err
-	}
-	if err := validSolverKind(req.SolverKind); err != nil {
+	if err := firstErr(
+		err, // the caller's own, first
+		need(a, ScopeWrite),
+		needRole(a, RoleRequester, RoleOperator),
+		validID("matter_id", req.MatterID),
+		validID("solver_id", req.SolverID),
+		validSolverKind(req.SolverKind),
+	); err != nil {
 		return Reply{}, err
 	}
 	if msg := ident.TextMessage(req.Qualification, MaxQualificationBytes); msg != "" {
@@ -413,26 +446,16 @@ func (s *Service) Assign(ctx context.Context, actor Actor, req AssignRequest) (R
 	if req.ConflictFree == nil || !*req.ConflictFree {
 		return Reply{}, fault.New(fault.Conflict, ECodeSolverConflict, "assigning a solver requires the assertion conflict_free=true")
 	}
-	ir, err := idemOf("assign", a.Tenant, a.KeyID, req.IdempotencyKey, req)
-	if err != nil {
-		return Reply{}, err
-	}
-	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
-		m, err := load(tx, a, req.MatterID)
+	return s.keyed(ctx, "assign", a, a.KeyID, req.IdempotencyKey, req, func(tx store.Tx, now time.Time) (Reply, error) {
+		m, err := owned(tx, a, req.MatterID)
 		if err != nil {
-			return Reply{}, err
-		}
-		if err := ownerOrOperator(a, m); err != nil {
 			return Reply{}, err
 		}
 		if m.Exchange != nil {
 			return Reply{}, exchangeOnly(m)
 		}
-		if due(m, now) {
-			if _, err := s.expire(tx, m, now); err != nil {
-				return Reply{}, err
-			}
-			return Reply{}, idem.CommitThenFail(notOpen(m))
+		if err := s.lapse(tx, m, now, func() error { return notOpen(m) }); err != nil {
+			return Reply{}, err
 		}
 		if m.Status != StatusOpen {
 			return Reply{}, notOpen(m)
@@ -451,11 +474,7 @@ func (s *Service) Assign(ctx context.Context, actor Actor, req AssignRequest) (R
 		}
 		m.Solver = &Solver{ID: req.SolverID, Kind: req.SolverKind, Qualification: req.Qualification,
 			ConflictFree: true, Status: SolverInvited, AssignedAt: now}
-		r, err := s.record(tx, m, KindAssigned, now, nil)
-		if err != nil {
-			return Reply{}, err
-		}
-		return changed(m, r, false)
+		return s.recorded(tx, m, KindAssigned, now, nil, false)
 	})
 }
 
@@ -484,6 +503,17 @@ func solverCall(a caller, matterID, solver string) (string, error) {
 	return solverID(a, solver)
 }
 
+// solverCaller is the caller of a solver's call on a Matter and the
+// solver's id (solverCall).
+func (s *Service) solverCaller(actor Actor, matterID, solver string) (caller, string, error) {
+	a, err := s.caller(actor)
+	if err != nil {
+		return caller{}, "", err
+	}
+	sid, err := solverCall(a, matterID, solver)
+	return a, sid, err
+}
+
 // solverID binds the body's solver_id to the signing principal.
 func solverID(a caller, id string) (string, error) {
 	if a.Open {
@@ -507,20 +537,12 @@ func solverID(a caller, id string) (string, error) {
 // (403); matter_not_found (404); matter_not_open, solver_not_assigned,
 // solver_not_accepting, idempotency_conflict (409).
 func (s *Service) Accept(ctx context.Context, actor Actor, req AcceptRequest) (Reply, error) {
-	a, err := s.caller(actor)
-	if err != nil {
-		return Reply{}, err
-	}
-	sid, err := solverCall(a, req.MatterID, req.SolverID)
+	a, sid, err := s.solverCaller(actor, req.MatterID, req.SolverID)
 	if err != nil {
 		return Reply{}, err
 	}
 	req.SolverID = sid
-	ir, err := idemOf("accept", a.Tenant, sid, req.IdempotencyKey, req)
-	if err != nil {
-		return Reply{}, err
-	}
-	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
+	return s.keyed(ctx, "accept", a, sid, req.IdempotencyKey, req, func(tx store.Tx, now time.Time) (Reply, error) {
 		m, err := load(tx, a, req.MatterID)
 		if err != nil {
 			return Reply{}, err
@@ -528,11 +550,8 @@ func (s *Service) Accept(ctx context.Context, actor Actor, req AcceptRequest) (R
 		if m.Exchange != nil {
 			return Reply{}, exchangeOnly(m)
 		}
-		if due(m, now) {
-			if _, err := s.expire(tx, m, now); err != nil {
-				return Reply{}, err
-			}
-			return Reply{}, idem.CommitThenFail(notOpen(m))
+		if err := s.lapse(tx, m, now, func() error { return notOpen(m) }); err != nil {
+			return Reply{}, err
 		}
 		if m.Status != StatusOpen {
 			return Reply{}, notOpen(m)
@@ -545,11 +564,7 @@ func (s *Service) Accept(ctx context.Context, actor Actor, req AcceptRequest) (R
 		}
 		m.Solver.Status = SolverAccepted
 		m.Solver.AcceptedAt = now
-		r, err := s.record(tx, m, KindAccepted, now, nil)
-		if err != nil {
-			return Reply{}, err
-		}
-		return changed(m, r, false)
+		return s.recorded(tx, m, KindAccepted, now, nil, false)
 	})
 }
 
@@ -565,19 +580,15 @@ func (s *Service) Accept(ctx context.Context, actor Actor, req AcceptRequest) (R
 // (404); matter_not_open, solver_not_assigned, solver_not_accepted,
 // solver_kind_mismatch, idempotency_conflict (409).
 func (s *Service) Verdict(ctx context.Context, actor Actor, req VerdictRequest) (Reply, error) {
-	a, err := s.caller(actor)
-	if err != nil {
-		return Reply{}, err
-	}
-	sid, err := solverCall(a, req.MatterID, req.SolverID)
+	a, sid, err := s.solverCaller(actor, req.MatterID, req.SolverID)
 	if err != nil {
 		return Reply{}, err
 	}
 	req.SolverID = sid
-	if err := validSolverKind(req.SolverKind); err != nil {
-		return Reply{}, err
-	}
-	if err := validDigest("action_digest", req.ActionDigest, false); err != nil {
+	if err := firstErr(
+		validSolverKind(req.SolverKind),
+		validDigest("action_digest", req.ActionDigest, false),
+	); err != nil {
 		return Reply{}, err
 	}
 	if isNull(req.Verdict) || !isObject(req.Verdict) {
@@ -590,11 +601,7 @@ func (s *Service) Verdict(ctx context.Context, actor Actor, req VerdictRequest) 
 	if err != nil {
 		return Reply{}, invalid(ECodeInvalidVerdict, "verdict: %v", err)
 	}
-	ir, err := idemOf("verdict", a.Tenant, sid, req.IdempotencyKey, req)
-	if err != nil {
-		return Reply{}, err
-	}
-	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
+	return s.keyed(ctx, "verdict", a, sid, req.IdempotencyKey, req, func(tx store.Tx, now time.Time) (Reply, error) {
 		m, err := s.loadLive(tx, a, req.MatterID, now,
 			fault.New(fault.Conflict, ECodeMatterNotOpen, "matter %s passed its deadline and expired", req.MatterID))
 		if err != nil {
@@ -654,35 +661,23 @@ func (s *Service) Verdict(ctx context.Context, actor Actor, req VerdictRequest) 
 // matter_not_found (404); matter_not_settleable, idempotency_conflict (409).
 func (s *Service) Settle(ctx context.Context, actor Actor, req SettleRequest) (Reply, error) {
 	a, err := s.caller(actor)
-	if err != nil {
+	if err := firstErr(
+		err, // the caller's own, first
+		need(a, ScopeWrite),
+		validID("matter_id", req.MatterID),
+	); err != nil {
 		return Reply{}, err
 	}
-	if err := need(a, ScopeWrite); err != nil {
-		return Reply{}, err
-	}
-	if err := validID("matter_id", req.MatterID); err != nil {
-		return Reply{}, err
-	}
-	ir, err := idemOf("settle", a.Tenant, a.KeyID, req.IdempotencyKey, req)
-	if err != nil {
-		return Reply{}, err
-	}
-	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
-		m, err := load(tx, a, req.MatterID)
+	return s.keyed(ctx, "settle", a, a.KeyID, req.IdempotencyKey, req, func(tx store.Tx, now time.Time) (Reply, error) {
+		m, err := owned(tx, a, req.MatterID)
 		if err != nil {
-			return Reply{}, err
-		}
-		if err := ownerOrOperator(a, m); err != nil {
 			return Reply{}, err
 		}
 		notSettleable := func() error {
 			return fault.New(fault.Conflict, ECodeMatterNotSettleable, "matter %s is %s; only a judged matter settles", m.ID, m.Status)
 		}
-		if due(m, now) {
-			if _, err := s.expire(tx, m, now); err != nil {
-				return Reply{}, err
-			}
-			return Reply{}, idem.CommitThenFail(notSettleable())
+		if err := s.lapse(tx, m, now, func() error { return notSettleable() }); err != nil {
+			return Reply{}, err
 		}
 		if m.Exchange != nil {
 			if err := s.advanceAll(tx, m, now); err != nil {
@@ -720,41 +715,25 @@ func (s *Service) Settle(ctx context.Context, actor Actor, req SettleRequest) (R
 // matter_not_disputable, idempotency_conflict (409).
 func (s *Service) Dispute(ctx context.Context, actor Actor, req DisputeRequest) (Reply, error) {
 	a, err := s.caller(actor)
-	if err != nil {
+	if err := firstErr(
+		err, // the caller's own, first
+		need(a, ScopeWrite),
+		validID("matter_id", req.MatterID),
+		validReason(req.Reason),
+		validDigest("action_digest", req.ActionDigest, false),
+	); err != nil {
 		return Reply{}, err
 	}
-	if err := need(a, ScopeWrite); err != nil {
-		return Reply{}, err
-	}
-	if err := validID("matter_id", req.MatterID); err != nil {
-		return Reply{}, err
-	}
-	if err := validReason(req.Reason); err != nil {
-		return Reply{}, err
-	}
-	if err := validDigest("action_digest", req.ActionDigest, false); err != nil {
-		return Reply{}, err
-	}
-	ir, err := idemOf("dispute", a.Tenant, a.KeyID, req.IdempotencyKey, req)
-	if err != nil {
-		return Reply{}, err
-	}
-	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
-		m, err := load(tx, a, req.MatterID)
+	return s.keyed(ctx, "dispute", a, a.KeyID, req.IdempotencyKey, req, func(tx store.Tx, now time.Time) (Reply, error) {
+		m, err := owned(tx, a, req.MatterID)
 		if err != nil {
-			return Reply{}, err
-		}
-		if err := ownerOrOperator(a, m); err != nil {
 			return Reply{}, err
 		}
 		notDisputable := func() error {
 			return fault.New(fault.Conflict, ECodeMatterNotDisputable, "matter %s is %s; only an open or judged matter is disputed", m.ID, m.Status)
 		}
-		if due(m, now) {
-			if _, err := s.expire(tx, m, now); err != nil {
-				return Reply{}, err
-			}
-			return Reply{}, idem.CommitThenFail(notDisputable())
+		if err := s.lapse(tx, m, now, func() error { return notDisputable() }); err != nil {
+			return Reply{}, err
 		}
 		if m.Status != StatusOpen && m.Status != StatusJudged {
 			return Reply{}, notDisputable()
@@ -768,11 +747,7 @@ func (s *Service) Dispute(ctx context.Context, actor Actor, req DisputeRequest) 
 		m.Status = StatusDisputed
 		m.DisputeReason = req.Reason
 		m.DisputedAt = now
-		r, err := s.record(tx, m, KindDisputed, now, func(sub *Subject) { sub.ReasonHash = hashHex(req.Reason) })
-		if err != nil {
-			return Reply{}, err
-		}
-		return changed(m, r, false)
+		return s.recorded(tx, m, KindDisputed, now, func(sub *Subject) { sub.ReasonHash = hashHex(req.Reason) }, false)
 	})
 }
 
@@ -786,20 +761,14 @@ func (s *Service) Dispute(ctx context.Context, actor Actor, req DisputeRequest) 
 // idempotency_conflict (409).
 func (s *Service) Tick(ctx context.Context, actor Actor, req TickRequest) (Reply, error) {
 	a, err := s.caller(actor)
-	if err != nil {
+	if err := firstErr(
+		err, // the caller's own, first
+		need(a, ScopeWrite),
+		needRole(a, RoleOperator),
+	); err != nil {
 		return Reply{}, err
 	}
-	if err := need(a, ScopeWrite); err != nil {
-		return Reply{}, err
-	}
-	if err := needRole(a, RoleOperator); err != nil {
-		return Reply{}, err
-	}
-	ir, err := idemOf("tick", a.Tenant, a.KeyID, req.IdempotencyKey, req)
-	if err != nil {
-		return Reply{}, err
-	}
-	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
+	return s.keyed(ctx, "tick", a, a.KeyID, req.IdempotencyKey, req, func(tx store.Tx, now time.Time) (Reply, error) {
 		out := Ticked{EvaluatedAt: now, Expired: []Public{}, Receipts: []receipt.Receipt{}}
 		ids, err := scanIDs(tx, openPrefix(a.Tenant), 0)
 		if err != nil {

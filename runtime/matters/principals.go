@@ -49,14 +49,15 @@ func (s *Service) Mode() principal.Mode { return s.auth }
 //
 // # Errors
 //
-// signature_missing, unknown_key (401).
+// signature_missing (401: no signature, an API key or the operator's
+// token), unknown_key (401: a did:key).
 func (s *Service) caller(a Actor) (caller, error) {
 	switch {
 	case s.auth == principal.Open:
 		return openCaller(), nil
 	case a.Kind == principal.ByPrincipal:
 		return callerOf(a.Principal), nil
-	case a.Kind == principal.Anonymous || a.Kind == principal.ByOperator:
+	case a.Kind == principal.Anonymous || a.Kind == principal.ByOperator || a.Kind == principal.ByAPIKey:
 		return caller{}, fault.New(fault.Unauthorized, principal.ECodeSignatureMissing,
 			"the judgment routes are signed: %s; keyid is a principal an operator registered", principal.SignHow)
 	}

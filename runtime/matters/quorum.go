@@ -278,26 +278,16 @@ func (s *Service) loadQuorum(tx store.Tx, a caller, id string, now time.Time) (*
 // forbidden, insufficient_scope (403); matter_not_found (404).
 func (s *Service) AssignSeat(ctx context.Context, actor Actor, req SeatRequest) (Reply, error) {
 	a, err := s.caller(actor)
-	if err != nil {
+	if err := firstErr(
+		err, // the caller's own, first
+		need(a, ScopeWrite),
+		needRole(a, RoleRequester, RoleOperator),
+		validID("matter_id", req.MatterID),
+		validID("solver_id", req.SolverID),
+	); err != nil {
 		return Reply{}, err
 	}
-	if err := need(a, ScopeWrite); err != nil {
-		return Reply{}, err
-	}
-	if err := needRole(a, RoleRequester, RoleOperator); err != nil {
-		return Reply{}, err
-	}
-	if err := validID("matter_id", req.MatterID); err != nil {
-		return Reply{}, err
-	}
-	if err := validID("solver_id", req.SolverID); err != nil {
-		return Reply{}, err
-	}
-	ir, err := idemOf("seat", a.Tenant, a.KeyID, req.IdempotencyKey, req)
-	if err != nil {
-		return Reply{}, err
-	}
-	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
+	return s.keyed(ctx, "seat", a, a.KeyID, req.IdempotencyKey, req, func(tx store.Tx, now time.Time) (Reply, error) {
 		m, err := s.loadQuorum(tx, a, req.MatterID, now)
 		if err != nil {
 			return Reply{}, err
@@ -336,11 +326,7 @@ func (s *Service) AssignSeat(ctx context.Context, actor Actor, req SeatRequest) 
 			return Reply{}, err
 		}
 		i := len(x.Seats) - 1
-		r, err := s.record(tx, m, KindAssigned, now, s.xfill(m, &i, nil, nil))
-		if err != nil {
-			return Reply{}, err
-		}
-		return changed(m, r, false)
+		return s.recorded(tx, m, KindAssigned, now, s.xfill(m, &i, nil, nil), false)
 	})
 }
 
@@ -378,20 +364,12 @@ func diversityLeft(x *Exchange, p SolverProfile) error {
 // solver_not_accepting, insufficient_funds, quorum_matter_required,
 // idempotency_conflict (409).
 func (s *Service) AcceptSeat(ctx context.Context, actor Actor, req AcceptRequest) (Reply, error) {
-	a, err := s.caller(actor)
-	if err != nil {
-		return Reply{}, err
-	}
-	sid, err := solverCall(a, req.MatterID, req.SolverID)
+	a, sid, err := s.solverCaller(actor, req.MatterID, req.SolverID)
 	if err != nil {
 		return Reply{}, err
 	}
 	req.SolverID = sid
-	ir, err := idemOf("accept-seat", a.Tenant, sid, req.IdempotencyKey, req)
-	if err != nil {
-		return Reply{}, err
-	}
-	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
+	return s.keyed(ctx, "accept-seat", a, sid, req.IdempotencyKey, req, func(tx store.Tx, now time.Time) (Reply, error) {
 		m, err := s.loadQuorum(tx, a, req.MatterID, now)
 		if err != nil {
 			return Reply{}, err
@@ -417,11 +395,7 @@ func (s *Service) AcceptSeat(ctx context.Context, actor Actor, req AcceptRequest
 			st.BondHeld = true
 		}
 		st.Status, st.AcceptedAt = SolverAccepted, now
-		r, err := s.record(tx, m, KindAccepted, now, s.xfill(m, &i, moved, nil))
-		if err != nil {
-			return Reply{}, err
-		}
-		return changed(m, r, false)
+		return s.recorded(tx, m, KindAccepted, now, s.xfill(m, &i, moved, nil), false)
 	})
 }
 
@@ -436,11 +410,7 @@ func (s *Service) AcceptSeat(ctx context.Context, actor Actor, req AcceptRequest
 // solver_not_assigned, solver_not_accepted, already_committed,
 // quorum_matter_required, idempotency_conflict (409).
 func (s *Service) Commit(ctx context.Context, actor Actor, req CommitRequest) (Reply, error) {
-	a, err := s.caller(actor)
-	if err != nil {
-		return Reply{}, err
-	}
-	sid, err := solverCall(a, req.MatterID, req.SolverID)
+	a, sid, err := s.solverCaller(actor, req.MatterID, req.SolverID)
 	if err != nil {
 		return Reply{}, err
 	}
@@ -448,11 +418,7 @@ func (s *Service) Commit(ctx context.Context, actor Actor, req CommitRequest) (R
 	if !hex64.MatchString(req.Commitment) {
 		return Reply{}, invalid(ECodeInvalidCommitment, "commitment must be 64 lowercase hex digits: the SHA-256 of the JCS form of {matter_id, salt, solver_id, verdict}")
 	}
-	ir, err := idemOf("commit", a.Tenant, sid, req.IdempotencyKey, req)
-	if err != nil {
-		return Reply{}, err
-	}
-	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
+	return s.keyed(ctx, "commit", a, sid, req.IdempotencyKey, req, func(tx store.Tx, now time.Time) (Reply, error) {
 		m, err := s.loadQuorum(tx, a, req.MatterID, now)
 		if err != nil {
 			return Reply{}, err
@@ -496,11 +462,7 @@ func (s *Service) Commit(ctx context.Context, actor Actor, req CommitRequest) (R
 // matter_not_open, quorum_not_met, quorum_not_closed, solver_not_committed,
 // already_revealed, quorum_matter_required, idempotency_conflict (409).
 func (s *Service) Reveal(ctx context.Context, actor Actor, req RevealRequest) (Reply, error) {
-	a, err := s.caller(actor)
-	if err != nil {
-		return Reply{}, err
-	}
-	sid, err := solverCall(a, req.MatterID, req.SolverID)
+	a, sid, err := s.solverCaller(actor, req.MatterID, req.SolverID)
 	if err != nil {
 		return Reply{}, err
 	}
@@ -522,11 +484,7 @@ func (s *Service) Reveal(ctx context.Context, actor Actor, req RevealRequest) (R
 	if err != nil {
 		return Reply{}, err
 	}
-	ir, err := idemOf("reveal", a.Tenant, sid, req.IdempotencyKey, req)
-	if err != nil {
-		return Reply{}, err
-	}
-	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
+	return s.keyed(ctx, "reveal", a, sid, req.IdempotencyKey, req, func(tx store.Tx, now time.Time) (Reply, error) {
 		m, err := s.loadQuorum(tx, a, req.MatterID, now)
 		if err != nil {
 			return Reply{}, err

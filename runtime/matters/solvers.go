@@ -97,13 +97,11 @@ func getProfile(tx store.Tx, tenant, id string) (SolverProfile, error) {
 // insufficient_scope (403); idempotency_conflict (409).
 func (s *Service) RegisterSolver(ctx context.Context, actor Actor, req RegisterSolverRequest) (Reply, error) {
 	a, err := s.caller(actor)
-	if err != nil {
-		return Reply{}, err
-	}
-	if err := need(a, ScopeWrite); err != nil {
-		return Reply{}, err
-	}
-	if err := needRole(a, RoleSolver, RoleOperator); err != nil {
+	if err := firstErr(
+		err, // the caller's own, first
+		need(a, ScopeWrite),
+		needRole(a, RoleSolver, RoleOperator),
+	); err != nil {
 		return Reply{}, err
 	}
 	if !a.Has(RoleOperator) || req.SolverID == "" {
@@ -113,10 +111,10 @@ func (s *Service) RegisterSolver(ctx context.Context, actor Actor, req RegisterS
 		}
 		req.SolverID = sid
 	}
-	if err := validID("solver_id", req.SolverID); err != nil {
-		return Reply{}, err
-	}
-	if err := validSolverKind(req.SolverKind); err != nil {
+	if err := firstErr(
+		validID("solver_id", req.SolverID),
+		validSolverKind(req.SolverKind),
+	); err != nil {
 		return Reply{}, err
 	}
 	switch l := req.Lineage; {
@@ -135,11 +133,7 @@ func (s *Service) RegisterSolver(ctx context.Context, actor Actor, req RegisterS
 	if err := labels("conflicts", req.Conflicts); err != nil {
 		return Reply{}, err
 	}
-	ir, err := idemOf("register", a.Tenant, req.SolverID, req.IdempotencyKey, req)
-	if err != nil {
-		return Reply{}, err
-	}
-	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
+	return s.keyed(ctx, "register", a, req.SolverID, req.IdempotencyKey, req, func(tx store.Tx, now time.Time) (Reply, error) {
 		if !a.Open {
 			pr, err := principal.Get(tx, req.SolverID)
 			if err != nil || pr.Tenant != a.Tenant || !pr.Active() || !pr.Has(RoleSolver) {

@@ -197,7 +197,9 @@ func (b *boundary) amount(limit int64) int64 {
 	return 1 + b.rng.Int64N(min(limit, 50*int64(market.USD1)))
 }
 
-func usd(micros int64) json.RawMessage { return json.RawMessage(strconv.Quote(market.USD(micros).String())) }
+func usd(micros int64) json.RawMessage {
+	return json.RawMessage(strconv.Quote(market.USD(micros).String()))
+}
 
 // expected fails the test on an error that is no refusal: every refusal
 // of a random call is a coded 4xx-kind fault.

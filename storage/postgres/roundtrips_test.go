@@ -12,8 +12,8 @@ import (
 	"github.com/assayhq/assay/internal/pgtest"
 	"github.com/assayhq/assay/runtime/escrow"
 	"github.com/assayhq/assay/runtime/idem"
-	"github.com/assayhq/assay/runtime/principal"
 	"github.com/assayhq/assay/runtime/market"
+	"github.com/assayhq/assay/runtime/principal"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/storage/postgres"
 )
