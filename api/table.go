@@ -196,7 +196,7 @@ var routeTable = []route{
 		query: []param{limitQuery}, resp: schemaFn[receipt.AgentReceipts], codes: []string{escrow.ECodeInvalidDID, codeInvalidLimit}},
 	{method: "GET", path: "/agents/{did}/reputation", op: view((*server).reputation), service: svcCourt, auth: RouteOpen, summary: "an agent's standing and Beta reputation as seller and as buyer",
 		resp: schemaFn[escrow.Reputation], codes: []string{escrow.ECodeInvalidDID}},
-	{method: "GET", path: "/accounts/{id}", op: view((*server).account), service: svcCourt, auth: RouteOpen, summary: "a ledger account: rail:dev, hold:escrow:{contract_id}, agent:{did}",
+	{method: "GET", path: "/accounts/{id}", op: view((*server).account), service: svcCourt, auth: RouteOpen, summary: "a ledger account: rail:dev, hold:escrow:{contract_id}, agent:{did}, mint:{currency}:{did}",
 		resp: schemaFn[ledger.Account], codes: []string{escrow.ECodeInvalidAccount},
 		hint: &hint{verb: "fetch", at: "/accounts", detail: "fetch a ledger account with GET /accounts/{id}: rail:dev, hold:escrow:{contract_id}, agent:{did}",
 			returns: `{"id", "balances", "entries"}`}},

@@ -27,3 +27,10 @@ func (s *Service) mutate(ctx context.Context, ik idem.Request, fn func(tx store.
 func (s *Service) mutateReading(ctx context.Context, ik idem.Request, reads func() []string, fn func(tx store.Tx) (Reply, error)) (Reply, error) {
 	return idem.MutateReading(ctx, s.st, ik, reads, fn)
 }
+
+func deref(r *Reply) Reply {
+	if r == nil {
+		return Reply{}
+	}
+	return *r
+}

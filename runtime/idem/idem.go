@@ -3,8 +3,9 @@
 // transaction as its effects, and a later request with the same key and the
 // same content gets the stored answer again, while one with the same key
 // and other content is refused with idempotency_conflict. Keys live in
-// scopes (a service, a tenant, a solver), so that one client's key never
-// collides with another's.
+// the scope of their operation and of the actor that sent them (New), so
+// that one client's key never collides with another's, and a retry over
+// REST or MCP, which name an operation alike, is the same request.
 //
 // Mutate is the one mutation kernel of the services: lookup, the change
 // and the stored answer in one transaction, with CommitThenFail for a
