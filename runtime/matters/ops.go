@@ -641,14 +641,10 @@ func (s *Service) Verdict(ctx context.Context, actor Actor, req VerdictRequest) 
 		m.VerdictSchemaOK = true
 		m.JudgedAt = now
 		ok := true
-		r, err := s.record(tx, m, KindVerdict, now, func(sub *Subject) {
+		return s.recorded(tx, m, KindVerdict, now, func(sub *Subject) {
 			sub.VerdictSchemaOK = &ok
 			sub.SolverHash = m.VerdictSolverHash
-		})
-		if err != nil {
-			return Reply{}, err
-		}
-		return changed(m, r, false)
+		}, false)
 	})
 }
 
@@ -694,14 +690,10 @@ func (s *Service) Settle(ctx context.Context, actor Actor, req SettleRequest) (R
 		m.SolverPaid = true
 		m.SettledAt = now
 		paid := true
-		r, err := s.record(tx, m, KindSettled, now, func(sub *Subject) {
+		return s.recorded(tx, m, KindSettled, now, func(sub *Subject) {
 			sub.SolverPaid = &paid
 			sub.Settlement = Settlement
-		})
-		if err != nil {
-			return Reply{}, err
-		}
-		return changed(m, r, false)
+		}, false)
 	})
 }
 

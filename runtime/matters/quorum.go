@@ -697,18 +697,14 @@ func (s *Service) settleQuorum(tx store.Tx, m *Matter, now time.Time) (Reply, er
 	}
 	m.Status, m.SolverPaid, m.SettledAt = StatusSettled, true, now
 	paid := true
-	r, err := s.record(tx, m, KindSettled, now, func(sub *Subject) {
+	return s.recorded(tx, m, KindSettled, now, func(sub *Subject) {
 		s.xfill(m, nil, moved, nil)(sub)
 		sub.SolverPaid = &paid
 		sub.Settlement = Settlement
 		if m.Exchange.staked() {
 			sub.Settlement = SettlementLedger
 		}
-	})
-	if err != nil {
-		return Reply{}, err
-	}
-	return changed(m, r, false)
+	}, false)
 }
 
 // SettlementLedger is what a staked quorum Matter's matter_settled says
