@@ -3,8 +3,10 @@
 // checkers.go), the artifact market (market.go, mcp.go) and judgment
 // matters (matters.go), the error contract (one table from fault kinds to
 // statuses), usage hints on bare GETs of POST routes, and the court's own
-// documentation at / and /skill.md. This file holds the app's setup and
-// what every service shares.
+// documentation at / and /skill.md. Every route and MCP tool is one row of
+// the route table (table.go), run by one pipeline (pipeline.go) over the
+// services as the small interfaces it declares (services.go); RATIONALE.md
+// says why. This file holds the app's setup and what every service shares.
 package api
 
 import (
