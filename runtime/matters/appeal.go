@@ -98,10 +98,9 @@ type AppealRequest struct {
 // (409); appeal_unavailable (503) when no court is wired, and the court's
 // errors.
 func (s *Service) Appeal(ctx context.Context, actor Actor, req AppealRequest) (Reply, error) {
-	a, err := s.caller(actor)
+	a, err := s.writer(actor)
 	if err := firstErr(
 		err, // the caller's own, first
-		need(a, ScopeWrite),
 		validID("matter_id", req.MatterID),
 		validReason(req.Reason),
 	); err != nil {

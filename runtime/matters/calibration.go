@@ -32,10 +32,9 @@ type ObserveRequest struct {
 // matter_not_observable, already_observed, quorum_matter_required,
 // idempotency_conflict (409).
 func (s *Service) Observe(ctx context.Context, actor Actor, req ObserveRequest) (Reply, error) {
-	a, err := s.caller(actor)
+	a, err := s.writer(actor)
 	if err := firstErr(
 		err, // the caller's own, first
-		need(a, ScopeWrite),
 		validID("matter_id", req.MatterID),
 	); err != nil {
 		return Reply{}, err

@@ -277,6 +277,22 @@ func changed(m *Matter, r receipt.Receipt, created bool) (Reply, error) {
 	return Reply{Body: b, Created: created}, nil
 }
 
+// verdictFits checks a verdict given for m (what: the verdict, or the
+// reveal): it carries m's action digest and matches its verdict schema.
+func verdictFits(m *Matter, digest string, verdict json.RawMessage, what string) error {
+	if m.ActionDigest != "" && digest != m.ActionDigest {
+		return invalid(ECodeInvalidActionDigest, "the %s must carry the matter's action_digest", what)
+	}
+	sc, err := compileVerdictSchema(m.VerdictSchema)
+	if err != nil {
+		return err
+	}
+	if err := sc.Validate(verdict); err != nil {
+		return fault.New(fault.Unprocessable, ECodeVerdictSchemaMismatch, "the verdict does not match verdict_schema: %v", err)
+	}
+	return nil
+}
+
 // firstErr is the first of errs that is not nil: the checks of a
 // request, all cheap and pure, made together and answered in order (the
 // caller's own error first, where a method passes it).
@@ -429,10 +445,9 @@ func (s *Service) open(ctx context.Context, a caller, req OpenRequest, q *quorum
 // matter_not_found (404); matter_not_open, solver_already_assigned,
 // idempotency_conflict (409); forbidden, insufficient_scope (403).
 func (s *Service) Assign(ctx context.Context, actor Actor, req AssignRequest) (Reply, error) {
-	a, err := s.caller(actor)
+	a, err := s.writer(actor)
 	if err := firstErr(
 		err, // the caller's own, first
-		need(a, ScopeWrite),
 		needRole(a, RoleRequester, RoleOperator),
 		validID("matter_id", req.MatterID),
 		validID("solver_id", req.SolverID),
@@ -623,15 +638,8 @@ func (s *Service) Verdict(ctx context.Context, actor Actor, req VerdictRequest) 
 		case m.Solver != nil && m.Solver.Kind != req.SolverKind:
 			return Reply{}, fault.New(fault.Conflict, ECodeSolverKindMismatch, "solver_kind %q does not match the assignment's %q", req.SolverKind, m.Solver.Kind)
 		}
-		if m.ActionDigest != "" && req.ActionDigest != m.ActionDigest {
-			return Reply{}, invalid(ECodeInvalidActionDigest, "the verdict must carry the matter's action_digest")
-		}
-		sc, err := compileVerdictSchema(m.VerdictSchema)
-		if err != nil {
+		if err := verdictFits(m, req.ActionDigest, canonVerdict, "verdict"); err != nil {
 			return Reply{}, err
-		}
-		if err := sc.Validate(canonVerdict); err != nil {
-			return Reply{}, fault.New(fault.Unprocessable, ECodeVerdictSchemaMismatch, "the verdict does not match verdict_schema: %v", err)
 		}
 		m.Status = StatusJudged
 		m.Verdict = canonVerdict
@@ -656,10 +664,9 @@ func (s *Service) Verdict(ctx context.Context, actor Actor, req VerdictRequest) 
 // missing_field (400); forbidden, insufficient_scope (403);
 // matter_not_found (404); matter_not_settleable, idempotency_conflict (409).
 func (s *Service) Settle(ctx context.Context, actor Actor, req SettleRequest) (Reply, error) {
-	a, err := s.caller(actor)
+	a, err := s.writer(actor)
 	if err := firstErr(
 		err, // the caller's own, first
-		need(a, ScopeWrite),
 		validID("matter_id", req.MatterID),
 	); err != nil {
 		return Reply{}, err
@@ -706,10 +713,9 @@ func (s *Service) Settle(ctx context.Context, actor Actor, req SettleRequest) (R
 // insufficient_scope (403); matter_not_found (404);
 // matter_not_disputable, idempotency_conflict (409).
 func (s *Service) Dispute(ctx context.Context, actor Actor, req DisputeRequest) (Reply, error) {
-	a, err := s.caller(actor)
+	a, err := s.writer(actor)
 	if err := firstErr(
 		err, // the caller's own, first
-		need(a, ScopeWrite),
 		validID("matter_id", req.MatterID),
 		validReason(req.Reason),
 		validDigest("action_digest", req.ActionDigest, false),
@@ -752,10 +758,9 @@ func (s *Service) Dispute(ctx context.Context, actor Actor, req DisputeRequest) 
 // invalid_idempotency_key (400); forbidden, insufficient_scope (403);
 // idempotency_conflict (409).
 func (s *Service) Tick(ctx context.Context, actor Actor, req TickRequest) (Reply, error) {
-	a, err := s.caller(actor)
+	a, err := s.writer(actor)
 	if err := firstErr(
 		err, // the caller's own, first
-		need(a, ScopeWrite),
 		needRole(a, RoleOperator),
 	); err != nil {
 		return Reply{}, err

@@ -93,3 +93,13 @@ func (s *Service) RevokePrincipal(ctx context.Context, keyID string) (Principal,
 func (s *Service) UseNonce(ctx context.Context, keyID, nonce string, created time.Time) error {
 	return s.principals.UseNonce(ctx, keyID, nonce, created)
 }
+
+// writer is the caller of a call that writes: the caller a is, holding
+// economic:write.
+func (s *Service) writer(a Actor) (caller, error) {
+	c, err := s.caller(a)
+	if err != nil {
+		return caller{}, err
+	}
+	return c, need(c, ScopeWrite)
+}

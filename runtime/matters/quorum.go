@@ -277,10 +277,9 @@ func (s *Service) loadQuorum(tx store.Tx, a caller, id string, now time.Time) (*
 // matter_not_open, quorum_not_met, quorum_matter_required, idempotency_conflict (409);
 // forbidden, insufficient_scope (403); matter_not_found (404).
 func (s *Service) AssignSeat(ctx context.Context, actor Actor, req SeatRequest) (Reply, error) {
-	a, err := s.caller(actor)
+	a, err := s.writer(actor)
 	if err := firstErr(
 		err, // the caller's own, first
-		need(a, ScopeWrite),
 		needRole(a, RoleRequester, RoleOperator),
 		validID("matter_id", req.MatterID),
 		validID("solver_id", req.SolverID),
@@ -508,15 +507,8 @@ func (s *Service) Reveal(ctx context.Context, actor Actor, req RevealRequest) (R
 		if sum != st.Commitment {
 			return Reply{}, fault.New(fault.Unprocessable, ECodeRevealMismatch, "the verdict and salt hash to %s, not to the commitment %s", sum, st.Commitment)
 		}
-		if m.ActionDigest != "" && req.ActionDigest != m.ActionDigest {
-			return Reply{}, invalid(ECodeInvalidActionDigest, "the reveal must carry the matter's action_digest")
-		}
-		sc, err := compileVerdictSchema(m.VerdictSchema)
-		if err != nil {
+		if err := verdictFits(m, req.ActionDigest, canonVerdict, "reveal"); err != nil {
 			return Reply{}, err
-		}
-		if err := sc.Validate(canonVerdict); err != nil {
-			return Reply{}, fault.New(fault.Unprocessable, ECodeVerdictSchemaMismatch, "the verdict does not match verdict_schema: %v", err)
 		}
 		st.Status, st.Verdict, st.VerdictHash, st.RevealedAt = SolverRevealed, canonVerdict, hashHex(string(canonVerdict)), now
 		r, err := s.record(tx, m, KindRevealed, now, s.xfill(m, &i, nil, func(xs *ExchangeSubject) {

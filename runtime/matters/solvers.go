@@ -96,10 +96,9 @@ func getProfile(tx store.Tx, tenant, id string) (SolverProfile, error) {
 // invalid_idempotency_key (400); solver_mismatch, forbidden,
 // insufficient_scope (403); idempotency_conflict (409).
 func (s *Service) RegisterSolver(ctx context.Context, actor Actor, req RegisterSolverRequest) (Reply, error) {
-	a, err := s.caller(actor)
+	a, err := s.writer(actor)
 	if err := firstErr(
 		err, // the caller's own, first
-		need(a, ScopeWrite),
 		needRole(a, RoleSolver, RoleOperator),
 	); err != nil {
 		return Reply{}, err
