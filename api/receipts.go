@@ -7,26 +7,14 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/principal"
 	"github.com/assayhq/assay/runtime/receipt"
-	"github.com/assayhq/assay/runtime/store"
 )
-
-// receiptRoutes registers the routes that serve and verify receipts.
-func (s *server) receiptRoutes(app *fiber.App) {
-	r := s.router(app, "")
-	r.add("GET", "/receipts/{id}", s.receipt)
-	r.add("POST", "/verify", s.verify)
-}
 
 // receipt serves a receipt of any service from the receipt repository, in
 // the bytes that were signed.
-func (s *server) receipt(c *fiber.Ctx) error {
-	var b json.RawMessage
-	err := s.cfg.Court.Store().View(c.UserContext(), func(tx store.Tx) error {
-		var err error
-		b, err = receipt.Get(tx, c.Params("id"))
-		return err
-	})
+func (s *server) receipt(c *fiber.Ctx, _ principal.Actor) error {
+	b, err := s.cfg.Court.SignedReceipt(c.UserContext(), c.Params("id"))
 	if err != nil {
 		return err
 	}
@@ -54,7 +42,7 @@ func (s *server) receipt(c *fiber.Ctx) error {
 // JSON is refused with 400 invalid_json; JSON that is not a receipt (no
 // credentialSubject and proof objects, bare or under "receipt") with 422
 // not_a_receipt, as the seed's service answers it.
-func (s *server) verify(c *fiber.Ctx) error {
+func (s *server) verify(c *fiber.Ctx, _ principal.Actor) error {
 	b, err := body(c, s.cfg.MaxBodyBytes)
 	if err != nil {
 		return err

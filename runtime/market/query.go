@@ -13,6 +13,7 @@ import (
 
 	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/principal"
 	"github.com/assayhq/assay/runtime/store"
 	"github.com/assayhq/assay/wasm"
 )
@@ -531,8 +532,11 @@ type Replayed struct {
 //
 // missing_field, invalid_agent (400); listing_not_found,
 // purchase_not_found (404); no_checker, listing_not_active (409).
-func (s *Service) Replay(ctx context.Context, listingID string, req ReplayRequest) (Replayed, error) {
+func (s *Service) Replay(ctx context.Context, a principal.Actor, listingID string, req ReplayRequest) (Replayed, error) {
 	if err := validAgent("agent", req.Agent); err != nil {
+		return Replayed{}, err
+	}
+	if err := s.actsFor(a, req.Agent); err != nil {
 		return Replayed{}, err
 	}
 	var p *Purchase
@@ -558,7 +562,7 @@ func (s *Service) Replay(ctx context.Context, listingID string, req ReplayReques
 		return Replayed{}, err
 	}
 	return s.recordSample(ctx, listingID, o, memo, &confirmation{buyer: req.Agent, who: s.identity(ctx, req.Agent),
-		purchase: p, inputSHA256: checkers.SHA256(art)})
+		purchase: p, inputSHA256: checkers.SHA256(art), actor: a})
 }
 
 // runOnce replays ref on an artifact and says whether the outcome came
@@ -590,6 +594,16 @@ type confirmation struct {
 	who         string    // who stands behind it (Config.Identity)
 	purchase    *Purchase // the buyer's purchase of the listing
 	inputSHA256 string    // the artifact the replay ran on
+	// actor is who asked, as the transport authenticated it.
+	actor principal.Actor
+}
+
+// by is who asked for the replay c confirms: nobody for a sample.
+func (c *confirmation) by() principal.Actor {
+	if c == nil {
+		return principal.Actor{}
+	}
+	return c.actor
 }
 
 // confirmRecord is a buyer's confirmation of a listing, as stored.
@@ -742,7 +756,7 @@ func (s *Service) recordSample(ctx context.Context, id string, o wasm.Outcome, m
 			}
 		}
 		r.Level = l.Level
-		body, err := s.sign(tx, KindReplay, rid[4:], now, withActor(ctx, map[string]any{
+		body, err := s.sign(tx, KindReplay, rid[4:], now, withActor(c.by(), map[string]any{
 			"listing_id": id, "requested_by": by, "artifact_sha256": l.ArtifactSHA256, "checker": l.Checker, "outcome": o,
 			"memo_hit": r.MemoHit, "confirmed": r.Confirmed, "not_counted": r.NotCounted, "confirmed_buyers": l.ConfirmedBuyers,
 			"verification_level": l.Level, "replays_passed": l.ReplaysPassed, "replays_failed": l.ReplaysFailed,

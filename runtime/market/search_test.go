@@ -71,7 +71,7 @@ func TestService_Search_index(t *testing.T) {
 			market.SeedListings(t, e.svc, len(corpus), func(i int) string { return corpus[i] })
 			for i := range corpus {
 				if r.IntN(5) == 0 {
-					if _, err := e.svc.Deactivate(ctx, fmt.Sprintf("lst_seed%08d", i), market.DeactivateRequest{Agent: "g17-seed"}, idem.Idem{}); err != nil {
+					if _, err := e.svc.Deactivate(ctx, anon, fmt.Sprintf("lst_seed%08d", i), market.DeactivateRequest{Agent: "g17-seed"}, idem.Request{}); err != nil {
 						t.Fatal(err)
 					}
 				}
