@@ -165,7 +165,7 @@ func TestService_Browse(t *testing.T) {
 		e.ck.Add(gap) // two listings of one instant: the later id first
 		ids = append(ids, e.publishSquares(t, "seller", fmt.Sprintf("table %d of the squares of 3 integers", i)))
 	}
-	if _, err := e.svc.Deactivate(ctx, ids[3], market.DeactivateRequest{Agent: "seller"}, idem.Idem{}); err != nil {
+	if _, err := e.svc.Deactivate(ctx, anon, ids[3], market.DeactivateRequest{Agent: "seller"}, idem.Request{}); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{ids[4], ids[2], ids[1], ids[0]}
