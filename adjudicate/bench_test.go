@@ -73,10 +73,11 @@ func BenchmarkAssertion(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				var ok bool
+				m := newMeter(DefaultBudget)
 				if pc.po != nil {
-					ok, _ = pc.po.eval(d.value)
+					ok, _ = pc.po.eval(d.value, m)
 				} else {
-					ok, _ = pc.ex.eval(d.env)
+					ok, _ = pc.ex.eval(exprEnv(d, m), m)
 				}
 				if !ok {
 					b.Fatal("failed")
@@ -94,7 +95,7 @@ func BenchmarkPathOpVsExpr(b *testing.B) {
 		p := mustPlan(b, `{"assertions":[{"path":"items.3.price","op":"gte","value":4}]}`)
 		b.ReportAllocs()
 		for b.Loop() {
-			if ok, _ := p.checks[0].po.eval(d.value); !ok {
+			if ok, _ := p.checks[0].po.eval(d.value, newMeter(DefaultBudget)); !ok {
 				b.Fatal("failed")
 			}
 		}
