@@ -47,8 +47,8 @@ const (
 	costScanDiv  = 2   // bytes read per unit: scanning, comparing, hashing
 	costBuild    = 3   // units per costBuildDiv bytes built: allocating, copying, formatting
 	costBuildDiv = 2
-	costParse    = 3 // units per byte of JSON parsed by fromJSON
-	costRegex    = 8 // one byte read by one instruction of a regular expression
+	costParse    = 3  // units per byte of JSON parsed by fromJSON
+	costRegex    = 8  // one byte read by one instruction of a regular expression
 	costCompile  = 64 // one byte of a regular expression compiled while deciding
 )
 
