@@ -340,3 +340,21 @@ func lastRun(r *Result) string {
 	}
 	return last
 }
+
+// TestCache_Bytes: the cache holds no more plans than MaxCacheBytes
+// allows, however many it may count.
+func TestCache_Bytes(t *testing.T) {
+	c := NewCache(4096)
+	big := strings.Repeat(`{"expr":"`+strings.Repeat("a+", 498)+`1 > 0"},`, 32)
+	var size int64
+	for i := range 40 {
+		p, err := c.Plan([]byte(`{"assertions":[` + big + `{"expr":"rows > ` + fmt.Sprint(i) + `"}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		size = p.size()
+	}
+	if n := int64(c.Len()); n*size > MaxCacheBytes || n < MaxCacheBytes/size-1 {
+		t.Errorf("%d plans of %d bytes held, for a bound of %d bytes", n, size, MaxCacheBytes)
+	}
+}

@@ -232,6 +232,17 @@ func (p *Plan) checkStatic() error {
 	return nil
 }
 
+// size estimates the bytes the plan holds, from what it was measured to
+// hold: its canonical criteria a few times over, and its compiled
+// expressions, regular expressions and schema.
+func (p *Plan) size() int64 {
+	n := 4*int64(len(p.canonical)) + 320*int64(p.exprNodes) + 48*int64(p.insts) + 1024
+	if p.schema != nil {
+		n += 2 * int64(len(p.canonical))
+	}
+	return n
+}
+
 // Budget returns the units a decision of the plan may spend on its schema
 // and assertions.
 func (p *Plan) Budget() int64 { return p.budget }
