@@ -179,7 +179,7 @@ const (
 	MaxPlanRegexInsts = 1 << 16
 	// MaxPlanExprNodes bounds the nodes of all of a criteria's expressions
 	// together.
-	MaxPlanExprNodes = 1 << 15
+	MaxPlanExprNodes = 1 << 14
 )
 
 // regexInsts returns the number of instructions of pattern's compiled

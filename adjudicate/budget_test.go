@@ -194,7 +194,7 @@ func TestCompile_StaticLimits(t *testing.T) {
 	tests := []struct {
 		name, criteria, code, limit string
 	}{
-		{"ErrExprNodes", exprs(34, strings.Repeat("1+", 498)+"1 > 0"), EInvalidCriteria, "(MaxPlanExprNodes)"},
+		{"ErrExprNodes", exprs(17, strings.Repeat("1+", 498)+"1 > 0"), EInvalidCriteria, "(MaxPlanExprNodes)"},
 		{"ErrRegexProgram", `{"assertions":[{"path":"x","op":"regex","value":"[ab]{0,1000}[ab]{0,1000}[ab]{0,1000}[ab]{0,1000}[ab]{0,1000}"}]}`, EInvalidAssertion, "(MaxRegexInsts)"},
 		{"ErrExprRegexProgram", exprs(1, `x matches "[ab]{0,1000}[ab]{0,1000}[ab]{0,1000}[ab]{0,1000}[ab]{0,1000}"`), EInvalidAssertion, "(MaxRegexInsts)"},
 		{"ErrSchemaPattern", `{"schema":{"type":"string","pattern":"[ab]{0,1000}[ab]{0,1000}[ab]{0,1000}[ab]{0,1000}[ab]{0,1000}"}}`, EInvalidSchema, "(MaxRegexInsts)"},
@@ -341,20 +341,21 @@ func lastRun(r *Result) string {
 	return last
 }
 
-// TestCache_Bytes: the cache holds no more plans than MaxCacheBytes
+// TestCache_Bytes: the cache holds no more plans than its bound on bytes
 // allows, however many it may count.
 func TestCache_Bytes(t *testing.T) {
 	c := NewCache(4096)
-	big := strings.Repeat(`{"expr":"`+strings.Repeat("a+", 498)+`1 > 0"},`, 32)
+	c.maxBytes = 20 << 20
+	big := strings.Repeat(`{"path":"a","op":"eq","value":"`+strings.Repeat("x", 3000)+`"},`, 25)
 	var size int64
-	for i := range 40 {
+	for i := range 120 {
 		p, err := c.Plan([]byte(`{"assertions":[` + big + `{"expr":"rows > ` + fmt.Sprint(i) + `"}]}`))
 		if err != nil {
 			t.Fatal(err)
 		}
 		size = p.size()
 	}
-	if n := int64(c.Len()); n*size > MaxCacheBytes || n < MaxCacheBytes/size-1 {
-		t.Errorf("%d plans of %d bytes held, for a bound of %d bytes", n, size, MaxCacheBytes)
+	if n := int64(c.Len()); n*size > c.maxBytes || n < c.maxBytes/size-1 {
+		t.Errorf("%d plans of %d bytes held, for a bound of %d bytes", n, size, c.maxBytes)
 	}
 }

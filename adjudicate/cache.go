@@ -25,6 +25,7 @@ const MaxCacheBytes = 256 << 20
 type Cache struct {
 	mu         sync.Mutex
 	max        int
+	maxBytes   int64
 	bytes      int64                    // the plans' sizes, summed
 	order      *list.List               // of *cached, most recent first
 	byKey      map[string]*list.Element // by canonical hash
@@ -41,7 +42,7 @@ func NewCache(max int) *Cache {
 	if max < 1 {
 		max = 1
 	}
-	return &Cache{max: max, order: list.New(), byKey: make(map[string]*list.Element),
+	return &Cache{max: max, maxBytes: MaxCacheBytes, order: list.New(), byKey: make(map[string]*list.Element),
 		bySpelling: make(map[[sha256.Size]byte]*list.Element)}
 }
 
@@ -80,7 +81,7 @@ func (c *Cache) Plan(criteria []byte) (*Plan, error) {
 			c.bySpelling[spelling] = e
 		}
 	}
-	for c.order.Len() > c.max || (c.bytes > MaxCacheBytes && c.order.Len() > 1) {
+	for c.order.Len() > c.max || (c.bytes > c.maxBytes && c.order.Len() > 1) {
 		last := c.order.Back()
 		ent := c.order.Remove(last).(*cached)
 		c.bytes -= ent.plan.size()
