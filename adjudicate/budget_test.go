@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/expr-lang/expr/vm"
+
+	"github.com/assayhq/assay/internal/hostile"
 )
 
 // meteredExprs exercise every operation the metering rewrites, each way
@@ -287,16 +289,24 @@ func TestBudget_Hostile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("decides every hostile case to its end")
 	}
-	for _, c := range loadHostile(t) {
+	cases, err := hostile.Cases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
 		t.Run(c.Name, func(t *testing.T) {
-			p, err := Compile(c.criteria(t))
+			criteria, err := c.Criteria()
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := Compile(criteria)
 			if c.Error != "" || err != nil {
 				if ErrorCode(err) != c.Error {
 					t.Fatalf("compile: %v, want code %q", err, c.Error)
 				}
 				return
 			}
-			d, err := ParseDeliverable(c.deliverableJSON())
+			d, err := ParseDeliverable(c.Deliverable())
 			if err != nil {
 				t.Fatal(err)
 			}
