@@ -4,12 +4,16 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/expr-lang/expr/vm"
 
+	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/internal/hostile"
+	"github.com/assayhq/assay/wasm"
 )
 
 // meteredExprs exercise every operation the metering rewrites, each way
@@ -367,5 +371,70 @@ func TestCache_Bytes(t *testing.T) {
 	}
 	if n := int64(c.Len()); n*size > c.maxBytes || n < c.maxBytes/size-1 {
 		t.Errorf("%d plans of %d bytes held, for a bound of %d bytes", n, size, c.maxBytes)
+	}
+}
+
+// TestBudget_Engines: where checkers are involved, the same criteria and
+// deliverable give the same bytes on wazero's compiler and interpreter,
+// run after run: checkers that pass, fail, run out of fuel or of memory,
+// and checkers left unrun because the budget ran out first.
+func TestBudget_Engines(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles checkers on two engines")
+	}
+	dir, err := checkers.OpenDir(filepath.Join("..", "fixtures", "checkers"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sha := func(name string) string {
+		b, err := os.ReadFile(filepath.Join("..", "fixtures", "checkers", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return checkers.SHA256(b)
+	}
+	one := func(entry string) string {
+		return `{"assertions":[{"expr":"all(items, .price > 0)"}],"checkers":[` + entry + `]}`
+	}
+	entries := `[{"sha256":"` + sha("pass.wasm") + `"},{"sha256":"` + sha("fail.wasm") + `"}]`
+	cases := []struct{ name, criteria string }{
+		{"Pass", one(`{"sha256":"` + sha("pass.wasm") + `"}`)},
+		{"Fail", one(`{"sha256":"` + sha("fail.wasm") + `"}`)},
+		{"Memory", one(`{"sha256":"` + sha("grow.wasm") + `","memory_mib":2}`)},
+		{"Fuel", one(`{"sha256":"` + sha("loop.wasm") + `","fuel":1000000}`)},
+		{"BudgetFirst", `{"assertions":[{"expr":"all(1..1000000, all(1..1000000, # > 0))"}],"checkers":` + entries + `}`},
+		{"Lowered", `{"budget":2000,"assertions":[{"expr":"all(1..1000, # > 0)"}],"checkers":` + entries + `}`},
+	}
+	d := mustDeliverable(t, `{"items":[{"price":1},{"price":2}]}`)
+	results := map[string]string{}
+	for _, interpreter := range []bool{false, true} {
+		sb, err := wasm.NewSandbox(context.Background(), wasm.Config{Interpreter: interpreter})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runner := checkers.NewRunner(sb, dir)
+		for _, c := range cases {
+			p := mustPlan(t, c.criteria)
+			for range 2 {
+				r, _, err := Judge(context.Background(), p, d, runner, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := string(r.JSON())
+				if want, ok := results[c.name]; ok && got != want {
+					t.Errorf("%s on %s:\n%s\nwant\n%s", c.name, sb.Engine(), got, want)
+				}
+				results[c.name] = got
+			}
+		}
+		if err := sb.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, want := range map[string]string{"Pass": `"kind":"pass"`, "Fail": `"kind":"fail"`, "Memory": "memory_exceeded",
+		"Fuel": "fuel_exhausted", "BudgetFirst": "not run: an earlier check already failed", "Lowered": "the decision's 2000 units ran out"} {
+		if !strings.Contains(results[name], want) {
+			t.Errorf("%s lacks %s: %s", name, want, results[name])
+		}
 	}
 }
