@@ -156,9 +156,10 @@ const notRunDetail = "not run: the decision's budget ran out in an earlier check
 
 // tier0Slots bounds how many decisions evaluate tier 0 at once in this
 // process, so that their held bytes are bounded too: at most
-// tier0Slots * MaxExprHeldBytes besides the deliverables. Tier 0 is pure
-// computation, so more at once than there are cores gains nothing.
-var tier0Slots = int64(max(1, min(runtime.GOMAXPROCS(0), MaxTier0Slots)))
+// tier0Slots * MaxExprHeldBytes besides their deliverables and plans.
+// Tier 0 is pure computation: it is given every core but one, so that a
+// flood of costly criteria leaves a core to everything else.
+var tier0Slots = int64(max(1, min(runtime.GOMAXPROCS(0)-1, MaxTier0Slots)))
 
 // MaxTier0Slots is the most decisions that run tier 0 at once in one
 // process (fewer on a machine with fewer cores).
