@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	"github.com/assayhq/assay/wasm"
 )
@@ -36,6 +37,9 @@ type Deliverable struct {
 	value    any
 	env      map[string]any
 	artifact []byte
+	// envs holds copies of env with a slot for a decision's meter, each
+	// used by one decision at a time (exprEnv).
+	envs sync.Pool
 }
 
 // ParseDeliverable parses a deliverable: one JSON value of any type.
@@ -372,22 +376,37 @@ func (p *Plan) tier0Metered(d *Deliverable, m *meter) (checks []Check, failed bo
 			failed = true
 		}
 	}
+	releaseEnv(d, env)
 	return checks, failed
 }
 
 // exprEnv returns the environment of one decision's expression runs: the
-// deliverable's own, with the decision's meter. It charges the copy.
+// deliverable's own, with the decision's meter. A decision gives it back
+// with releaseEnv. Its copy is charged whether or not one is reused, so
+// that a decision costs the same either way.
 func exprEnv(d *Deliverable, m *meter) map[string]any {
 	m.env = d.env
 	if m.charge(mul(int64(len(d.env)), costEntry)) != nil {
 		return nil
 	}
-	env := make(map[string]any, len(d.env)+1)
-	for k, v := range d.env {
-		env[k] = v
+	env, _ := d.envs.Get().(map[string]any)
+	if env == nil {
+		env = make(map[string]any, len(d.env)+1)
+		for k, v := range d.env {
+			env[k] = v
+		}
 	}
 	env[meterIdent] = m
 	return env
+}
+
+// releaseEnv gives back an environment exprEnv returned, once its
+// decision no longer runs expressions.
+func releaseEnv(d *Deliverable, env map[string]any) {
+	if env != nil {
+		env[meterIdent] = nil
+		d.envs.Put(env)
+	}
 }
 
 type checkResult int

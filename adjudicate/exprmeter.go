@@ -165,14 +165,15 @@ func withMeter(f meteredFunc) func(args ...any) (any, error) {
 }
 
 // The predicate builtins: loops over their first argument. Their extra
-// cost per element is what building their result adds.
+// cost per element is what building their result adds: a slot of the
+// result and one of the VM's stack, which grow by doubling.
 var predicateBuiltins = map[string]struct{ held, units int64 }{
 	"all": {}, "none": {}, "any": {}, "one": {}, "find": {}, "findIndex": {}, "findLast": {},
 	"findLastIndex": {}, "count": {}, "sum": {}, "reduce": {},
-	"filter":  {held: 16, units: costEntry},
-	"map":     {held: 16, units: costEntry},
-	"sortBy":  {held: 32},
-	"groupBy": {held: 64, units: costEntry},
+	"filter":  {held: 3 * slotBytes, units: costEntry},
+	"map":     {held: 3 * slotBytes, units: costEntry},
+	"sortBy":  {held: 4 * slotBytes, units: costEntry},
+	"groupBy": {held: 2 * entryBytes, units: 2 * costEntry},
 }
 
 // meterPatcher is the patch visitor that meters an expression. It runs
@@ -272,10 +273,11 @@ func (p *meterPatcher) Visit(node *ast.Node) {
 			return
 		}
 		if extra, ok := predicateBuiltins[n.Name]; ok {
-			var per int64
+			var per, built int64
 			for _, a := range n.Arguments[1:] {
 				if pr, ok := a.(*ast.PredicateNode); ok {
 					per += nodes(pr.Node)
+					built += literalBytes(pr.Node)
 					switch n.Name {
 					case "groupBy":
 						wrap(&pr.Node, "key", integer(1))
@@ -292,7 +294,8 @@ func (p *meterPatcher) Visit(node *ast.Node) {
 				sortFlag = 1
 			}
 			p.sites++
-			wrap(&n.Arguments[0], "each", integer(per*costNode+extra.units), integer(extra.held), integer(sortFlag), integer(p.sites))
+			units := per*costNode + extra.units + ceilDiv(built*costBuild, costBuildDiv)
+			wrap(&n.Arguments[0], "each", integer(units), integer(extra.held+built), integer(sortFlag), integer(p.sites))
 			return
 		}
 		if _, ok := meteredFuncs[n.Name]; ok {
@@ -349,78 +352,96 @@ func (p *meterPatcher) Visit(node *ast.Node) {
 	}
 }
 
+// literalBytes is what the array and map literals of a loop's body build
+// each time it runs (not those of the loops inside it, which count their
+// own): expr's VM counts their elements against its own budget, but not
+// their bytes.
+func literalBytes(n ast.Node) int64 {
+	var total int64
+	var walk func(n ast.Node)
+	walk = func(n ast.Node) {
+		switch x := n.(type) {
+		case *ast.ArrayNode:
+			total += 4*slotBytes + slotBytes*int64(len(x.Nodes))
+		case *ast.MapNode:
+			total += entryBytes * int64(1+len(x.Pairs))
+		case *ast.PredicateNode:
+			return
+		}
+		forChildren(n, walk)
+	}
+	walk(n)
+	return total
+}
+
 // sortDepth is the comparisons one element of a sort takes part in, at
 // most: the depth of a sort of the largest array a deliverable can hold.
 const sortDepth = 26
 
 // nodes counts the nodes of n that one evaluation of n runs: all of them,
 // but the bodies of the loops inside it, which are charged per element.
+// A field read (by reflection) and a literal (an allocation) count more.
 func nodes(n ast.Node) int64 {
-	c := &nodeCounter{}
-	c.count(n)
-	return c.n
+	var total int64
+	var walk func(n ast.Node)
+	walk = func(n ast.Node) {
+		switch x := n.(type) {
+		case *ast.PredicateNode:
+			return
+		case *ast.MemberNode:
+			total += 2
+		case *ast.ArrayNode:
+			total += 4
+		case *ast.MapNode:
+			total += 4 * int64(1+len(x.Pairs))
+		}
+		total++
+		forChildren(n, walk)
+	}
+	walk(n)
+	return total
 }
 
-type nodeCounter struct{ n int64 }
-
-func (c *nodeCounter) count(n ast.Node) {
-	if n == nil {
-		return
+// forChildren calls f on each child of n, as ast.Walk visits them.
+func forChildren(n ast.Node, f func(ast.Node)) {
+	each := func(nodes ...ast.Node) {
+		for _, c := range nodes {
+			if c != nil {
+				f(c)
+			}
+		}
 	}
-	c.n++
 	switch x := n.(type) {
-	case *ast.PredicateNode:
-		// a loop's body: charged by the loop
-		c.n--
 	case *ast.UnaryNode:
-		c.count(x.Node)
+		each(x.Node)
 	case *ast.BinaryNode:
-		c.count(x.Left)
-		c.count(x.Right)
+		each(x.Left, x.Right)
 	case *ast.ChainNode:
-		c.count(x.Node)
+		each(x.Node)
 	case *ast.MemberNode:
-		c.n += 2 // a field of a map is read by reflection
-		c.count(x.Node)
-		c.count(x.Property)
+		each(x.Node, x.Property)
 	case *ast.SliceNode:
-		c.count(x.Node)
-		c.count(x.From)
-		c.count(x.To)
+		each(x.Node, x.From, x.To)
 	case *ast.CallNode:
-		c.count(x.Callee)
-		for _, a := range x.Arguments {
-			c.count(a)
-		}
+		each(x.Callee)
+		each(x.Arguments...)
 	case *ast.BuiltinNode:
-		for _, a := range x.Arguments {
-			c.count(a)
-		}
-		c.count(x.Map)
+		each(x.Arguments...)
+		each(x.Map)
+	case *ast.PredicateNode:
+		each(x.Node)
 	case *ast.VariableDeclaratorNode:
-		c.count(x.Value)
-		c.count(x.Expr)
+		each(x.Value, x.Expr)
 	case *ast.SequenceNode:
-		for _, e := range x.Nodes {
-			c.count(e)
-		}
+		each(x.Nodes...)
 	case *ast.ConditionalNode:
-		c.count(x.Cond)
-		c.count(x.Exp1)
-		c.count(x.Exp2)
+		each(x.Cond, x.Exp1, x.Exp2)
 	case *ast.ArrayNode:
-		c.n += 4 // an allocation
-		for _, e := range x.Nodes {
-			c.count(e)
-		}
+		each(x.Nodes...)
 	case *ast.MapNode:
-		c.n += 4 * int64(1+len(x.Pairs)) // an allocation, an entry each
-		for _, e := range x.Pairs {
-			c.count(e)
-		}
+		each(x.Pairs...)
 	case *ast.PairNode:
-		c.count(x.Key)
-		c.count(x.Value)
+		each(x.Key, x.Value)
 	}
 }
 
@@ -475,11 +496,12 @@ func length(v any) int64 {
 	return 0
 }
 
+// buildString charges building a string of n bytes, and its header.
 func buildString(m *meter, n int64) error {
 	if n > MaxExprValueBytes {
 		return errStringTooLong
 	}
-	return m.build(n)
+	return m.build(n + slotBytes)
 }
 
 func buildArray(m *meter, items, perItem int64) error {
@@ -746,12 +768,14 @@ func costUniq(m *meter, args []any) error {
 	return buildArray(m, n, slotBytes)
 }
 
+// costFlatten charges flatten, which copies every element by reflection
+// into arrays that grow by doubling.
 func costFlatten(m *meter, args []any) error {
 	var s shaper
 	if _, err := s.measure(m, args[0]); err != nil {
 		return err
 	}
-	return buildArray(m, s.elems, slotBytes)
+	return buildArray(m, s.elems, 3*slotBytes)
 }
 
 func costSort(m *meter, args []any) error {
@@ -823,12 +847,17 @@ func costJoin(m *meter, args []any) error {
 	return buildString(m, size)
 }
 
+// costConcat charges concat, which copies every element by reflection
+// into an array that grows by doubling.
 func costConcat(m *meter, args []any) error {
 	var n int64
 	for _, a := range args {
 		n = add(n, length(a))
 	}
-	return buildArray(m, n, slotBytes)
+	if err := m.charge(mul(n, costWalk)); err != nil {
+		return err
+	}
+	return buildArray(m, n, 3*slotBytes)
 }
 
 func costAdd(m *meter, args []any) error {

@@ -519,7 +519,7 @@ func (s *schema) validate(v any, vs *violations, m *meter) {
 			}
 		}
 		if s.noAdditional {
-			if m.elems(int64(len(x))) != nil {
+			if m.charge(mul(int64(len(x)), costEntry)) != nil {
 				return
 			}
 			var extra []string
@@ -532,7 +532,7 @@ func (s *schema) validate(v any, vs *violations, m *meter) {
 				}
 			}
 			if len(extra) > 0 {
-				if m.elems(mul(int64(len(extra)), log2(int64(len(extra))))) != nil {
+				if m.charge(mul(mul(int64(len(extra)), log2(int64(len(extra)))), costCompare)) != nil {
 					return
 				}
 				sort.Strings(extra)
