@@ -438,3 +438,56 @@ func TestBudget_Engines(t *testing.T) {
 		}
 	}
 }
+
+// TestBudget_HammerJudge decides one deliverable from many goroutines
+// through Judge, which lets a few at a time run tier 0 and reuses the
+// deliverable's environments: every result is the same bytes.
+func TestBudget_HammerJudge(t *testing.T) {
+	p := mustPlan(t, `{"budget": 3000000, "assertions": [{"expr": "all(items, .price >= 0)"},
+		{"expr": "all(1..1000, len(string(1..100)) > 0)"}, {"expr": "keys($env) != nil"}]}`)
+	d := mustDeliverable(t, opsDeliverable)
+	want := string(p.Decide(d, Record{}).JSON())
+	if !strings.Contains(want, "budget exhausted") {
+		t.Fatalf("the budget does not run out: %s", want)
+	}
+	errs := make(chan string, 16)
+	for range 16 {
+		go func() {
+			for range 20 {
+				r, _, err := Judge(context.Background(), p, d, nil, nil)
+				if err != nil {
+					errs <- err.Error()
+					return
+				}
+				if got := string(r.JSON()); got != want {
+					errs <- got
+					return
+				}
+			}
+			errs <- ""
+		}()
+	}
+	for range 16 {
+		if e := <-errs; e != "" {
+			t.Error(e)
+		}
+	}
+}
+
+// TestJudge_WaitsItsTurn: a decision waits for a turn at tier 0, and
+// stops waiting when its context ends.
+func TestJudge_WaitsItsTurn(t *testing.T) {
+	if err := tier0Gate.Acquire(context.Background(), tier0Slots); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, _, err := Judge(ctx, mustPlan(t, `{}`), mustDeliverable(t, `{}`), nil, nil)
+	tier0Gate.Release(tier0Slots)
+	if err != context.Canceled {
+		t.Errorf("got %v, want context.Canceled", err)
+	}
+	if _, _, err := Judge(context.Background(), mustPlan(t, `{}`), mustDeliverable(t, `{}`), nil, nil); err != nil {
+		t.Error(err)
+	}
+}
