@@ -51,7 +51,7 @@ var (
 )
 
 // fnName is the internal name of the metered version of name.
-func fnName(name string) string { return internalPrefix + "_" + name }
+func fnName(name string) string { return internalPrefix + "_m_" + name }
 
 // meteredFuncs holds every metered operation by its user-facing name (a
 // builtin, one of the functions that replace builtins, or an operator's
@@ -67,7 +67,12 @@ func init() {
 		var impl func(args ...any) (any, error)
 		switch {
 		case f.Fast != nil:
-			impl = func(args ...any) (any, error) { return f.Fast(args[0]), nil }
+			impl = func(args ...any) (any, error) {
+				if len(args) != 1 {
+					return nil, fmt.Errorf("invalid number of arguments (expected 1, got %d)", len(args))
+				}
+				return f.Fast(args[0]), nil
+			}
 		case f.Safe != nil:
 			impl = func(args ...any) (any, error) {
 				out, _, err := f.Safe(args...)
@@ -176,39 +181,10 @@ var predicateBuiltins = map[string]struct{ held, units int64 }{
 	"groupBy": {held: 2 * entryBytes, units: 2 * costEntry},
 }
 
-// meterPatcher is the patch visitor that meters an expression. It runs
-// after skipMarker, which marks what the optimizer will fold away.
+// meterPatcher is the patch visitor that meters an expression's checked
+// and optimized tree.
 type meterPatcher struct {
-	skip  map[ast.Node]bool
 	sites int64
-}
-
-// skipMarker marks the ranges that expr's optimizer turns into
-// comparisons (x in 1..9) or a constant (sum(1..9)): metering them would
-// only build what the optimizer saves building.
-type skipMarker struct{ skip map[ast.Node]bool }
-
-func isIntRange(n ast.Node) bool {
-	r, ok := n.(*ast.BinaryNode)
-	if !ok || r.Operator != ".." {
-		return false
-	}
-	_, l := r.Left.(*ast.IntegerNode)
-	_, h := r.Right.(*ast.IntegerNode)
-	return l && h
-}
-
-func (s skipMarker) Visit(node *ast.Node) {
-	switch n := (*node).(type) {
-	case *ast.BinaryNode:
-		if n.Operator == "in" && isIntRange(n.Right) && n.Left.Type() != nil && n.Left.Type().Kind() == reflect.Int {
-			s.skip[n], s.skip[n.Right] = true, true
-		}
-	case *ast.BuiltinNode:
-		if n.Name == "sum" && len(n.Arguments) == 1 && isIntRange(n.Arguments[0]) {
-			s.skip[n], s.skip[n.Arguments[0]] = true, true
-		}
-	}
 }
 
 // call returns a call of the metered function name on args, the meter
@@ -269,11 +245,12 @@ func (p *meterPatcher) Visit(node *ast.Node) {
 			ast.Patch(node, call("env"))
 		}
 	case *ast.BuiltinNode:
-		if p.skip[n] {
-			return
-		}
 		if extra, ok := predicateBuiltins[n.Name]; ok {
 			var per, built int64
+			if n.Map != nil { // map fused into filter by the optimizer
+				per += nodes(n.Map) + costEntry/costNode
+				built += literalBytes(n.Map) + 3*slotBytes
+			}
 			for _, a := range n.Arguments[1:] {
 				if pr, ok := a.(*ast.PredicateNode); ok {
 					per += nodes(pr.Node)
@@ -302,20 +279,16 @@ func (p *meterPatcher) Visit(node *ast.Node) {
 			ast.Patch(node, call(n.Name, n.Arguments...))
 		}
 	case *ast.CallNode:
-		if id, ok := n.Callee.(*ast.IdentifierNode); ok && ownFuncs[id.Value] {
-			if _, ok := meteredFuncs[id.Value]; ok {
+		if id, ok := n.Callee.(*ast.IdentifierNode); ok {
+			switch {
+			case id.Value == addFunc: // every +, in the plain program
+				ast.Patch(node, call("add", n.Arguments...))
+			case ownFuncs[id.Value]:
 				ast.Patch(node, call(id.Value, n.Arguments...))
 			}
 		}
 	case *ast.BinaryNode:
-		if p.skip[n] {
-			return
-		}
 		switch n.Operator {
-		case "+":
-			if !(scalarType(n.Left) && scalarType(n.Right)) {
-				ast.Patch(node, call("add", n.Left, n.Right))
-			}
 		case "..":
 			ast.Patch(node, call("range", n.Left, n.Right))
 		case "==", "!=", "<", ">", "<=", ">=":
@@ -447,6 +420,15 @@ func forChildren(n ast.Node, f func(ast.Node)) {
 
 // ---- the costs of metered operations ----
 
+// arg returns args[i], or nil when a function was called with fewer: the
+// function then refuses its arguments, and its cost is nothing.
+func arg(args []any, i int) any {
+	if i < len(args) {
+		return args[i]
+	}
+	return nil
+}
+
 // Bytes held by one element of an array or one entry of a map built.
 const (
 	slotBytes  = 16 // an interface value
@@ -515,10 +497,10 @@ func buildArray(m *meter, items, perItem int64) error {
 }
 
 func costEach(m *meter, args []any) error {
-	n := length(args[0])
-	units, _ := int64Arg(args[1])
-	held, _ := int64Arg(args[2])
-	sorts, _ := int64Arg(args[3])
+	n := length(arg(args, 0))
+	units, _ := int64Arg(arg(args, 1))
+	held, _ := int64Arg(arg(args, 2))
+	sorts, _ := int64Arg(arg(args, 3))
 	if sorts != 0 {
 		units += costCompare * log2(n)
 	}
@@ -535,8 +517,8 @@ func costEach(m *meter, args []any) error {
 }
 
 func costKey(m *meter, args []any) error {
-	if s, ok := args[0].(string); ok {
-		factor, _ := int64Arg(args[1])
+	if s, ok := arg(args, 0).(string); ok {
+		factor, _ := int64Arg(arg(args, 1))
 		return m.scan(mul(int64(len(s)), factor))
 	}
 	return nil
@@ -544,7 +526,7 @@ func costKey(m *meter, args []any) error {
 
 func costString(m *meter, args []any) error {
 	s := shaper{limit: true}
-	sz, err := s.measure(m, args[0])
+	sz, err := s.measure(m, arg(args, 0))
 	if err != nil {
 		return err
 	}
@@ -556,7 +538,7 @@ func costString(m *meter, args []any) error {
 
 func costToJSON(m *meter, args []any) error {
 	s := shaper{json: true, limit: true}
-	sz, err := s.measure(m, args[0])
+	sz, err := s.measure(m, arg(args, 0))
 	if err != nil {
 		return err
 	}
@@ -574,7 +556,7 @@ func costToJSON(m *meter, args []any) error {
 }
 
 func costFromJSON(m *meter, args []any) error {
-	s, ok := args[0].(string)
+	s, ok := arg(args, 0).(string)
 	if !ok {
 		return nil // the builtin refuses it
 	}
@@ -591,14 +573,14 @@ func costFromJSON(m *meter, args []any) error {
 }
 
 func costToBase64(m *meter, args []any) error {
-	if s, ok := args[0].(string); ok {
+	if s, ok := arg(args, 0).(string); ok {
 		return buildString(m, (int64(len(s))+2)/3*4)
 	}
 	return nil
 }
 
 func costFromBase64(m *meter, args []any) error {
-	if s, ok := args[0].(string); ok {
+	if s, ok := arg(args, 0).(string); ok {
 		if err := m.scan(int64(len(s))); err != nil {
 			return err
 		}
@@ -619,7 +601,7 @@ func strArgs(args []any) (total int64) {
 func costTrim(m *meter, args []any) error {
 	n := strArgs(args)
 	if len(args) == 2 {
-		if cut, ok := args[1].(string); ok && !isASCII(cut) {
+		if cut, ok := arg(args, 1).(string); ok && !isASCII(cut) {
 			// A cutset beyond ASCII is searched for every rune.
 			n = mul(n, int64(utf8.RuneCountInString(cut))+1)
 		}
@@ -637,7 +619,7 @@ func isASCII(s string) bool {
 }
 
 func costCase(m *meter, args []any) error {
-	if s, ok := args[0].(string); ok {
+	if s, ok := arg(args, 0).(string); ok {
 		if err := m.scan(int64(len(s))); err != nil {
 			return err
 		}
@@ -650,7 +632,7 @@ func costCase(m *meter, args []any) error {
 func costScanStrings(m *meter, args []any) error { return m.scan(strArgs(args)) }
 
 func costLen(m *meter, args []any) error {
-	if s, ok := args[0].(string); ok {
+	if s, ok := arg(args, 0).(string); ok {
 		return m.scan(int64(len(s))) // len counts runes
 	}
 	return nil
@@ -672,8 +654,8 @@ func splitCount(s, sep string, limit int64) int64 {
 }
 
 func costSplit(m *meter, args []any) error {
-	s, ok1 := args[0].(string)
-	sep, ok2 := args[1].(string)
+	s, ok1 := arg(args, 0).(string)
+	sep, ok2 := arg(args, 1).(string)
 	if !ok1 || !ok2 {
 		return nil
 	}
@@ -682,7 +664,7 @@ func costSplit(m *meter, args []any) error {
 	}
 	limit := int64(-1)
 	if len(args) == 3 {
-		limit, _ = int64Arg(args[2])
+		limit, _ = int64Arg(arg(args, 2))
 	}
 	n := splitCount(s, sep, limit)
 	if err := m.charge(mul(n, costCompare)); err != nil {
@@ -692,9 +674,9 @@ func costSplit(m *meter, args []any) error {
 }
 
 func costReplace(m *meter, args []any) error {
-	s, ok1 := args[0].(string)
-	old, ok2 := args[1].(string)
-	repl, ok3 := args[2].(string)
+	s, ok1 := arg(args, 0).(string)
+	old, ok2 := arg(args, 1).(string)
+	repl, ok3 := arg(args, 2).(string)
 	if !ok1 || !ok2 || !ok3 {
 		return nil
 	}
@@ -703,7 +685,7 @@ func costReplace(m *meter, args []any) error {
 	}
 	limit := int64(-1)
 	if len(args) == 4 {
-		limit, _ = int64Arg(args[3])
+		limit, _ = int64Arg(arg(args, 3))
 	}
 	n := splitCount(s, old, limit)
 	if old != "" || limit > 0 {
@@ -743,7 +725,7 @@ func costAggregate(sorts bool) func(*meter, []any) error {
 }
 
 func costFromPairs(m *meter, args []any) error {
-	n := length(args[0])
+	n := length(arg(args, 0))
 	if err := m.charge(mul(n, 2*costEntry)); err != nil {
 		return err
 	}
@@ -751,17 +733,17 @@ func costFromPairs(m *meter, args []any) error {
 }
 
 func costCopyArray(m *meter, args []any) error {
-	return buildArray(m, length(args[0]), slotBytes)
+	return buildArray(m, length(arg(args, 0)), slotBytes)
 }
 
 // costUniq charges uniq, which compares every element with each one kept
 // before it.
 func costUniq(m *meter, args []any) error {
 	var s shaper
-	if _, err := s.measure(m, args[0]); err != nil {
+	if _, err := s.measure(m, arg(args, 0)); err != nil {
 		return err
 	}
-	n := length(args[0])
+	n := length(arg(args, 0))
 	if err := m.charge(mul(mul(n, s.elems), costCompare)); err != nil {
 		return err
 	}
@@ -772,16 +754,16 @@ func costUniq(m *meter, args []any) error {
 // into arrays that grow by doubling.
 func costFlatten(m *meter, args []any) error {
 	var s shaper
-	if _, err := s.measure(m, args[0]); err != nil {
+	if _, err := s.measure(m, arg(args, 0)); err != nil {
 		return err
 	}
 	return buildArray(m, s.elems, 3*slotBytes)
 }
 
 func costSort(m *meter, args []any) error {
-	n := length(args[0])
+	n := length(arg(args, 0))
 	var s shaper
-	if _, err := s.measure(m, args[0]); err != nil {
+	if _, err := s.measure(m, arg(args, 0)); err != nil {
 		return err
 	}
 	// Each comparison may read a whole string.
@@ -798,7 +780,10 @@ func costSort(m *meter, args []any) error {
 // array built of one slot (and extra bytes) per entry.
 func costMapOut(extra int64) func(*meter, []any) error {
 	return func(m *meter, args []any) error {
-		mp, ok := args[0].(map[string]any)
+		if len(args) != 1 {
+			return nil // the function refuses them
+		}
+		mp, ok := arg(args, 0).(map[string]any)
 		if !ok {
 			return nil
 		}
@@ -818,8 +803,11 @@ func costMapOut(extra int64) func(*meter, []any) error {
 }
 
 func costRepeat(m *meter, args []any) error {
-	s, ok1 := args[0].(string)
-	n, ok2 := args[1].(int)
+	if len(args) != 2 {
+		return nil // fnRepeat refuses them
+	}
+	s, ok1 := arg(args, 0).(string)
+	n, ok2 := arg(args, 1).(int)
 	if !ok1 || !ok2 || n < 0 {
 		return nil // fnRepeat refuses it
 	}
@@ -827,13 +815,16 @@ func costRepeat(m *meter, args []any) error {
 }
 
 func costJoin(m *meter, args []any) error {
-	arr, ok := args[0].([]any)
+	if len(args) < 1 || len(args) > 2 {
+		return nil // fnJoin refuses them
+	}
+	arr, ok := arg(args, 0).([]any)
 	if !ok {
 		return nil
 	}
 	sep := ""
 	if len(args) == 2 {
-		sep, _ = args[1].(string)
+		sep, _ = arg(args, 1).(string)
 	}
 	if err := m.elems(int64(len(arr))); err != nil {
 		return err
@@ -861,8 +852,8 @@ func costConcat(m *meter, args []any) error {
 }
 
 func costAdd(m *meter, args []any) error {
-	if x, ok := args[0].(string); ok {
-		if y, ok := args[1].(string); ok {
+	if x, ok := arg(args, 0).(string); ok {
+		if y, ok := arg(args, 1).(string); ok {
 			return buildString(m, int64(len(x)+len(y)))
 		}
 	}
@@ -870,7 +861,7 @@ func costAdd(m *meter, args []any) error {
 }
 
 func costRange(m *meter, args []any) error {
-	lo, hi := runtime.ToInt(args[0]), runtime.ToInt(args[1]) // they panic as OpRange does
+	lo, hi := runtime.ToInt(arg(args, 0)), runtime.ToInt(arg(args, 1)) // they panic as OpRange does
 	size := int64(0)
 	if hi >= lo {
 		size = int64(hi) - int64(lo) + 1
@@ -885,13 +876,13 @@ func costRange(m *meter, args []any) error {
 }
 
 func fnRange(args ...any) (any, error) {
-	return runtime.MakeRange(runtime.ToInt(args[0]), runtime.ToInt(args[1])), nil
+	return runtime.MakeRange(runtime.ToInt(arg(args, 0)), runtime.ToInt(arg(args, 1))), nil
 }
 
 // costComparison charges comparing two values: strings by their bytes,
 // arrays and maps by their elements.
 func costComparison(m *meter, args []any) error {
-	a, b := args[0], args[1]
+	a, b := arg(args, 0), arg(args, 1)
 	if x, ok := a.(string); ok {
 		if y, ok := b.(string); ok {
 			return m.scan(int64(min(len(x), len(y))))
@@ -913,7 +904,7 @@ func costComparison(m *meter, args []any) error {
 }
 
 func costIn(m *meter, args []any) error {
-	needle, hay := args[0], args[1]
+	needle, hay := arg(args, 0), arg(args, 1)
 	switch hay.(type) {
 	case map[string]any:
 		if s, ok := needle.(string); ok {

@@ -4,9 +4,14 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/checker"
+	"github.com/expr-lang/expr/checker/nature"
+	"github.com/expr-lang/expr/compiler"
+	"github.com/expr-lang/expr/conf"
 	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/vm"
 	"github.com/expr-lang/expr/vm/runtime"
@@ -63,12 +68,40 @@ var plainOptions = append(baseOptions[:len(baseOptions):len(baseOptions)],
 	expr.Patch(addPatcher{}),
 )
 
-// meteredCompileOptions are the options of the program that runs: the
-// plain ones with every size-dependent operation metered.
-func meteredCompileOptions() []expr.Option {
-	skip := map[ast.Node]bool{}
-	opts := append(baseOptions[:len(baseOptions):len(baseOptions)], meteredOptions...)
-	return append(opts, expr.Patch(skipMarker{skip: skip}), expr.Patch(&meterPatcher{skip: skip}))
+// meteredConfig is the configuration the metered programs are checked and
+// compiled with: the plain one's functions and the metered functions.
+var meteredConfig = sync.OnceValue(func() *conf.Config {
+	c := conf.CreateNew()
+	opts := append(baseOptions[:len(baseOptions):len(baseOptions)], expr.Function(addFunc, fnAdd))
+	for _, op := range append(opts, meteredOptions...) {
+		op(c)
+	}
+	for name := range c.Disabled {
+		delete(c.Builtins, name)
+	}
+	c.Check()
+	return c
+})
+
+// compileMetered compiles the program that runs: the plain program's tree,
+// as expr checked and optimized it, with every size-dependent operation
+// metered. Metering the optimized tree keeps what the optimizer made of it
+// (loops fused, ranges turned into comparisons): a metered program does
+// what the plain one does, in the same order.
+func compileMetered(plain *vm.Program) (p *vm.Program, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			p, err = nil, fmt.Errorf("compiler panic: %v", r)
+		}
+	}()
+	tree := &parser.Tree{Node: plain.Node(), Source: plain.Source()}
+	ast.Walk(&tree.Node, &meterPatcher{})
+	config := *meteredConfig() // a checker writes its cache into its config
+	config.NtCache = nature.Cache{}
+	if _, err := checker.Check(tree, &config); err != nil {
+		return nil, err
+	}
+	return compiler.Compile(tree, &config)
 }
 
 // addFunc replaces the + operator, so that string concatenation is bounded
@@ -240,13 +273,14 @@ func compileExpr(src, at string) (*exprCheck, error) {
 	if err != nil {
 		return nil, errorf(EInvalidAssertion, at+": "+err.Error(), err)
 	}
-	if _, err := compileProgram(src, plainOptions); err != nil {
+	plain, err := compileProgram(src, plainOptions)
+	if err != nil {
 		return nil, errorf(EInvalidAssertion, at+": does not compile: "+err.Error(), err)
 	}
 	if calls.insts > MaxRegexInsts {
 		return nil, errorf(EInvalidAssertion, fmt.Sprintf("%s: a pattern compiles to %d instructions, over the limit of %d (MaxRegexInsts)", at, calls.insts, MaxRegexInsts), nil)
 	}
-	p, err := compileProgram(src, meteredCompileOptions())
+	p, err := compileMetered(plain)
 	if err != nil {
 		// The plain program compiled: metering it must not fail.
 		return nil, errorf(EInternal, at+": does not compile once metered: "+err.Error(), err)
