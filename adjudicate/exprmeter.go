@@ -826,7 +826,7 @@ func costJoin(m *meter, args []any) error {
 	if len(args) == 2 {
 		sep, _ = arg(args, 1).(string)
 	}
-	if err := m.elems(int64(len(arr))); err != nil {
+	if err := m.charge(mul(int64(len(arr)), costCompare)); err != nil {
 		return err
 	}
 	var size int64
