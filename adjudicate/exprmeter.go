@@ -183,9 +183,7 @@ var predicateBuiltins = map[string]struct{ held, units int64 }{
 
 // meterPatcher is the patch visitor that meters an expression's checked
 // and optimized tree.
-type meterPatcher struct {
-	sites int64
-}
+type meterPatcher struct{}
 
 // call returns a call of the metered function name on args, the meter
 // first.
@@ -238,7 +236,7 @@ var binaryFuncs = map[string]string{
 	"==": "eq", "!=": "ne", "<": "lt", ">": "gt", "<=": "le", ">=": "ge",
 }
 
-func (p *meterPatcher) Visit(node *ast.Node) {
+func (meterPatcher) Visit(node *ast.Node) {
 	switch n := (*node).(type) {
 	case *ast.IdentifierNode:
 		if n.Value == "$env" {
@@ -270,9 +268,8 @@ func (p *meterPatcher) Visit(node *ast.Node) {
 			if n.Name == "sortBy" {
 				sortFlag = 1
 			}
-			p.sites++
 			units := per*costNode + extra.units + ceilDiv(built*costBuild, costBuildDiv)
-			wrap(&n.Arguments[0], "each", integer(units), integer(extra.held+built), integer(sortFlag), integer(p.sites))
+			wrap(&n.Arguments[0], "each", integer(units), integer(extra.held+built), integer(sortFlag))
 			return
 		}
 		if _, ok := meteredFuncs[n.Name]; ok {

@@ -95,7 +95,7 @@ func compileMetered(plain *vm.Program) (p *vm.Program, err error) {
 		}
 	}()
 	tree := &parser.Tree{Node: plain.Node(), Source: plain.Source()}
-	ast.Walk(&tree.Node, &meterPatcher{})
+	ast.Walk(&tree.Node, meterPatcher{})
 	config := *meteredConfig() // a checker writes its cache into its config
 	config.NtCache = nature.Cache{}
 	if _, err := checker.Check(tree, &config); err != nil {
