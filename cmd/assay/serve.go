@@ -420,6 +420,10 @@ func wire(ctx context.Context, db store.Store, keys escrow.Signer, sb *wasm.Sand
 	if err != nil {
 		return nil, err
 	}
+	batches := replays.NewService(runner)
+	if batches.Timeout, err = replayBatchTimeout(os.Getenv); err != nil {
+		return nil, err
+	}
 	return &services{runner: runner, court: court, market: bazaar, matters: judgments,
-		replays: replays.NewService(runner), queue: queue, worker: worker}, nil
+		replays: batches, queue: queue, worker: worker}, nil
 }
