@@ -87,6 +87,7 @@ func browser(tb testing.TB) context.Context {
 // the refund's receipt in the browser: valid as the court signed it, invalid
 // once its subject, signature, key or envelope is changed.
 func TestConsole(t *testing.T) {
+	t.Parallel()
 	ctx := browser(t) // first, so that without a browser the test skips at once
 	s := start(t, t.TempDir(), "ASSAY_MARKET_AUTH=open")
 
