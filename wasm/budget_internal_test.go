@@ -115,6 +115,8 @@ func TestSandbox_freeOSAfterLargeRun(t *testing.T) {
 	if small.Kind != KindMemoryExceeded {
 		t.Fatalf("small run: %s %q", small.Kind, small.Detail)
 	}
+	// A wrong free would come soon after the run, asynchronously: give it
+	// the time to show (nothing right happens in it).
 	time.Sleep(100 * time.Millisecond)
 	if freed(s) {
 		t.Fatalf("memory was returned after a 4 MiB run")
@@ -128,7 +130,7 @@ func TestSandbox_freeOSAfterLargeRun(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("memory not returned 10 s after a run of %d pages", large.MemoryPages)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // polls freed
 	}
 }
 

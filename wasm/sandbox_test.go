@@ -1,6 +1,7 @@
 package wasm_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"os"
@@ -101,7 +102,9 @@ var hostile = []struct {
 	{name: "no _start", module: "nostart.wasm", lim: wasm.Limits{Fuel: 1000}, kind: wasm.KindInvalidChecker, exit: -1, detail: "_start"},
 	{name: "garbage bytes", module: "", lim: wasm.Limits{Fuel: 1000}, kind: wasm.KindInvalidChecker, exit: -1, detail: "invalid checker"},
 	{name: "garbage bytes unmetered", module: "", lim: wasm.Limits{}, kind: wasm.KindInvalidChecker, exit: -1, detail: "overruns the module"},
-	{name: "go out of memory", module: "oom.wasm", lim: wasm.Limits{Fuel: wasm.DefaultFuel, MemoryMiB: 32}, kind: wasm.KindMemoryExceeded, exit: 2, detail: "memory limit of 32 MiB", goGuest: true},
+	// 8 MiB, the least Go's runtime starts in, and reached in a few
+	// seconds on the interpreter (32 MiB took twenty).
+	{name: "go out of memory", module: "oom.wasm", lim: wasm.Limits{Fuel: wasm.DefaultFuel, MemoryMiB: 8}, kind: wasm.KindMemoryExceeded, exit: 2, detail: "memory limit of 8 MiB", goGuest: true},
 	{name: "go checker passes", module: "rows.wasm", in: `{"min_rows":2,"rows":[{"id":"a"},{"id":"b"}]}`, lim: wasm.Limits{Fuel: wasm.DefaultFuel}, kind: wasm.KindPass, exit: 0, stdout: "ok: 2 rows", goGuest: true},
 	{name: "go checker fails", module: "rows.wasm", in: `{"rows":[]}`, lim: wasm.Limits{Fuel: wasm.DefaultFuel}, kind: wasm.KindFail, exit: 1, goGuest: true},
 	{name: "go checker unmetered", module: "rows.wasm", in: `{"min_rows":1,"rows":[{"id":"a"}]}`, lim: wasm.Limits{}, kind: wasm.KindPass, exit: 0, goGuest: true},
@@ -366,26 +369,29 @@ func TestSandbox_Validate(t *testing.T) {
 // and unmetered: exit code, stdout and stderr must be the same.
 func TestSandbox_meteringPreservesSemantics(t *testing.T) {
 	sb := newSandbox(t, wasm.Config{})
-	for _, tc := range []struct{ module, in string }{
-		{"pass.wasm", ""},
-		{"fail.wasm", ""},
-		{"divzero.wasm", ""},
-		{"unreachable.wasm", ""},
-		{"flood.wasm", ""},
-		{"grow.wasm", ""},
-		{"primes.wasm", "5000 669"},
-		{"primes.wasm", "5000 670"},
-		{"primes.wasm", "garbage"},
-		{"rows.wasm", `{"min_rows":2,"rows":[{"id":"a"},{"id":"b"}]}`},
-		{"rows.wasm", `{"rows":[{"id":""}],"min_rows":1}`},
-		{"rows.wasm", `not json`},
-		{"probe.wasm", "probe"},
-		{"oom.wasm", ""},
+	for _, tc := range []struct {
+		module, in string
+		mib        uint32 // the memory limit; 0 is 32 MiB
+	}{
+		{"pass.wasm", "", 0},
+		{"fail.wasm", "", 0},
+		{"divzero.wasm", "", 0},
+		{"unreachable.wasm", "", 0},
+		{"flood.wasm", "", 0},
+		{"grow.wasm", "", 0},
+		{"primes.wasm", "5000 669", 0},
+		{"primes.wasm", "5000 670", 0},
+		{"primes.wasm", "garbage", 0},
+		{"rows.wasm", `{"min_rows":2,"rows":[{"id":"a"},{"id":"b"}]}`, 0},
+		{"rows.wasm", `{"rows":[{"id":""}],"min_rows":1}`, 0},
+		{"rows.wasm", `not json`, 0},
+		{"probe.wasm", "probe", 0},
+		{"oom.wasm", "", 8}, // the least Go's runtime starts in: the limit is reached sooner
 	} {
 		t.Run(tc.module+"/"+tc.in, func(t *testing.T) {
 			module := fixture(t, tc.module)
 			in := wasm.Input{Artifact: []byte(tc.in)}
-			lim := wasm.Limits{MemoryMiB: 32, Timeout: time.Minute}
+			lim := wasm.Limits{MemoryMiB: cmp.Or(tc.mib, 32), Timeout: time.Minute}
 			plain := sb.Run(context.Background(), module, in, lim)
 			lim.Fuel = wasm.DefaultFuel
 			metered := sb.Run(context.Background(), module, in, lim)

@@ -166,7 +166,11 @@ func TestPrepareReactor_Instrument(t *testing.T) {
 				mem []byte
 			}
 			runOne := func(wasm []byte, h *host) (result, error) {
-				r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
+				// 256 MiB, the memory a start-up may have in the sandbox
+				// (wasm.InitMemoryMiB): a module that asks for more is
+				// refused here as there.
+				cfg := wazero.NewRuntimeConfigInterpreter().WithMemoryLimitPages(4096)
+				r := wazero.NewRuntimeWithConfig(ctx, cfg)
 				defer r.Close(ctx)
 				wasi_snapshot_preview1.MustInstantiate(ctx, r)
 				h.instantiate(t, ctx, r)
@@ -178,8 +182,10 @@ func TestPrepareReactor_Instrument(t *testing.T) {
 				if err != nil {
 					return result{}, err
 				}
+				// Enough fuel for every reactor fixture but the ones that
+				// loop forever, which are not run unmetered.
 				if g := fuelGlobal(mod); g != nil {
-					h.begin(g, 100_000_000)
+					h.begin(g, 10_000_000)
 				}
 				var out result
 				for _, fn := range []string{DataExport, StartFuncExport, InitExport, CheckExport} {
