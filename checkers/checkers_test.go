@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/assayhq/assay/checkers"
+	"github.com/assayhq/assay/internal/wasmtest"
 	"github.com/assayhq/assay/wasm"
 )
 
@@ -98,7 +99,7 @@ func TestRunner_Run(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sb, err := wasm.NewSandbox(context.Background(), wasm.Config{})
+	sb, err := wasm.NewSandbox(context.Background(), wasm.Config{CacheDir: wasmtest.CacheDir("")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +132,7 @@ func TestRunner_RunPython(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sb, err := wasm.NewSandbox(context.Background(), wasm.Config{})
+	sb, err := wasm.NewSandbox(context.Background(), wasm.Config{CacheDir: wasmtest.CacheDir("")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +176,7 @@ func TestRunner_jobLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sb, err := wasm.NewSandbox(context.Background(), wasm.Config{})
+	sb, err := wasm.NewSandbox(context.Background(), wasm.Config{CacheDir: wasmtest.CacheDir("")})
 	if err != nil {
 		t.Fatal(err)
 	}

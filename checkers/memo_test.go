@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/assayhq/assay/checkers"
+	"github.com/assayhq/assay/internal/wasmtest"
 	"github.com/assayhq/assay/wasm"
 )
 
@@ -26,6 +27,9 @@ func memoRunner(tb testing.TB, cfg wasm.Config, memo *checkers.Memo, names ...st
 	d, err := checkers.OpenDir(dir)
 	if err != nil {
 		tb.Fatal(err)
+	}
+	if cfg.CacheDir == "" {
+		cfg.CacheDir = wasmtest.CacheDir("")
 	}
 	sb, err := wasm.NewSandbox(context.Background(), cfg)
 	if err != nil {

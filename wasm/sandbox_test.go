@@ -12,6 +12,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/assayhq/assay/internal/wasmtest"
 	"github.com/assayhq/assay/wasm"
 )
 
@@ -26,7 +27,8 @@ func fixture(tb testing.TB, name string) []byte {
 }
 
 // cacheDir is shared by the package's sandboxes, so that each Go guest is
-// compiled once per test binary rather than once per test.
+// compiled once per test binary rather than once per test: the run's cache
+// (wasmtest) when there is one, so once per run.
 var cacheDir string
 
 func TestMain(m *testing.M) {
@@ -34,7 +36,7 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	cacheDir = dir
+	cacheDir = wasmtest.CacheDir(dir)
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

@@ -9,11 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assayhq/assay/internal/wasmtest"
 	"github.com/assayhq/assay/wasm"
 )
 
 // The sandbox the tests share, so that each module is metered and compiled
-// once per test binary; TestMain closes it.
+// once per test binary (once per run, with the run's cache: wasmtest);
+// TestMain closes it.
 var (
 	sandboxOnce sync.Once
 	sandbox     *wasm.Sandbox
@@ -22,7 +24,9 @@ var (
 
 func sharedSandbox(tb testing.TB) *wasm.Sandbox {
 	tb.Helper()
-	sandboxOnce.Do(func() { sandbox, sandboxErr = wasm.NewSandbox(context.Background(), wasm.Config{}) })
+	sandboxOnce.Do(func() {
+		sandbox, sandboxErr = wasm.NewSandbox(context.Background(), wasm.Config{CacheDir: wasmtest.CacheDir("")})
+	})
 	if sandboxErr != nil {
 		tb.Fatal(sandboxErr)
 	}

@@ -9,11 +9,13 @@ import (
 	"time"
 
 	"github.com/assayhq/assay/checkers/python"
+	"github.com/assayhq/assay/internal/wasmtest"
 	"github.com/assayhq/assay/wasm"
 )
 
 // cacheDir is shared by the package's sandboxes, so that the interpreter is
-// metered and compiled once per test binary.
+// metered and compiled once per test binary: the run's cache (wasmtest)
+// when there is one, so once per run.
 var cacheDir string
 
 func TestMain(m *testing.M) {
@@ -21,7 +23,7 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	cacheDir = dir
+	cacheDir = wasmtest.CacheDir(dir)
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/assayhq/assay/internal/wasmtest"
 )
 
 func fixtureSHA256(tb testing.TB, name string) string {
@@ -21,7 +23,7 @@ func fixtureSHA256(tb testing.TB, name string) string {
 }
 
 func TestJudge_exitCodes(t *testing.T) {
-	cache := t.TempDir()
+	cache := wasmtest.TempCacheDir(t)
 	dir := filepath.Join("..", "..", "fixtures", "checkers")
 	rows := fixtureSHA256(t, "rows.wasm")
 	withChecker := `{"schema":{"type":"object","required":["rows"]},

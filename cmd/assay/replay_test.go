@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/assayhq/assay/internal/wasmtest"
 	"github.com/assayhq/assay/wasm"
 )
 
@@ -23,7 +24,7 @@ type replayJSON struct {
 }
 
 func TestReplay_json(t *testing.T) {
-	cache := t.TempDir()
+	cache := wasmtest.TempCacheDir(t)
 	art := writeFile(t, "artifact.json", `{"min_rows":1,"rows":[{"id":"a"}]}`)
 	for _, tc := range []struct {
 		name    string

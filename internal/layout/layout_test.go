@@ -75,6 +75,7 @@ var leaves = map[string]bool{
 var testHelpers = map[string]bool{
 	module + "/internal/conformance":          true,
 	module + "/internal/pgtest":               true,
+	module + "/internal/wasmtest":             true,
 	module + "/storage/storetest":             true,
 	module + "/runtime/store/jsonw/jsonwtest": true,
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/assayhq/assay/checkers"
+	"github.com/assayhq/assay/internal/wasmtest"
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/replays"
 	"github.com/assayhq/assay/wasm"
@@ -28,7 +29,7 @@ func testdataRunner(tb testing.TB, name string) (*checkers.Runner, string) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	sb, err := wasm.NewSandbox(context.Background(), wasm.Config{})
+	sb, err := wasm.NewSandbox(context.Background(), wasm.Config{CacheDir: wasmtest.CacheDir("")})
 	if err != nil {
 		tb.Fatal(err)
 	}

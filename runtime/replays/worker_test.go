@@ -13,6 +13,7 @@ import (
 
 	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/internal/pgtest"
+	"github.com/assayhq/assay/internal/wasmtest"
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/replays"
 	"github.com/assayhq/assay/runtime/store"
@@ -49,7 +50,7 @@ func rowsChecker(tb testing.TB) fixture {
 			fixtureErr = err
 			return
 		}
-		sb, err := wasm.NewSandbox(context.Background(), wasm.Config{})
+		sb, err := wasm.NewSandbox(context.Background(), wasm.Config{CacheDir: wasmtest.CacheDir("")})
 		if err != nil {
 			fixtureErr = err
 			return
