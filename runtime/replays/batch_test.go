@@ -46,6 +46,7 @@ func batchRunner(tb testing.TB, memo *checkers.Memo, name string) (*checkers.Run
 // TestMemoStore_reopen: outcomes memoised on a badger store answer a new
 // memo after the store is closed and opened again, without a run.
 func TestMemoStore_reopen(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	db, err := storage.Open(dir, storage.Options{})
@@ -89,6 +90,7 @@ func TestMemoStore_reopen(t *testing.T) {
 }
 
 func TestService_Replay(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	runner, sum := batchRunner(t, checkers.NewMemo(checkers.MemoConfig{}), "primes.wasm")
 	svc := replays.NewService(runner)
