@@ -115,7 +115,7 @@ func TestPool_cancel(t *testing.T) {
 		defer inFlight.Add(-1)
 		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) // the job's work: long enough for jobs to overlap
 		if ran.Add(1) == 5 {
 			cancel()
 		}
@@ -147,7 +147,7 @@ func TestPool_cancel(t *testing.T) {
 				n := inFlight.Add(1)
 				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 				}
-				time.Sleep(time.Millisecond)
+				time.Sleep(time.Millisecond) // the job's work: long enough for jobs to overlap
 				inFlight.Add(-1)
 			}, nil)
 		}()

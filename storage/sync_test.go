@@ -72,7 +72,7 @@ func TestGroupSync_observed(t *testing.T) {
 	defer db.Close()
 	ctx := context.Background()
 	real := db.sync.sync
-	db.sync.sync = func() error { time.Sleep(2 * time.Millisecond); return real() } // let waiters gather
+	db.sync.sync = func() error { time.Sleep(2 * time.Millisecond); return real() } // a slow disk, so that waiters gather
 	const n = 64
 	var wg sync.WaitGroup
 	for i := range n {
@@ -117,7 +117,7 @@ func TestGroupSync_gathers(t *testing.T) {
 		t.Fatalf("%d waits for company among commits made one at a time", n)
 	}
 	real := db.sync.sync
-	db.sync.sync = func() error { time.Sleep(2 * time.Millisecond); return real() } // let waiters pile up
+	db.sync.sync = func() error { time.Sleep(2 * time.Millisecond); return real() } // a slow disk, so that waiters pile up
 	var wg sync.WaitGroup
 	for round := range 3 {
 		for i := range 32 {

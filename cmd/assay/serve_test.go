@@ -118,7 +118,7 @@ func startServe(t *testing.T, cfg serveConfig) string {
 		}
 	})
 	re := regexp.MustCompile(`on (http://\S+)`)
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) { // polls the output
 		if m := re.FindStringSubmatch(out.String()); m != nil {
 			return m[1]
 		}
