@@ -32,17 +32,38 @@ install: ## install assay into $GOBIN or $(go env GOPATH)/bin: put that on PATH
 run: build ## start the server on its embedded badger store in ./data
 	./bin/assay serve --addr $(ADDR) --data $(DATA)
 
+# The tests of one run share a compile cache (internal/wasmtest), so that
+# CPython and each Go guest are compiled once per run, not once per
+# package: RUNCACHE makes it fresh for the run and removes it after.
+# TESTFLAGS are added to go test (make test TESTFLAGS=-shuffle=on).
+TESTFLAGS ?=
+RUNCACHE  := c=$$(mktemp -d) && trap 'rm -rf "$$c"' EXIT && export ASSAY_TEST_CACHE=$$c &&
+
+# RACEPKGS are the packages whose code runs concurrently: the sandbox, the
+# runner's pool and memo, the services and their stores, the HTTP layer
+# and the server's wiring. The others are single-threaded, and e2e tests
+# a server process the race detector does not instrument.
+RACEPKGS    := ./wasm/... ./checkers/... ./runtime/... ./storage/... ./api/... ./cmd/... ./internal/metrics
+FUZZTIME    ?= 15s
+
 .PHONY: test
 test: ## run every test (needs only Go; the .wasm fixtures are committed)
-	$(GO) test ./...
+	@echo "go test $(TESTFLAGS) ./..."
+	@$(RUNCACHE) $(GO) test $(TESTFLAGS) ./...
 
 .PHONY: race
-race: ## run every test under the race detector
-	$(GO) test -race -short ./...
+race: ## run the packages with concurrency under the race detector (-short)
+	@echo "go test -race -short $(TESTFLAGS) $(RACEPKGS)"
+	@$(RUNCACHE) $(GO) test -race -short $(TESTFLAGS) $(RACEPKGS)
 
 .PHONY: bench
 bench: ## run the benchmarks (compare runs with benchstat)
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+	@$(RUNCACHE) $(GO) test -run '^$$' -bench . -benchmem ./...
+
+.PHONY: fuzz
+fuzz: ## fuzz the signature parser for FUZZTIME each target (default 15s)
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./api/httpsig
+	$(GO) test -run '^$$' -fuzz '^FuzzCheckContentDigest$$' -fuzztime $(FUZZTIME) ./api/httpsig
 
 .PHONY: check
 check: ## gofmt, go vet and staticcheck

@@ -24,13 +24,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/assayhq/assay/internal/wasmtest"
 )
 
 var (
 	binary string // the assay binary TestMain built
 	// compileCache is the compile cache every server the tests start
 	// shares (each data directory's cache is a link to it), so that a
-	// checker, CPython above all, is compiled once per run.
+	// checker, CPython above all, is compiled once per run (wasmtest).
 	compileCache string
 )
 
@@ -44,8 +46,10 @@ func runTests(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	binary = filepath.Join(dir, "assay")
-	compileCache = filepath.Join(dir, "cache")
-	if err := os.Mkdir(compileCache, 0o700); err != nil {
+	// The run's cache when there is one (make test): then CPython is
+	// compiled once for every package's tests and every server.
+	compileCache = wasmtest.CacheDir(filepath.Join(dir, "cache"))
+	if err := os.MkdirAll(compileCache, 0o700); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

@@ -55,11 +55,14 @@ func testdata(tb testing.TB, name string) []byte {
 	return b
 }
 
-// limits are the defaults but for fuel: enough for any test checker, and
-// little enough that a runaway loop ends in a second or two.
+// limits are the defaults but for fuel, enough for any test checker and
+// little enough that a runaway loop ends in a second or two, and the
+// backstop, long: fuel decides every test's outcome, and a loaded machine
+// (or the race detector) must not turn one into a timeout.
 func limits() wasm.Limits {
 	lim := wasm.DefaultLimits()
 	lim.Fuel = 3_000_000_000
+	lim.Timeout = 5 * time.Minute
 	return lim
 }
 
