@@ -1,6 +1,6 @@
 package e2e
 
-// Containment (issue 16): checkers that spin through their fuel, outlive
+// Containment: checkers that spin through their fuel, outlive
 // the backstop or reach for host memory cost the server's other clients
 // nothing noticeable, stop when their case is answered, and keep the
 // server's memory under the bound the sandbox states.
@@ -166,7 +166,7 @@ const (
 // each of two clients), another client creating, funding and delivering
 // contracts with 250 KB deliverables never waits much longer than it did
 // alone: at most stallFactor times its slowest request alone, and at least
-// latencyFloor (issue 16: a collection's stop-the-world waited for the
+// latencyFloor (a review found a collection's stop-the-world waited for the
 // guest, 2.3-6.1 s). What it waits is the benchmark's business
 // (BenchmarkContainment_SpinningDisputes). It runs alone (not in
 // parallel), as it times requests.
@@ -235,7 +235,7 @@ func BenchmarkContainment_SpinningDisputes(b *testing.B) {
 
 // TestContainment_BackstopCPU: a dispute whose checker has the most fuel a
 // checker may have (wasm.MaxFuel) is answered, and then the server's CPU
-// goes idle: its guest does not run on (issue 16: at 10^11 fuel it was
+// goes idle: its guest does not run on (a review found at 10^11 fuel it was
 // answered at the 10 s backstop and burned a core until its fuel was
 // spent). MaxFuel of spin now ends within the backstop; memchase, whose
 // every read waits for memory, spends fuel some forty times more slowly,
@@ -276,7 +276,7 @@ func TestContainment_BackstopCPU(t *testing.T) {
 // while a module of 10 million locals is uploaded (and refused, naming the
 // limit), keep the server's RSS under the bound the sandbox states (its
 // memory budget and compile budget over the server's own baseline) and
-// /health within stallBound of its latency before (issue 16: 3.1 GB and a
+// /health within stallBound of its latency before (a review found 3.1 GB and a
 // 5 s stall for the table, 5.2 GB and 7 s compiling the locals). It runs
 // alone (not in parallel), as it times requests.
 func TestContainment_Memory(t *testing.T) {

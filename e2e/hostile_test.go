@@ -1,7 +1,7 @@
 package e2e
 
 // Hostile checkers against a real `assay serve` and `assay check`: what
-// issues 16 and 24 found an attacker could do, each tried again. The
+// two security reviews found an attacker could do, each tried again. The
 // fixtures are in fixtures/checkers/hostile, each with its source.
 
 import (
@@ -191,7 +191,7 @@ func startBudget(tb testing.TB) *server {
 	if serveFlag("memory-budget") {
 		args = []string{"--memory-budget", strconv.Itoa(budgetMiB)}
 	} else {
-		tb.Errorf("assay serve has no --memory-budget: nothing bounds the sum of runs' memory (issue 24); running without one")
+		tb.Errorf("assay serve has no --memory-budget: nothing bounds the sum of runs' memory; running without one")
 	}
 	s := startServe(tb, tb.TempDir(), args, nil, 30*time.Second)
 	guard(tb, s)
@@ -436,7 +436,7 @@ func check(tb testing.TB, cache, name string, args ...string) (checkOutcome, tim
 
 // TestHostile_SpinCheck: `assay check` on (loop (br 0)) ends
 // fuel_exhausted with the same fuel_used on every run; a dispute with it
-// is refund (issue 16: it ran past the 10 s backstop, timeout, and the
+// is refund (a review found it ran past the 10 s backstop, timeout, and the
 // dispute was escalated). It runs at testFuel: that the default budget
 // ends it well within the backstop is BenchmarkHostileCheck's to show.
 func TestHostile_SpinCheck(t *testing.T) {
@@ -471,10 +471,10 @@ func TestHostile_SpinCheck(t *testing.T) {
 
 // TestHostile_HostCallLoops: loops over poll_oneoff, random_get and a
 // many-vectored fd_write end fuel_exhausted in about the guest time the
-// cheapest arithmetic loop (spin) takes on the same fuel (issue 24: a
+// cheapest arithmetic loop (spin) takes on the same fuel (a review found a
 // poll_oneoff loop took 229 s for fuel spin spends in seconds, a hundred
 // times more). So does a loop of table.grow, which calls into the host
-// too, each call refused past the table limit (issue 16: tables charged).
+// too, each call refused past the table limit (tables are charged too).
 // The reference is the slower of two runs of spin, one before the loops
 // and one after, so that the machine's load during the test is in it.
 func TestHostile_HostCallLoops(t *testing.T) {
@@ -512,7 +512,7 @@ func TestHostile_HostCallLoops(t *testing.T) {
 }
 
 // TestHostile_Exit256: proc_exit(256) is a fail, not a pass, in `assay
-// check` and in a dispute, which is refund (issue 24).
+// check` and in a dispute, which is refund (a review found it a pass).
 func TestHostile_Exit256(t *testing.T) {
 	if testing.Short() {
 		t.Skip("e2e: starts a server")
@@ -537,7 +537,7 @@ func TestHostile_Exit256(t *testing.T) {
 // TestHostile_CompileBombs: a module of one br_table with a million targets
 // and one of a million nested blocks are refused at upload as
 // invalid_checker naming the limit, each about as fast as an ordinary bad
-// module, and /health stays responsive meanwhile (issue 24: no answer in
+// module, and /health stays responsive meanwhile (a review found no answer in
 // 120 s, both cores busy for minutes, 3.5 GB). A million nested blocks are
 // over a MiB of one body, and may be refused for that; 300,000 are not,
 // and must be refused for their nesting. Each bomb gets a server of its
@@ -593,7 +593,7 @@ func namesOne(s string, words []string) bool {
 
 // TestHostile_ReplayFlood: two concurrent POST /replays of 1,000 artifacts
 // with a checker that writes its whole stdout and stderr caps keep the
-// server's RSS under its budget and each response bounded (issue 24: one
+// server's RSS under its budget and each response bounded (a review found one
 // 30 KB request made a 787 MB response and 2.57 GB of RSS; two, 5.06 GB).
 func TestHostile_ReplayFlood(t *testing.T) {
 	t.Parallel()
@@ -646,8 +646,8 @@ func TestHostile_ReplayFlood(t *testing.T) {
 // TestHostile_LoopBatch: batches of replays of spin with the most fuel a
 // run may have answer within the batch's bound with their guests stopped:
 // the server's CPU goes idle at once; /health is served throughout, if not
-// at once (issue 24: /health unanswered for about 150 s, batch_timeout
-// after 158 s). Eight, the issue's batch, may finish within the bound or
+// at once (a review found /health unanswered for about 150 s, batch_timeout
+// after 158 s). Eight, the review's batch, may finish within the bound or
 // be cut at it; a full batch (replays.MaxBatch) is many times the bound's
 // work, and must be cut at it. The server's bound is batchBound
 // (ASSAY_REPLAY_BATCH_TIMEOUT), not the default replays.BatchTimeout, so
@@ -709,7 +709,7 @@ func TestHostile_LoopBatch(t *testing.T) {
 }
 
 // BenchmarkHostileCheck reports the seconds `assay check` takes to run
-// each runaway loop through the default fuel (issue 16: spin under 2 s);
+// each runaway loop through the default fuel (the goal: spin under 2 s);
 // the guest's own wall time is guest-s, and backstop-share that over the
 // backstop, wasm.DefaultTimeout: fuel, not the clock, must decide, so it
 // must stay well under 1. Each loop must end fuel_exhausted.

@@ -17,6 +17,7 @@ import (
 // taken, Validate waits only as long as its context lasts, caches nothing,
 // and compiles once a slot is free.
 func TestSandbox_Validate_waitsWithContext(t *testing.T) {
+	t.Parallel()
 	s := newTestSandbox(t, Config{})
 	module, err := os.ReadFile(filepath.Join("testdata", "exit256.wasm"))
 	if err != nil {
@@ -46,6 +47,7 @@ func TestSandbox_Validate_waitsWithContext(t *testing.T) {
 // zero, never past the limit; used is given less what is left, and the
 // run ends fuel_exhausted only once the whole limit was given.
 func TestFuelMeter_refill(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name      string
 		limit     uint64
@@ -109,6 +111,7 @@ func (g *testGlobal) Set(v uint64) { g.v = v }
 // freeAfterBytes has the memory returned to the operating system soon
 // after; a small one does not.
 func TestSandbox_freeOSAfterLargeRun(t *testing.T) {
+	t.Parallel()
 	s := newTestSandbox(t, Config{})
 	module := fixtureBytes(t, "grow.wasm")
 	small := s.Run(context.Background(), module, Input{}, Limits{Fuel: DefaultFuel, MemoryMiB: 4})

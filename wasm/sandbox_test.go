@@ -26,9 +26,9 @@ func fixture(tb testing.TB, name string) []byte {
 	return b
 }
 
-// cacheDir is shared by the package's sandboxes, so that each Go guest is
-// compiled once per test binary rather than once per test: the run's cache
-// (wasmtest) when there is one, so once per run.
+// cacheDir is the package's sandboxes' cache directory: the run's cache
+// (wasmtest) when there is one, so that each Go guest is compiled once per
+// run.
 var cacheDir string
 
 func TestMain(m *testing.M) {
@@ -38,28 +38,51 @@ func TestMain(m *testing.M) {
 	}
 	cacheDir = wasmtest.CacheDir(dir)
 	code := m.Run()
+	for _, sb := range sandboxes {
+		sb.Close(context.Background())
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
 
-// newSandbox returns a sandbox closed at the end of the test. It uses the
-// package's shared cache directory unless cfg names one.
+// sandboxes are the sandboxes the package's tests share, by their
+// configuration: within one, a module is metered and compiled once, however
+// many tests run it at once. TestMain closes them.
+var (
+	sandboxesMu sync.Mutex
+	sandboxes   = map[wasm.Config]*wasm.Sandbox{}
+)
+
+// newSandbox returns the sandbox the package's tests share for cfg, over
+// the package's cache directory. A cfg that names a cache directory of its
+// own gets a sandbox of its own, closed at the end of the test.
 func newSandbox(tb testing.TB, cfg wasm.Config) *wasm.Sandbox {
 	tb.Helper()
-	if cfg.CacheDir == "" {
-		cfg.CacheDir = cacheDir
+	if cfg.CacheDir != "" {
+		sb, err := wasm.NewSandbox(context.Background(), cfg)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := sb.Close(ctx); err != nil {
+				tb.Error(err)
+			}
+		})
+		return sb
+	}
+	cfg.CacheDir = cacheDir
+	sandboxesMu.Lock()
+	defer sandboxesMu.Unlock()
+	if sb := sandboxes[cfg]; sb != nil {
+		return sb
 	}
 	sb, err := wasm.NewSandbox(context.Background(), cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := sb.Close(ctx); err != nil {
-			tb.Error(err)
-		}
-	})
+	sandboxes[cfg] = sb
 	return sb
 }
 
@@ -114,6 +137,7 @@ var hostile = []struct {
 }
 
 func TestSandbox_Run(t *testing.T) {
+	t.Parallel()
 	results := map[string]map[string]wasm.Outcome{}
 	for _, eng := range engines {
 		sb := newSandbox(t, eng.cfg)
@@ -180,6 +204,7 @@ func TestSandbox_Run(t *testing.T) {
 // but its input, a fixed clock and seeded randomness; an hour's sleep
 // returns at once.
 func TestSandbox_Run_probe(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, wasm.Config{})
 	start := time.Now()
 	out := sb.Run(context.Background(), fixture(t, "probe.wasm"),
@@ -218,6 +243,7 @@ func TestSandbox_Run_probe(t *testing.T) {
 }
 
 func TestSandbox_Run_evidence(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, wasm.Config{})
 	out := sb.Run(context.Background(), fixture(t, "probe.wasm"),
 		wasm.Input{Artifact: []byte("a"), Evidence: []byte("counterexample")}, wasm.DefaultLimits())
@@ -229,6 +255,7 @@ func TestSandbox_Run_evidence(t *testing.T) {
 // TestSandbox_Run_mounts: a front-end's Args replace argv, its Mounts sit
 // beside /in without changing it, and a bad mount is refused.
 func TestSandbox_Run_mounts(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, wasm.Config{})
 	lib := fstest.MapFS{"lib/x.txt": {Data: []byte("x")}}
 	out := sb.Run(context.Background(), fixture(t, "probe.wasm"), wasm.Input{
@@ -255,6 +282,7 @@ func TestSandbox_Run_mounts(t *testing.T) {
 }
 
 func TestSandbox_Run_timeout(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, wasm.Config{})
 	t.Run("unmetered", func(t *testing.T) {
 		out := sb.Run(context.Background(), fixture(t, "loop.wasm"), wasm.Input{}, wasm.Limits{Timeout: 50 * time.Millisecond})
@@ -282,6 +310,7 @@ func TestSandbox_Run_timeout(t *testing.T) {
 // TestSandbox_Run_fuelBudget: a budget of 1,000 stops a checker that needs
 // more, and fuel used is the same on every run.
 func TestSandbox_Run_fuelBudget(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, wasm.Config{})
 	module := fixture(t, "primes.wasm")
 	in := wasm.Input{Artifact: []byte("1000 168")}
@@ -310,6 +339,7 @@ func TestSandbox_Run_fuelBudget(t *testing.T) {
 // TestSandbox_Run_concurrent hammers one sandbox from many goroutines: every
 // run gets its own instance and the same outcome.
 func TestSandbox_Run_concurrent(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, wasm.Config{})
 	module := fixture(t, "primes.wasm")
 	want := sb.Run(context.Background(), module, wasm.Input{Artifact: []byte("2000 303")}, wasm.DefaultLimits())
@@ -337,6 +367,7 @@ func TestSandbox_Run_concurrent(t *testing.T) {
 // TestSandbox_cacheDir: a second sandbox over the same cache directory
 // compiles nothing new and gives the same outcome.
 func TestSandbox_cacheDir(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	module := fixture(t, "rows.wasm")
 	in := wasm.Input{Artifact: []byte(`{"min_rows":0}`)}
@@ -353,6 +384,7 @@ func TestSandbox_cacheDir(t *testing.T) {
 }
 
 func TestSandbox_Validate(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, wasm.Config{})
 	if err := sb.Validate(context.Background(), fixture(t, "pass.wasm")); err != nil {
 		t.Errorf("pass.wasm: %v", err)
@@ -370,6 +402,7 @@ func TestSandbox_Validate(t *testing.T) {
 // TestSandbox_meteringPreservesSemantics runs every fixture checker metered
 // and unmetered: exit code, stdout and stderr must be the same.
 func TestSandbox_meteringPreservesSemantics(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, wasm.Config{})
 	for _, tc := range []struct {
 		module, in string
@@ -411,6 +444,7 @@ func TestSandbox_meteringPreservesSemantics(t *testing.T) {
 // TestSandbox_fuelUnderLoad: the fuel a run uses does not depend on what
 // else the machine is doing.
 func TestSandbox_fuelUnderLoad(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, wasm.Config{})
 	module := fixture(t, "primes.wasm")
 	in := wasm.Input{Artifact: []byte("20000 2262")}
@@ -450,6 +484,7 @@ func TestSandbox_fuelUnderLoad(t *testing.T) {
 // TestSandbox_Run_limits: a fuel budget over MaxFuel is refused, and a run
 // on a closed sandbox decides nothing.
 func TestSandbox_Run_limits(t *testing.T) {
+	t.Parallel()
 	sb, err := wasm.NewSandbox(context.Background(), wasm.Config{})
 	if err != nil {
 		t.Fatal(err)

@@ -261,6 +261,7 @@ func worstSince(before, after *metrics.Float64Histogram) time.Duration {
 // BenchmarkSpin's to show (its backstop-share), not a test's: how long it
 // takes depends on the machine's load.
 func TestSandbox_Run_fuelEndsLoop(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, wasm.Config{})
 	module := testdata(t, "spin.wasm")
 	interp := newSandbox(t, wasm.Config{Interpreter: true})
@@ -278,6 +279,7 @@ func TestSandbox_Run_fuelEndsLoop(t *testing.T) {
 // whose low byte is 0, fails with its whole status; a reactor that calls
 // proc_exit(0) before assay_check returns fails, from a snapshot and cold.
 func TestSandbox_Run_exitStatus(t *testing.T) {
+	t.Parallel()
 	for _, eng := range engines {
 		sb := newSandbox(t, eng.cfg)
 		for _, fuel := range []uint64{wasm.DefaultFuel, 0} {
@@ -430,6 +432,7 @@ func TestSandbox_memoryBudget(t *testing.T) {
 // refused, naming the limit, before either engine compiles it: by
 // Validate, and by a run metered or not.
 func TestSandbox_uploadLimits(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, wasm.Config{})
 	module := testdata(t, "manylocals.wasm")
 	const want = "limit on locals"
@@ -448,6 +451,7 @@ func TestSandbox_uploadLimits(t *testing.T) {
 // slices uses the same fuel every run, with every limit: exactly what it
 // uses passes, one less is exhausted, whatever slice the limit ends in.
 func TestSandbox_Run_fuelAcrossSlices(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, wasm.Config{})
 	module := fixture(t, "primes.wasm")
 	in := wasm.Input{Artifact: []byte("300000 25997")}

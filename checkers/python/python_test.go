@@ -2,6 +2,7 @@ package python_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,9 +25,26 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	cacheDir = wasmtest.CacheDir(dir)
+	// Compile the interpreter into the cache before the tests, which run in
+	// parallel, each in a sandbox of its own: else each would compile it.
+	if err := warm(); err != nil {
+		fmt.Fprintln(os.Stderr, "python tests: compile the interpreter:", err)
+		os.Exit(1)
+	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// warm compiles the interpreter into cacheDir.
+func warm() error {
+	ctx := context.Background()
+	sb, err := wasm.NewSandbox(ctx, wasm.Config{CacheDir: cacheDir})
+	if err != nil {
+		return err
+	}
+	defer sb.Close(ctx)
+	return python.CheckSourceWithin(ctx, sb, []byte("pass\n"), 10*time.Minute)
 }
 
 func newSandbox(tb testing.TB, cfg wasm.Config) *wasm.Sandbox {
@@ -72,6 +90,7 @@ func run(tb testing.TB, sb *wasm.Sandbox, checker, typ, artifact string) wasm.Ou
 }
 
 func TestRun_Types(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, wasm.Config{})
 	features := string(testdata(t, "features.py"))
 	for _, tt := range []struct {
@@ -97,6 +116,7 @@ func TestRun_Types(t *testing.T) {
 }
 
 func TestRun_Outcomes(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, wasm.Config{})
 	for _, tt := range []struct {
 		name, typ, checker, artifact string
@@ -140,6 +160,7 @@ func TestRun_Outcomes(t *testing.T) {
 // TestRun_Hostile runs checkers that try to reach the host or to run
 // forever: each ends in a deciding outcome, and none sees the host.
 func TestRun_Hostile(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, wasm.Config{})
 	for _, tt := range []struct {
 		name, checker string
@@ -183,6 +204,7 @@ func TestRun_Hostile(t *testing.T) {
 // counted: it is in the snapshot), and a budget below it says why it ran
 // out.
 func TestRun_StartupFuel(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, wasm.Config{})
 	out := run(t, sb, "pass\n", "", `{"a": 1}`)
 	if out.Kind != wasm.KindPass || out.FuelUsed >= python.StartupFuel {
@@ -200,6 +222,7 @@ func TestRun_StartupFuel(t *testing.T) {
 // TestRun_Deterministic runs the same checker and artifact again and on
 // wazero's interpreter: every field but the wall time is the same.
 func TestRun_Deterministic(t *testing.T) {
+	t.Parallel()
 	checker := "import random, time, os\nprint(random.random(), time.time(), os.urandom(4).hex(), hash('assay'), {'b', 'a', 'c'})\n" +
 		"assert data['n'] == 3\n"
 	artifact := `{"n": 3}`

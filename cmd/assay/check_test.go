@@ -37,6 +37,7 @@ func runAssay(tb testing.TB, args ...string) (code int, stdout, stderr string) {
 }
 
 func TestCheck_exitCodes(t *testing.T) {
+	t.Parallel()
 	cache := wasmtest.TempCacheDir(t)
 	art := writeFile(t, "artifact.json", `{"min_rows":1,"rows":[{"id":"a"}]}`)
 	for _, tc := range []struct {
@@ -81,6 +82,7 @@ func TestCheck_exitCodes(t *testing.T) {
 // TestCheck_deterministicJSON: the same checker and artifact print the same
 // bytes on every run, apart from wall_ns.
 func TestCheck_deterministicJSON(t *testing.T) {
+	t.Parallel()
 	cache := wasmtest.TempCacheDir(t)
 	art := writeFile(t, "artifact.txt", "5000 669")
 	wall := regexp.MustCompile(`"wall_ns":\d+`)
@@ -100,6 +102,7 @@ func TestCheck_deterministicJSON(t *testing.T) {
 }
 
 func TestCheck_human(t *testing.T) {
+	t.Parallel()
 	art := writeFile(t, "artifact.txt", "10 3")
 	code, stdout, _ := runAssay(t, "check", "--cache", "", "--checker", fixturePath("primes.wasm"), "--artifact", art)
 	if code != exitNo {
@@ -113,6 +116,7 @@ func TestCheck_human(t *testing.T) {
 }
 
 func TestCheck_usage(t *testing.T) {
+	t.Parallel()
 	art := writeFile(t, "artifact.txt", "x")
 	for _, tc := range []struct {
 		name string
@@ -141,6 +145,7 @@ func TestCheck_usage(t *testing.T) {
 // TestCheck_python runs Python checkers: by extension or --kind, with the
 // artifact type from --type.
 func TestCheck_python(t *testing.T) {
+	t.Parallel()
 	cache := wasmtest.TempCacheDir(t)
 	art := writeFile(t, "artifact.json", `{"rows": [1, 2, 3]}`)
 	code := writeFile(t, "solution.py", "def total(xs):\n    return sum(xs)\n")
@@ -192,6 +197,7 @@ func TestCheck_python(t *testing.T) {
 // well within the backstop is BenchmarkSpin's to show (wasm): how long it
 // takes depends on the machine's load.
 func TestCheck_fuelEndsLoop(t *testing.T) {
+	t.Parallel()
 	cache := wasmtest.TempCacheDir(t)
 	art := writeFile(t, "artifact.txt", "x")
 	spin := filepath.Join("..", "..", "wasm", "testdata", "spin.wasm")

@@ -23,6 +23,7 @@ func fixtureSHA256(tb testing.TB, name string) string {
 }
 
 func TestJudge_exitCodes(t *testing.T) {
+	t.Parallel()
 	cache := wasmtest.TempCacheDir(t)
 	dir := filepath.Join("..", "..", "fixtures", "checkers")
 	rows := fixtureSHA256(t, "rows.wasm")
@@ -76,6 +77,7 @@ func TestJudge_exitCodes(t *testing.T) {
 }
 
 func TestJudge_text(t *testing.T) {
+	t.Parallel()
 	crit := writeFile(t, "criteria.json", `{"assertions":[{"path":"rows","op":"gte","value":100}]}`)
 	deliv := writeFile(t, "deliverable.json", `{"rows":40}`)
 	code, stdout, _ := runAssay(t, "judge", "--criteria", crit, "--deliverable", deliv)

@@ -12,6 +12,7 @@ import (
 // TestReplayWorkerConfig: the worker's settings from the environment,
 // with clear errors for slots or leases out of range.
 func TestReplayWorkerConfig(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		slots, lease string
 		wantSlots    int

@@ -10,6 +10,7 @@ import (
 )
 
 func TestVersion_commandAndFlag(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"version"}, {"--version"}, {"-version"}} {
 		code, stdout, stderr := runAssay(t, args...)
 		if code != exitOK || stderr != "" {
@@ -29,6 +30,7 @@ func TestVersion_commandAndFlag(t *testing.T) {
 }
 
 func TestVersion_fromBuild(t *testing.T) {
+	t.Parallel()
 	info := func(v string) func() (*debug.BuildInfo, bool) {
 		return func() (*debug.BuildInfo, bool) { return &debug.BuildInfo{Main: debug.Module{Version: v}}, true }
 	}
@@ -52,6 +54,7 @@ func TestVersion_fromBuild(t *testing.T) {
 // TestVersion_ldflags builds the binary as make build does and finds the
 // version it was given.
 func TestVersion_ldflags(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds assay")
 	}
