@@ -148,6 +148,9 @@ func freed(s *Sandbox) bool {
 // during a long compilation returns then; the compilation finishes in the
 // background, once, and serves the next Validate.
 func TestSandbox_Validate_returnsWhileCompiling(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles a body of the largest size: seconds of the compiler's time, minutes under the race detector")
+	}
 	s := newTestSandbox(t, Config{})
 	module := limitsModule(t, meter.MaxBodySize) // seconds to compile
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
