@@ -114,7 +114,7 @@ func TestCrash(t *testing.T) {
 	}
 	// Kill once the load is well under way.
 	deadline := time.Now().Add(20 * time.Second)
-	for done.Load() < 150 && time.Now().Before(deadline) {
+	for done.Load() < 100 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond) // polls the count of decided cases
 	}
 	if err := s.cmd.Process.Kill(); err != nil { // SIGKILL

@@ -267,7 +267,7 @@ func TestMetrics_benchCourt(t *testing.T) {
 	// The CPU a case, the server's from its process collector (in ticks
 	// of 10 ms: a run long enough to take several) and the load
 	// generator's own: the split of the machine they share.
-	bench(s, 400)
+	bench(s, 200)
 	if res.Server == nil || res.Server.CPU <= 0 || res.ClientCPU <= 0 {
 		t.Errorf("CPU a case: server %+v, client %.0f µs, want both measured", res.Server, res.ClientCPU)
 	}
