@@ -50,20 +50,23 @@ func checkerFixture(tb testing.TB, name string) []byte {
 }
 
 // Bounds the tests hold the server to. The stalls they catch are seconds
-// to minutes long, so a latency is compared with a baseline the test
-// measures on the same server in the same run, with a wide margin
-// (stallBound), never with a figure that only holds on a quiet machine;
-// the latencies themselves are the benchmarks' business
+// to minutes long, so a latency is compared with a baseline measured in
+// the same run, with a wide margin (stallBound), never with a figure that
+// only holds on a quiet machine: /health with the same request to a
+// server that does nothing of the test's at the same moments (watch), a
+// client's requests with the same requests before the hostile guests
+// started. The latencies themselves are the benchmarks' business
 // (BenchmarkContainment_SpinningDisputes).
 const (
-	// latencyFloor is the least a latency bound is: what an unloaded
-	// request, /health or another client's, may take beside a hostile
-	// guest.
-	latencyFloor = 250 * time.Millisecond
+	// latencyFloor is the least a latency bound is: four times the
+	// figure a quiet machine holds the server to (250 ms), under half the
+	// shortest stall the tests catch.
+	latencyFloor = time.Second
 	// stallFactor is how many times its baseline a latency may be.
 	stallFactor = 10
-	// uploadFloor is the least a compile bomb's refusal may take.
-	uploadFloor = time.Second
+	// uploadFloor is the least bound of a compile bomb's refusal, a
+	// module of up to 3 MB (the failure: no answer in two minutes).
+	uploadFloor = 3 * time.Second
 	// idleCPUBound is the CPU time the server may use in idleWindow once
 	// a case is answered: its own process's, which other processes'
 	// load does not add to.
@@ -79,23 +82,6 @@ const (
 // same run, is baseline: stallFactor times it, and at least floor.
 func stallBound(baseline, floor time.Duration) time.Duration {
 	return max(floor, stallFactor*baseline)
-}
-
-// baselineHealth returns the slowest of ten GET /health on s, one after
-// another: what a request takes on this machine now, before the test
-// loads the server.
-func baselineHealth(tb testing.TB, s *server) time.Duration {
-	tb.Helper()
-	client := &http.Client{Timeout: 10 * time.Second}
-	var slowest time.Duration
-	for range 10 {
-		r, _, took, err := s.call(client, "GET", "/health", "application/json", nil, 1<<20)
-		if err != nil || r.status != http.StatusOK {
-			tb.Fatalf("baseline /health: %d %v", r.status, err)
-		}
-		slowest = max(slowest, took)
-	}
-	return slowest
 }
 
 // budgetMiB is the --memory-budget the memory tests give the server (the
@@ -326,18 +312,22 @@ func (s *server) disputeChecker(client *http.Client, acceptance string) (decided
 
 // watch samples a server's resident memory and the latency of GET /health
 // until it is stopped; it kills the server when RSS passes killAt, so that a
-// failure does not take the shared machine's memory with it.
+// failure does not take the shared machine's memory with it. At the same
+// moments it asks the same of control, a server doing nothing of the
+// test's: what the machine's load alone does to the request, the baseline
+// of healthBound.
 type watch struct {
-	s                 *server
-	maxRSS, maxHealth atomic.Int64
-	killed            atomic.Bool
-	healthErr         atomic.Value // error
-	stop              chan struct{}
-	wg                sync.WaitGroup
+	s, control                    *server
+	maxRSS, maxHealth, maxControl atomic.Int64
+	killed                        atomic.Bool
+	healthErr                     atomic.Value // error
+	stop                          chan struct{}
+	wg                            sync.WaitGroup
 }
 
-func watchServer(s *server, killAt int64) *watch {
-	w := &watch{s: s, stop: make(chan struct{})}
+func watchServer(tb testing.TB, s *server, killAt int64) *watch {
+	tb.Helper()
+	w := &watch{s: s, control: shared(tb, plainServer), stop: make(chan struct{})}
 	pid := s.cmd.Process.Pid
 	w.wg.Go(func() {
 		tick := time.NewTicker(10 * time.Millisecond)
@@ -356,21 +346,21 @@ func watchServer(s *server, killAt int64) *watch {
 			}
 		}
 	})
-	w.wg.Go(func() {
+	poll := func(srv *server, slowest *atomic.Int64, report bool) {
 		// A /health that takes longer than this counts as this long.
 		client := &http.Client{Timeout: 10 * time.Second}
 		tick := time.NewTicker(50 * time.Millisecond)
 		defer tick.Stop()
 		for {
-			r, _, took, err := s.call(client, "GET", "/health", "application/json", nil, 1<<20)
+			r, _, took, err := srv.call(client, "GET", "/health", "application/json", nil, 1<<20)
 			if err == nil && r.status != http.StatusOK {
 				err = fmt.Errorf("/health %d %s", r.status, r.body)
 			}
-			if err != nil && !w.killed.Load() {
+			if err != nil && report && !w.killed.Load() {
 				w.healthErr.CompareAndSwap(nil, err)
 			}
-			if int64(took) > w.maxHealth.Load() {
-				w.maxHealth.Store(int64(took))
+			if int64(took) > slowest.Load() {
+				slowest.Store(int64(took))
 			}
 			select {
 			case <-w.stop:
@@ -378,7 +368,9 @@ func watchServer(s *server, killAt int64) *watch {
 			case <-tick.C:
 			}
 		}
-	})
+	}
+	w.wg.Go(func() { poll(s, &w.maxHealth, true) })
+	w.wg.Go(func() { poll(w.control, &w.maxControl, false) })
 	return w
 }
 
@@ -388,6 +380,14 @@ func (w *watch) done() (maxRSS int64, maxHealth time.Duration) {
 	close(w.stop)
 	w.wg.Wait()
 	return w.maxRSS.Load(), time.Duration(w.maxHealth.Load())
+}
+
+// healthBound returns the bound of the watched server's /health latency,
+// stallBound of the control's slowest over the same time, and that
+// slowest. Call it after done.
+func (w *watch) healthBound() (bound, control time.Duration) {
+	control = time.Duration(w.maxControl.Load())
+	return stallBound(control, latencyFloor), control
 }
 
 // checkOutcome is what `assay check --json` prints.
@@ -557,28 +557,28 @@ func TestHostile_CompileBombs(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := startHostile(t)
 			client := &http.Client{Timeout: 10 * time.Second}
-			// The baselines: /health, and the refusal of a module that
-			// imports what the sandbox does not have.
-			health := baselineHealth(t, s)
+			// The upload's baseline: the refusal of a module that imports
+			// what the sandbox does not have.
 			ordinary, _, refTook, err := s.call(client, "POST", "/checkers", "application/wasm", checkerFixture(t, "badimport"), 1<<20)
 			if err != nil || ordinary.status != http.StatusBadRequest {
 				t.Fatalf("the ordinary bad module: %d %s %v", ordinary.status, ordinary.body, err)
 			}
-			w := watchServer(s, 2<<30)
+			w := watchServer(t, s, 2<<30)
 			r, _, took, err := s.call(client, "POST", "/checkers", "application/wasm", hostile(t, tc.name), 1<<20)
 			maxRSS, maxHealth := w.done()
-			t.Logf("upload answered in %.3f s (an ordinary bad module: %.3f s): %d %s; /health at most %v (%v before), RSS at most %s", took.Seconds(), refTook.Seconds(), r.status, r.body, maxHealth, health, mib(maxRSS))
+			healthBound, control := w.healthBound()
+			t.Logf("upload answered in %.3f s (an ordinary bad module: %.3f s): %d %s; /health at most %v (a quiet server's %v), RSS at most %s", took.Seconds(), refTook.Seconds(), r.status, r.body, maxHealth, control, mib(maxRSS))
 			if err != nil {
 				t.Fatalf("upload: no answer after %.1f s: %v", took.Seconds(), err)
 			}
 			if r.status != http.StatusBadRequest || r.code(t) != "invalid_checker" || !namesOne(string(r.body), tc.names) {
 				t.Errorf("upload answered %d %s, want 400 invalid_checker naming the limit (%s)", r.status, r.body, strings.Join(tc.names, " or "))
 			}
-			if bound := stallBound(refTook, uploadFloor); took > bound {
-				t.Errorf("refused in %v, want under %v (an ordinary bad module: %v)", took, bound, refTook)
+			if bound := stallBound(max(refTook, control), uploadFloor); took > bound {
+				t.Errorf("refused in %v, want under %v (an ordinary bad module: %v; a quiet server's /health: %v)", took, bound, refTook, control)
 			}
-			if bound := stallBound(health, latencyFloor); maxHealth > bound {
-				t.Errorf("/health took up to %v, want under %v (%v before the upload)", maxHealth, bound, health)
+			if maxHealth > healthBound {
+				t.Errorf("/health took up to %v, want under %v (a quiet server's: %v)", maxHealth, healthBound, control)
 			}
 		})
 	}
@@ -604,7 +604,7 @@ func TestHostile_ReplayFlood(t *testing.T) {
 	sum := s.upload(t, hostile(t, "fullout"))
 	baseline := rss(s.cmd.Process.Pid)
 	bound := baseline + (budgetMiB+compileBudgetMiB)<<20
-	w := watchServer(s, bound+(1<<30))
+	w := watchServer(t, s, bound+(1<<30))
 	// The answer keeps at most replays.MaxOutputBytes of output, and every
 	// outcome beyond is a few hundred bytes of kinds and hashes.
 	const responseBound = replays.MaxOutputBytes + replays.MaxBatch*(8<<10)
@@ -661,9 +661,6 @@ func TestHostile_LoopBatch(t *testing.T) {
 	const batchBound = time.Second
 	s := startHostile(t, "ASSAY_REPLAY_BATCH_TIMEOUT="+batchBound.String())
 	sum := s.upload(t, hostile(t, "spin"))
-	health := baselineHealth(t, s)
-	// Served, if not at once, while guests hold every core.
-	servedBound := stallBound(health, time.Second)
 	for _, tc := range []struct {
 		name        string
 		count       int
@@ -678,14 +675,17 @@ func TestHostile_LoopBatch(t *testing.T) {
 				artifacts = append(artifacts, fmt.Sprintf(`"%s %d"`, tc.name, i))
 			}
 			body := fmt.Sprintf(`{"checker":{"sha256":%q,"fuel":%d},"no_memo":true,"artifacts":[%s]}`, sum, wasm.MaxFuel, strings.Join(artifacts, ","))
-			w := watchServer(s, 2<<30)
+			w := watchServer(t, s, 2<<30)
 			r, _, took, err := s.call(&http.Client{Timeout: batchBound + 15*time.Second}, "POST", "/replays", "application/json", []byte(body), 1<<20)
 			pid := s.cmd.Process.Pid
 			cpu0 := cpuTime(t, pid)
 			time.Sleep(idleWindow) // a window to measure the CPU in, not a wait for something to happen
 			idle := cpuTime(t, pid) - cpu0
 			_, maxHealth := w.done()
-			t.Logf("%d replays answered in %.1f s: %d %.160s; then %v of CPU in %v; /health at most %v (%v before)", tc.count, took.Seconds(), r.status, r.body, idle, idleWindow, maxHealth, health)
+			// Served, if not at once, while guests hold every core.
+			servedBound, control := w.healthBound()
+			servedBound = max(servedBound, time.Second)
+			t.Logf("%d replays answered in %.1f s: %d %.160s; then %v of CPU in %v; /health at most %v (a quiet server's %v)", tc.count, took.Seconds(), r.status, r.body, idle, idleWindow, maxHealth, control)
 			if err != nil {
 				t.Fatalf("batch: no answer after %.1f s: %v", took.Seconds(), err)
 			}
@@ -706,7 +706,7 @@ func TestHostile_LoopBatch(t *testing.T) {
 				t.Errorf("the server used %v of CPU in the %v after the answer, want at most %v: its guests run on", idle, idleWindow, idleCPUBound)
 			}
 			if maxHealth > servedBound {
-				t.Errorf("/health took up to %v, want under %v (%v before)", maxHealth, servedBound, health)
+				t.Errorf("/health took up to %v, want under %v (a quiet server's: %v)", maxHealth, servedBound, control)
 			}
 		})
 	}
