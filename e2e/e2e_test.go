@@ -300,8 +300,12 @@ var names atomic.Int64
 // server, in every run of -count.
 func unique(prefix string) string { return fmt.Sprintf("%s%d", prefix, names.Add(1)) }
 
-// stopShared stops the shared servers that were started.
+// stopShared stops the shared servers that were started, and the shared
+// browser (console_test.go).
 func stopShared() error {
+	if chrome.stop != nil {
+		chrome.stop()
+	}
 	var errs []error
 	for _, g := range sharedServers {
 		if g.s != nil {
