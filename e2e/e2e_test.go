@@ -1,7 +1,23 @@
-// Package e2e runs the escrow court end to end: it builds assay, starts
-// `assay serve` on a loopback port with its own data directory, and drives
-// it over HTTP, with the seed's walkthroughs run verbatim by bash, curl and
-// python3.
+// Package e2e runs assay end to end: TestMain builds the binary once,
+// tests start `assay serve` on loopback ports and drive it over HTTP, with
+// the seed's walkthroughs run verbatim by bash, curl and python3, and
+// official clients (a browser, Node's MCP and x402 clients) where the
+// interface is public.
+//
+// How the tests share the machine:
+//   - A test that owns its servers, data and agents runs in parallel
+//     (t.Parallel). One that only needs a running server shares one
+//     (shared: plainServer, operatorServer) and names what it creates
+//     after itself (unique).
+//   - Every server's compile cache is one directory (compileCache, the
+//     run's cache when make test made one), so that CPython and the Go
+//     guests are compiled once per run.
+//   - A test that times requests runs alone (not in parallel), and holds a
+//     latency to stallFactor times what the same request takes meanwhile
+//     on a server without its hostile guests, never to a figure only a
+//     quiet machine meets; the figures themselves are the benchmarks'.
+//   - Nothing sleeps to let something happen: tests poll a condition with
+//     a deadline, or move a server's test clock (ASSAY_TEST_CLOCK).
 package e2e
 
 import (
