@@ -35,17 +35,43 @@ install: ## install assay into $GOBIN or $(go env GOPATH)/bin: put that on PATH
 run: build ## start the server on its embedded badger store in ./data (ADDR=, DATA=, ARGS='--market-auth open')
 	./bin/assay serve --addr $(ADDR) --data $(DATA) $(ARGS)
 
+# The tests of one run share a compile cache (internal/wasmtest), so that
+# CPython and each Go guest are compiled once per run, not once per
+# package: RUNCACHE makes it fresh for the run and removes it after,
+# unless ASSAY_TEST_CACHE names one already (.ci/run shares one between
+# its phases, so that the race detector's run finds everything compiled).
+# TESTFLAGS are added to go test (make test TESTFLAGS=-shuffle=on).
+TESTFLAGS ?=
+RUNCACHE  := c=$${ASSAY_TEST_CACHE:-}; if [ -z "$$c" ]; then c=$$(mktemp -d) && trap 'rm -rf "$$c"' EXIT; fi; export ASSAY_TEST_CACHE=$$c;
+
+# RACEPKGS are the packages whose own code runs concurrently (goroutines,
+# locks, atomics): the sandbox, the runner's pool and memo, the stores,
+# the court, the replay worker, keys and principals, the jury, metrics and
+# the server's wiring. The services without any are exercised
+# concurrently through these stores; e2e tests server processes the race
+# detector does not instrument. api is left out until its tests' bounds
+# hold under the race detector (a 45 s batch does not).
+RACEPKGS    := ./wasm ./checkers ./storage/... ./runtime/escrow ./runtime/replays ./runtime/receipt ./runtime/principal ./adjudicate/... ./internal/metrics ./cmd/...
+FUZZTIME    ?= 15s
+
 .PHONY: test
 test: ## run every test (needs only Go; the .wasm fixtures are committed)
-	$(GO) test ./...
+	@echo "go test $(TESTFLAGS) ./..."
+	@$(RUNCACHE) $(GO) test $(TESTFLAGS) ./...
 
 .PHONY: race
-race: ## run every test under the race detector
-	$(GO) test -race -short ./...
+race: ## run the packages with concurrency under the race detector (-short)
+	@echo "go test -race -short $(TESTFLAGS) $(RACEPKGS)"
+	@$(RUNCACHE) $(GO) test -race -short $(TESTFLAGS) $(RACEPKGS)
 
 .PHONY: bench
 bench: ## run the benchmarks (compare runs with benchstat)
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+	@$(RUNCACHE) $(GO) test -run '^$$' -bench . -benchmem ./...
+
+.PHONY: fuzz
+fuzz: ## fuzz the signature parser for FUZZTIME each target (default 15s)
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./api/httpsig
+	$(GO) test -run '^$$' -fuzz '^FuzzCheckContentDigest$$' -fuzztime $(FUZZTIME) ./api/httpsig
 
 .PHONY: check
 check: ## gofmt, go vet and staticcheck

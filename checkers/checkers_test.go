@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/assayhq/assay/checkers"
+	"github.com/assayhq/assay/internal/wasmtest"
 	"github.com/assayhq/assay/wasm"
 )
 
@@ -25,6 +26,7 @@ func copyFixture(tb testing.TB, dir, name, as string) []byte {
 }
 
 func TestDir_Checker(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	pass := copyFixture(t, dir, "pass.wasm", "any-name.wasm")
 	copyFixture(t, dir, "fail.wasm", "fail.wasm")
@@ -57,6 +59,7 @@ func TestDir_Checker(t *testing.T) {
 }
 
 func TestRef_Validate(t *testing.T) {
+	t.Parallel()
 	good := strings.Repeat("ab", 32)
 	for _, tc := range []struct {
 		name string
@@ -92,13 +95,14 @@ func TestRef_Validate(t *testing.T) {
 }
 
 func TestRunner_Run(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	primes := copyFixture(t, dir, "primes.wasm", "primes.wasm")
 	d, err := checkers.OpenDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sb, err := wasm.NewSandbox(context.Background(), wasm.Config{})
+	sb, err := wasm.NewSandbox(context.Background(), wasm.Config{CacheDir: wasmtest.CacheDir("")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,6 +126,7 @@ func TestRunner_Run(t *testing.T) {
 }
 
 func TestRunner_RunPython(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	check := []byte("assert add(2, 2) == 4, 'add is wrong'\n")
 	if err := os.WriteFile(filepath.Join(dir, "check.py"), check, 0o644); err != nil {
@@ -131,7 +136,7 @@ func TestRunner_RunPython(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sb, err := wasm.NewSandbox(context.Background(), wasm.Config{})
+	sb, err := wasm.NewSandbox(context.Background(), wasm.Config{CacheDir: wasmtest.CacheDir("")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,11 +176,12 @@ func TestRunner_RunPython(t *testing.T) {
 // 0 runs unmetered), and such a job is never memoised; Modules is a
 // Source of the checkers it was given and of nothing else.
 func TestRunner_jobLimits(t *testing.T) {
+	t.Parallel()
 	primes, err := os.ReadFile("../fixtures/checkers/primes.wasm")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sb, err := wasm.NewSandbox(context.Background(), wasm.Config{})
+	sb, err := wasm.NewSandbox(context.Background(), wasm.Config{CacheDir: wasmtest.CacheDir("")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/assayhq/assay/checkers"
+	"github.com/assayhq/assay/internal/wasmtest"
 	"github.com/assayhq/assay/wasm"
 )
 
@@ -26,6 +27,9 @@ func memoRunner(tb testing.TB, cfg wasm.Config, memo *checkers.Memo, names ...st
 	d, err := checkers.OpenDir(dir)
 	if err != nil {
 		tb.Fatal(err)
+	}
+	if cfg.CacheDir == "" {
+		cfg.CacheDir = wasmtest.CacheDir("")
 	}
 	sb, err := wasm.NewSandbox(context.Background(), cfg)
 	if err != nil {
@@ -51,6 +55,7 @@ func jsonNoWall(tb testing.TB, o wasm.Outcome) string {
 }
 
 func TestMemo_hit(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	memo := checkers.NewMemo(checkers.MemoConfig{})
 	r, sums := memoRunner(t, wasm.Config{}, memo, "primes.wasm", "fail.wasm")
@@ -100,6 +105,7 @@ func mustJSON(tb testing.TB, v any) string {
 
 // TestMemo_miss: every part of the key that can change an outcome misses.
 func TestMemo_miss(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	memo := checkers.NewMemo(checkers.MemoConfig{})
 	r, sums := memoRunner(t, wasm.Config{}, memo, "primes.wasm", "pass.wasm")
@@ -158,6 +164,7 @@ func TestMemo_miss(t *testing.T) {
 }
 
 func TestKey(t *testing.T) {
+	t.Parallel()
 	ref := checkers.Ref{SHA256: strings.Repeat("ab", 32)}
 	in := wasm.Input{Artifact: []byte("a")}
 	k1, ok := checkers.Key(ref, in, "compiler")
@@ -211,6 +218,7 @@ func TestKey(t *testing.T) {
 const goldenKey = "7fb459151538ef84b12e7820df8b3ecc152d8e44485cd2fd5402017835711263"
 
 func TestMemo_notTimeout(t *testing.T) {
+	t.Parallel()
 	memo := checkers.NewMemo(checkers.MemoConfig{})
 	r, sums := memoRunner(t, wasm.Config{}, memo, "loop.wasm", "badimport.wasm")
 	// 1e9 fuel is about 0.2 s of loop: the context ends it first.
@@ -235,6 +243,7 @@ func TestMemo_notTimeout(t *testing.T) {
 }
 
 func TestMemo_bounds(t *testing.T) {
+	t.Parallel()
 	out := func(i int, detail string) wasm.Outcome {
 		return wasm.Outcome{Kind: wasm.KindPass, Pass: true, Detail: detail, InputSHA256: fmt.Sprint(i)}
 	}
@@ -321,6 +330,7 @@ func (s *mapStore) Put(k checkers.MemoKey, b []byte) error {
 }
 
 func TestMemo_store(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	st := &mapStore{m: map[checkers.MemoKey][]byte{}}
 	r1, sums := memoRunner(t, wasm.Config{}, checkers.NewMemo(checkers.MemoConfig{Store: st}), "primes.wasm")

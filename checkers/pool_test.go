@@ -17,6 +17,7 @@ import (
 // TestRunner_RunBatch: results come back in the order of the inputs,
 // whatever order the workers finish in.
 func TestRunner_RunBatch(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r, sums := memoRunner(t, wasm.Config{}, checkers.NewMemo(checkers.MemoConfig{}), "primes.wasm")
 	ref := checkers.Ref{SHA256: sums["primes.wasm"]}
@@ -86,6 +87,7 @@ func TestRunner_RunBatch(t *testing.T) {
 }
 
 func TestRunner_RunJobs(t *testing.T) {
+	t.Parallel()
 	r, sums := memoRunner(t, wasm.Config{}, nil, "pass.wasm", "fail.wasm")
 	jobs := []checkers.Job{
 		{Ref: checkers.Ref{SHA256: sums["pass.wasm"]}},
@@ -104,6 +106,7 @@ func TestRunner_RunJobs(t *testing.T) {
 }
 
 func TestPool_cancel(t *testing.T) {
+	t.Parallel()
 	p := checkers.NewPool(2)
 	if p.Size() != 2 {
 		t.Fatalf("size %d", p.Size())
@@ -115,7 +118,7 @@ func TestPool_cancel(t *testing.T) {
 		defer inFlight.Add(-1)
 		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) // the job's work: long enough for jobs to overlap
 		if ran.Add(1) == 5 {
 			cancel()
 		}
@@ -147,7 +150,7 @@ func TestPool_cancel(t *testing.T) {
 				n := inFlight.Add(1)
 				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 				}
-				time.Sleep(time.Millisecond)
+				time.Sleep(time.Millisecond) // the job's work: long enough for jobs to overlap
 				inFlight.Add(-1)
 			}, nil)
 		}()
@@ -162,6 +165,7 @@ func TestPool_cancel(t *testing.T) {
 // for the inputs not started, with the context's error, and every result
 // in place.
 func TestRunner_RunBatchCancel(t *testing.T) {
+	t.Parallel()
 	r, sums := memoRunner(t, wasm.Config{}, nil, "loop.wasm")
 	ref := checkers.Ref{SHA256: sums["loop.wasm"], Fuel: 200_000_000}
 	ctx, cancel := context.WithCancel(context.Background())

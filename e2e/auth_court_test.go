@@ -14,6 +14,7 @@ import (
 // refused and nothing changes. A contract between ids that cannot sign
 // stays the seed's open court.
 func TestAuth_courtSigned(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("e2e: starts a server")
 	}
@@ -25,7 +26,7 @@ func TestAuth_courtSigned(t *testing.T) {
 	args := []string{"--court-auth", "signed"}
 	s := startServe(t, data, args, nil, 30*time.Second)
 	if !s.logged(`"escrow court" auth=signed`) {
-		t.Errorf("the start-up log does not say the court is signed:\n%s", s.out)
+		t.Errorf("the start-up log does not say the court is signed:\n%s", s.log())
 	}
 
 	create := func(b, sl string) string {
@@ -108,7 +109,8 @@ func TestAuth_courtSigned(t *testing.T) {
 // TestAuth_courtOpenByDefault: the default court takes a did:key's contract
 // unsigned, as the seed's does (its walkthroughs run in e2e_test.go).
 func TestAuth_courtOpenByDefault(t *testing.T) {
-	s := start(t, t.TempDir())
+	t.Parallel()
+	s := shared(t, plainServer)
 	buyer, seller := newDIDKey(t), newDIDKey(t)
 	r := s.post(t, "/contracts", fmt.Sprintf(`{"buyer":%q,"seller":%q,"price":5}`, buyer.id(), seller.id()))
 	if r.status != http.StatusOK {

@@ -17,6 +17,7 @@ import (
 // agent, replayed, stale, tampered, by a revoked key or API key, or by a
 // principal without the write scope. Reads stay open.
 func TestAuth_marketREST(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("e2e: starts a server")
 	}
@@ -30,7 +31,7 @@ func TestAuth_marketREST(t *testing.T) {
 	env := []string{"ASSAY_OPERATOR_TOKEN=op"}
 	s := startServe(t, data, nil, env, 30*time.Second)
 	if !s.logged("market auth=signed") {
-		t.Errorf("the start-up log does not say the market is signed:\n%s", s.out)
+		t.Errorf("the start-up log does not say the market is signed:\n%s", s.log())
 	}
 
 	wallets := func(extra ...string) []string {
@@ -150,6 +151,7 @@ func TestAuth_marketREST(t *testing.T) {
 
 // TestAuth_modeFlags: a mode that is neither signed nor open is refused.
 func TestAuth_modeFlags(t *testing.T) {
+	t.Parallel()
 	for _, flag := range []string{"--market-auth", "--court-auth"} {
 		out, err := exec.Command(binary, "serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), flag, "signd").CombinedOutput()
 		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), flag+" must be signed or open") {
@@ -161,9 +163,10 @@ func TestAuth_modeFlags(t *testing.T) {
 // TestAuth_marketOpen: --market-auth open keeps the seed's market, agents
 // named in bodies, and says so at start-up.
 func TestAuth_marketOpen(t *testing.T) {
+	t.Parallel()
 	s := startServe(t, t.TempDir(), []string{"--market-auth", "open"}, nil, 30*time.Second)
 	if !s.logged("market in open mode") {
-		t.Errorf("the start-up log does not warn of open mode:\n%s", s.out)
+		t.Errorf("the start-up log does not warn of open mode:\n%s", s.log())
 	}
 	if r := s.post(t, "/market/wallets/anyone/deposit", `{"amount_usd":"2"}`); r.status != http.StatusCreated {
 		t.Fatalf("open deposit %d %s", r.status, r.body)

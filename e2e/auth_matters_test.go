@@ -15,6 +15,7 @@ import (
 // revoked key and another tenant are refused, and the tenant's matters are
 // the same before and after.
 func TestAuth_matters(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("e2e: starts a server")
 	}

@@ -46,7 +46,7 @@ func connectSigned(tb testing.TB, s *server, k agentKey) *mcp.ClientSession {
 		HTTPClient: &http.Client{Transport: signingTransport{tb, k}}}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "assay-e2e-signed", Version: "test"}, nil).Connect(context.Background(), t, nil)
 	if err != nil {
-		tb.Fatalf("mcp connect: %v\n%s", err, s.out)
+		tb.Fatalf("mcp connect: %v\n%s", err, s.log())
 	}
 	tb.Cleanup(func() { cs.Close() })
 	return cs
@@ -60,6 +60,7 @@ func connectSigned(tb testing.TB, s *server, k agentKey) *mcp.ClientSession {
 // reads stay open; a replayed, stale or revoked credential is refused at
 // the HTTP request with a coded 401.
 func TestAuth_marketMCP(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("e2e: starts a server")
 	}

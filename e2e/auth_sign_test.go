@@ -16,6 +16,7 @@ import (
 // wallet with curl and the headers assay sign printed, then withdraws with
 // assay sign --run; the same headers sent again are refused.
 func TestAuth_signDocs(t *testing.T) {
+	t.Parallel()
 	for _, tool := range []string{"bash", "curl", "sed"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("e2e: %s not found", tool)
@@ -41,7 +42,7 @@ func TestAuth_signDocs(t *testing.T) {
 		cmd.Stderr = &stderr
 		out, err := cmd.Output()
 		if err != nil {
-			t.Fatalf("%v\n%s\n%s\nserver:\n%s", err, out, stderr.Bytes(), s.out)
+			t.Fatalf("%v\n%s\n%s\nserver:\n%s", err, out, stderr.Bytes(), s.log())
 		}
 		return out
 	}

@@ -176,10 +176,7 @@ func (s *server) restart(tb testing.TB, change func(), args, env []string) *serv
 // where it listens, maybe.
 func (s *server) logged(want string) bool {
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		w := s.cmd.Stderr.(*lockedWriter)
-		w.mu.Lock()
-		ok := strings.Contains(s.out.String(), want)
-		w.mu.Unlock()
+		ok := strings.Contains(s.log(), want)
 		if ok || time.Now().After(deadline) {
 			return ok
 		}

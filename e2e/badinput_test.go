@@ -40,6 +40,7 @@ func (s *server) raw(tb testing.TB, method, path, ct string, body []byte, header
 // deposits of 9007199254.740991 USD into one wallet end in refusals, not
 // in a wrapped-around balance, and the ledger stays exact.
 func TestBadInput_Serve(t *testing.T) {
+	t.Parallel()
 	s := start(t, t.TempDir(), "ASSAY_OPERATOR_TOKEN=op")
 	created := s.post(t, "/contracts", `{"buyer":"did:nanda:buyer","seller":"did:nanda:seller","price":50}`)
 	if created.status != 200 {

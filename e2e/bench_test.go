@@ -10,6 +10,7 @@ import (
 // TestBenchCourt runs the load generator against a real server: whole cases
 // from concurrent clients, every one decided, and the ledger balanced after.
 func TestBenchCourt(t *testing.T) {
+	t.Parallel()
 	s := start(t, t.TempDir())
 	out, err := exec.Command(binary, "bench", "court", "--base", s.base, "--clients", "8", "--cases", "60", "--json").Output()
 	if err != nil {
@@ -35,6 +36,7 @@ func TestBenchCourt(t *testing.T) {
 // TestBenchCourt_Table: a list of client counts runs once per count, and
 // the disk's floor is measured in the same run, in the directory named.
 func TestBenchCourt_Table(t *testing.T) {
+	t.Parallel()
 	s := start(t, t.TempDir())
 	dir := t.TempDir()
 	out, err := exec.Command(binary, "bench", "court", "--base", s.base, "--clients", "2,4", "--cases", "12",

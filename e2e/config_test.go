@@ -34,6 +34,7 @@ func assay(tb testing.TB, env []string, args ...string) (stdout []byte) {
 // server on that store accepts signatures of, without a restart, and one
 // that `assay principals revoke` revokes is refused.
 func TestConfig_principalsPostgres(t *testing.T) {
+	t.Parallel()
 	dbURL := pgtest.URL(t)
 	s := startNode(t, dbURL, t.TempDir(), nil)
 	const open = "/api/v1/economic/matters/open"
@@ -77,6 +78,7 @@ func TestConfig_principalsPostgres(t *testing.T) {
 // DIR, and a server started with --keys DIR publishes them and signs with
 // the newest.
 func TestConfig_keysDir(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("e2e: starts a server")
 	}

@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,25 +32,63 @@ const chromiumPath = "/usr/bin/chromium"
 // screenshot of the console to docs/console.png (the README's image).
 const updateScreenshot = "ASSAY_UPDATE_SCREENSHOT"
 
-// browser starts headless Chromium for tb and returns a context that drives
-// it; the browser exits when tb ends.
+// chrome is the headless Chromium the package's tests share: started by
+// the first of them that needs one, stopped by TestMain (stopShared).
+// Each test drives a tab of its own.
+var chrome struct {
+	once    sync.Once
+	ctx     context.Context // the browser's; a tab's derives from it
+	stop    func()
+	skip    string // why there is none to start
+	err     error
+	profile string
+}
+
+// browser returns a context that drives a new tab of the shared headless
+// Chromium, closed when tb ends; it skips tb when there is no Chromium.
 func browser(tb testing.TB) context.Context {
 	tb.Helper()
 	if testing.Short() {
 		tb.Skip("e2e: starts a browser")
 	}
+	chrome.once.Do(startChrome)
+	if chrome.skip != "" {
+		tb.Skip(chrome.skip)
+	}
+	if chrome.err != nil {
+		tb.Fatal(chrome.err)
+	}
+	tab, cancelTab := chromedp.NewContext(chrome.ctx)
+	// The first Do opens the tab; the steps after it get a bound of
+	// their own.
+	tctx, cancelTimeout := context.WithTimeout(tab, 2*time.Minute)
+	tb.Cleanup(func() {
+		cancelTimeout()
+		cancelTab()
+	})
+	if err := chromedp.Do(tab, chromedp.Navigate("about:blank")); err != nil {
+		tb.Fatalf("open a tab: %v", err)
+	}
+	return tctx
+}
+
+// startChrome starts the shared browser.
+func startChrome() {
 	path := chromiumPath
 	if _, err := os.Stat(path); err != nil {
 		p, err := exec.LookPath("chromium")
 		if err != nil {
-			tb.Skipf("e2e: no chromium at %s or on PATH (apt-get install chromium): the console's browser test needs one", chromiumPath)
+			chrome.skip = fmt.Sprintf("e2e: no chromium at %s or on PATH (apt-get install chromium): the browser tests need one", chromiumPath)
+			return
 		}
 		path = p
 	}
-	profile := tb.TempDir() // removed after the browser has exited (cleanups run last first)
+	if chrome.profile, chrome.err = os.MkdirTemp("", "assay-e2e-chromium"); chrome.err != nil {
+		return
+	}
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(path),
-		chromedp.UserDataDir(profile),
+		chromedp.UserDataDir(chrome.profile),
 		chromedp.Headless,
 		chromedp.NoSandbox,
 		chromedp.DisableGPU,
@@ -67,19 +106,17 @@ func browser(tb testing.TB) context.Context {
 		chromedp.Flag("disable-dev-shm-usage", true),
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelBrowser := chromedp.NewContext(actx, chromedp.WithLogf(tb.Logf))
-	// The first Do starts the browser and binds its life to ctx; the
-	// steps after it get a bound of their own.
-	tctx, cancelTimeout := context.WithTimeout(ctx, 2*time.Minute)
-	tb.Cleanup(func() {
-		cancelTimeout()
+	ctx, cancelBrowser := chromedp.NewContext(actx)
+	chrome.ctx = ctx
+	chrome.stop = func() {
 		cancelBrowser()
 		cancelAlloc()
-	})
-	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
-		tb.Fatalf("start %s: %v", path, err)
+		os.RemoveAll(chrome.profile)
 	}
-	return tctx
+	// The first Do starts the browser and binds its life to ctx.
+	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+		chrome.err = fmt.Errorf("start %s: %w", path, err)
+	}
 }
 
 // TestConsole runs two cases through the court's HTTP API, opens the console
@@ -87,6 +124,7 @@ func browser(tb testing.TB) context.Context {
 // the refund's receipt in the browser: valid as the court signed it, invalid
 // once its subject, signature, key or envelope is changed.
 func TestConsole(t *testing.T) {
+	t.Parallel()
 	ctx := browser(t) // first, so that without a browser the test skips at once
 	s := start(t, t.TempDir(), "ASSAY_MARKET_AUTH=open")
 

@@ -1,6 +1,6 @@
 package e2e
 
-// Containment (issue 16): checkers that spin through their fuel, outlive
+// Containment: checkers that spin through their fuel, outlive
 // the backstop or reach for host memory cost the server's other clients
 // nothing noticeable, stop when their case is answered, and keep the
 // server's memory under the bound the sandbox states.
@@ -27,7 +27,7 @@ type sample struct {
 // about 250 KB, one request after another, until stop closes, timing every
 // request; the server allocates heavily for each (the body, its JSON, the
 // hash, the store's write).
-func loadClient(s *server, stop <-chan struct{}) (samples func() ([]sample, []error)) {
+func loadClient(s *server, stop <-chan struct{}) (samples func() ([]sample, []error), made func() int) {
 	var (
 		mu   sync.Mutex
 		got  []sample
@@ -70,28 +70,41 @@ func loadClient(s *server, stop <-chan struct{}) (samples func() ([]sample, []er
 		}
 	}()
 	return func() ([]sample, []error) {
-		<-done
-		mu.Lock()
-		defer mu.Unlock()
-		return got, errs
-	}
+			<-done
+			mu.Lock()
+			defer mu.Unlock()
+			return got, errs
+		}, func() int {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(got)
+		}
 }
 
 // spinRound is one round of the containment scenario: the loading client
-// runs alone for quiet, then two disputes at a time whose checkers spin
-// through their whole fuel run beside it, one after another on each of two
-// clients, for at least spinning (once each at least), until the last is
-// answered.
+// runs alone for quiet requests, then two disputes at a time whose
+// checkers spin through spinFuel run beside it, disputes after another on
+// each of two clients, until the last is answered. When control is not
+// nil, a second loading client makes the same requests to it, a server
+// with no guests, all the while: what the machine's load alone does to
+// them.
 type spinRound struct {
 	quiet, spinning []time.Duration // the client's latencies alone, and beside the disputes
+	control         []time.Duration // the control's beside the disputes
 	disputes        []decided
 	errs            []error
 }
 
-func runSpinRound(s *server, spinSum string, quiet, spinning time.Duration) spinRound {
+func runSpinRound(s, control *server, spinSum string, quiet, disputes int) spinRound {
 	stop := make(chan struct{})
-	samples := loadClient(s, stop)
-	time.Sleep(quiet)
+	samples, made := loadClient(s, stop)
+	controlSamples := func() ([]sample, []error) { return nil, nil }
+	if control != nil {
+		controlSamples, _ = loadClient(control, stop)
+	}
+	for deadline := time.Now().Add(time.Minute); made() < quiet && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond) // polls the count of requests made
+	}
 	began := time.Now()
 	var (
 		round spinRound
@@ -101,8 +114,8 @@ func runSpinRound(s *server, spinSum string, quiet, spinning time.Duration) spin
 	for range 2 {
 		wg.Go(func() {
 			client := &http.Client{Timeout: 2 * time.Minute}
-			for first := true; first || time.Since(began) < spinning; first = false {
-				d, err := s.disputeChecker(client, checkerCriteria(spinSum, 0, 0))
+			for range disputes {
+				d, err := s.disputeChecker(client, checkerCriteria(spinSum, spinFuel, 0))
 				mu.Lock()
 				round.disputes = append(round.disputes, d)
 				if err != nil {
@@ -128,6 +141,13 @@ func runSpinRound(s *server, spinSum string, quiet, spinning time.Duration) spin
 			round.spinning = append(round.spinning, x.took)
 		}
 	}
+	got, errs = controlSamples()
+	round.errs = append(round.errs, errs...)
+	for _, x := range got {
+		if !x.began.Before(began) && x.began.Before(ended) {
+			round.control = append(round.control, x.took)
+		}
+	}
 	return round
 }
 
@@ -146,18 +166,33 @@ func summary(d []time.Duration) string {
 	return fmt.Sprintf("%d requests, p50 %v, p99 %v, max %v", len(d), p50.Round(time.Microsecond), p99.Round(time.Microsecond), max.Round(time.Microsecond))
 }
 
+// The containment scenario's size: the loading client's requests alone,
+// the disputes each of its two clients makes, one after another, and the
+// fuel each spins through (a fraction of a second of the cheapest loop,
+// many garbage collections of the loading client's requests).
+const (
+	quietRequests          = 30
+	spinningPerSide        = 4
+	spinFuel        uint64 = 3 * testFuel
+)
+
 // TestContainment_SpinningDisputes: while two disputes' checkers spin
-// through their whole default fuel (for 3 s, a dispute after another),
-// another client creating, funding and
-// delivering contracts with 250 KB deliverables never waits more than
-// 250 ms for a request (issue 16: a collection's stop-the-world waited for
-// the guest, 2.3-6.1 s).
+// through their whole fuel (spinningPerSide disputes after another on
+// each of two clients), another client creating, funding and delivering
+// contracts with 250 KB deliverables never waits much longer than the
+// same requests take: at most stallFactor times the slowest of them, on
+// this server before the disputes or on a server without guests while
+// they ran, and at least latencyFloor (a review found a collection's
+// stop-the-world waited for the guest, 2.3-6.1 s). What it waits is the
+// benchmark's business (BenchmarkContainment_SpinningDisputes). It runs
+// alone (not in parallel), as it times requests.
 func TestContainment_SpinningDisputes(t *testing.T) {
 	s := startHostile(t)
 	sum := s.upload(t, hostile(t, "spin"))
-	round := runSpinRound(s, sum, 2*time.Second, 3*time.Second)
+	round := runSpinRound(s, shared(t, plainServer), sum, quietRequests, spinningPerSide)
 	t.Logf("alone: %s", summary(round.quiet))
 	t.Logf("beside the spinning disputes: %s", summary(round.spinning))
+	t.Logf("a server without guests, meanwhile: %s", summary(round.control))
 	answers := map[string]int{}
 	var slowest time.Duration
 	for _, d := range round.disputes {
@@ -174,15 +209,17 @@ func TestContainment_SpinningDisputes(t *testing.T) {
 	if len(round.spinning) == 0 {
 		t.Fatal("the client made no request while the disputes ran")
 	}
-	if _, _, max := percentiles(round.spinning); max > latencyBound {
+	_, _, quietMax := percentiles(round.quiet)
+	_, _, controlMax := percentiles(round.control)
+	bound := stallBound(max(quietMax, controlMax), latencyFloor)
+	if _, _, max := percentiles(round.spinning); max > bound {
 		slow := 0
 		for _, d := range round.spinning {
-			if d > latencyBound {
+			if d > bound {
 				slow++
 			}
 		}
-		_, _, quietMax := percentiles(round.quiet)
-		t.Errorf("%d of %d requests beside the spinning disputes took over %v, the slowest %v (alone, the slowest took %v)", slow, len(round.spinning), latencyBound, max, quietMax)
+		t.Errorf("%d of %d requests beside the spinning disputes took over %v, the slowest %v (alone, the slowest took %v; on a server without guests, %v)", slow, len(round.spinning), bound, max, quietMax, controlMax)
 	}
 }
 
@@ -196,7 +233,7 @@ func BenchmarkContainment_SpinningDisputes(b *testing.B) {
 	var quiet, spinning []time.Duration
 	b.ResetTimer()
 	for range b.N {
-		round := runSpinRound(s, sum, 2*time.Second, 3*time.Second)
+		round := runSpinRound(s, nil, sum, 4*quietRequests, 4*spinningPerSide)
 		for _, err := range round.errs {
 			b.Error(err)
 		}
@@ -216,12 +253,13 @@ func BenchmarkContainment_SpinningDisputes(b *testing.B) {
 
 // TestContainment_BackstopCPU: a dispute whose checker has the most fuel a
 // checker may have (wasm.MaxFuel) is answered, and then the server's CPU
-// goes idle: its guest does not run on (issue 16: at 10^11 fuel it was
+// goes idle: its guest does not run on (a review found at 10^11 fuel it was
 // answered at the 10 s backstop and burned a core until its fuel was
 // spent). MaxFuel of spin now ends within the backstop; memchase, whose
 // every read waits for memory, spends fuel some forty times more slowly,
 // so its MaxFuel outlives the backstop, which must then stop the guest.
 func TestContainment_BackstopCPU(t *testing.T) {
+	t.Parallel() // what it measures is the server's own CPU time, which other processes do not add to
 	s := startHostile(t)
 	pid := s.cmd.Process.Pid
 	// spin at the most fuel ends by fuel within the backstop; memchase,
@@ -235,7 +273,7 @@ func TestContainment_BackstopCPU(t *testing.T) {
 			sum := s.upload(t, hostile(t, name))
 			d, err := s.disputeChecker(&http.Client{Timeout: 2 * time.Minute}, checkerCriteria(sum, wasm.MaxFuel, tc.mib))
 			cpu0 := cpuTime(t, pid)
-			time.Sleep(idleWindow)
+			time.Sleep(idleWindow) // a window to measure the CPU in, not a wait for something to happen
 			idle := cpuTime(t, pid) - cpu0
 			if err != nil {
 				t.Fatal(err)
@@ -256,8 +294,9 @@ func TestContainment_BackstopCPU(t *testing.T) {
 // while a module of 10 million locals is uploaded (and refused, naming the
 // limit), keep the server's RSS under the bound the sandbox states (its
 // memory budget and compile budget over the server's own baseline) and
-// /health under 250 ms (issue 16: 3.1 GB and a 5 s stall for the table,
-// 5.2 GB and 7 s compiling the locals).
+// /health within stallBound of a quiet server's at the same moments (a review found 3.1 GB and a
+// 5 s stall for the table, 5.2 GB and 7 s compiling the locals). It runs
+// alone (not in parallel), as it times requests.
 func TestContainment_Memory(t *testing.T) {
 	s := startBudget(t)
 	table := s.upload(t, hostile(t, "tablegrow"))
@@ -265,7 +304,7 @@ func TestContainment_Memory(t *testing.T) {
 	baseline := rss(s.cmd.Process.Pid)
 	bound := baseline + (budgetMiB+compileBudgetMiB)<<20
 	killAt := bound + 1<<30
-	w := watchServer(s, killAt)
+	w := watchServer(t, s, killAt)
 
 	var (
 		wg       sync.WaitGroup
@@ -276,9 +315,10 @@ func TestContainment_Memory(t *testing.T) {
 		upTook   time.Duration
 	)
 	// Each run asks for 256 MiB: the four together are twice the budget.
+	// testFuel is enough to fill it, and to grow the table to its limit.
 	for i, sum := range []string{table, fill, table, fill} {
 		wg.Go(func() {
-			d, err := s.disputeChecker(&http.Client{Timeout: 2 * time.Minute}, checkerCriteria(sum, 0, 256))
+			d, err := s.disputeChecker(&http.Client{Timeout: 2 * time.Minute}, checkerCriteria(sum, testFuel, 256))
 			if err != nil && !w.killed.Load() {
 				t.Errorf("dispute %d: %v", i, err)
 			}
@@ -303,8 +343,8 @@ func TestContainment_Memory(t *testing.T) {
 	if maxRSS > bound {
 		t.Errorf("RSS reached %s, over the bound %s (baseline %s + budget %d MiB + compile budget %d MiB)", mib(maxRSS), mib(bound), mib(baseline), budgetMiB, compileBudgetMiB)
 	}
-	if maxHealth > latencyBound {
-		t.Errorf("/health took up to %v, want under %v", maxHealth, latencyBound)
+	if bound, control := w.healthBound(); maxHealth > bound {
+		t.Errorf("/health took up to %v, want under %v (a quiet server's: %v)", maxHealth, bound, control)
 	}
 	for name, d := range disputes {
 		if d.verdict != "refund" || !d.kind.Decides() {

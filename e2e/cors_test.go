@@ -51,8 +51,9 @@ window.runCase = async function () {
 // Chromium: every JSON POST is preflighted and allowed, the receipt
 // verifies, and the operator's route is refused by the browser.
 func TestCORS_BrowserCase(t *testing.T) {
+	t.Parallel()
 	ctx := browser(t)
-	s := start(t, t.TempDir(), "ASSAY_OPERATOR_TOKEN=op")
+	s := shared(t, operatorServer)
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -97,7 +98,8 @@ func TestCORS_BrowserCase(t *testing.T) {
 // preflight of a route that takes no such method answers 405 with Allow;
 // --cors-origins narrows the origins.
 func TestCORS_Headers(t *testing.T) {
-	s := start(t, t.TempDir(), "ASSAY_OPERATOR_TOKEN=op")
+	t.Parallel()
+	s := shared(t, operatorServer)
 	r := s.do(t, "GET", "/health", nil, "Origin", "https://arena.example")
 	if r.header.Get("Access-Control-Allow-Origin") != "*" || r.header.Get("Access-Control-Allow-Credentials") != "" {
 		t.Fatalf("GET /health from another origin: %v", r.header)

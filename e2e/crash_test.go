@@ -44,6 +44,7 @@ type ack struct {
 // checks that every acknowledged contract and state change is there, every
 // acknowledged receipt can be fetched, and the ledger sums to zero.
 func TestCrash(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := start(t, dir)
 	client := &http.Client{Timeout: 10 * time.Second}
@@ -113,17 +114,17 @@ func TestCrash(t *testing.T) {
 	}
 	// Kill once the load is well under way.
 	deadline := time.Now().Add(20 * time.Second)
-	for done.Load() < 150 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+	for done.Load() < 100 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond) // polls the count of decided cases
 	}
 	if err := s.cmd.Process.Kill(); err != nil { // SIGKILL
 		t.Fatal(err)
 	}
-	<-s.done
+	<-s.exited
 	stop.Store(true)
 	wg.Wait()
 	if done.Load() == 0 {
-		t.Fatalf("no case was decided before the kill\n%s", s.out)
+		t.Fatalf("no case was decided before the kill\n%s", s.log())
 	}
 	t.Logf("killed after %d decided cases, %d contracts acknowledged", done.Load(), len(acks))
 

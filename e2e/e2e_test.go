@@ -1,15 +1,33 @@
-// Package e2e runs the escrow court end to end: it builds assay, starts
-// `assay serve` on a loopback port with its own data directory, and drives
-// it over HTTP, with the seed's walkthroughs run verbatim by bash, curl and
-// python3.
+// Package e2e runs assay end to end: TestMain builds the binary once,
+// tests start `assay serve` on loopback ports and drive it over HTTP, with
+// the seed's walkthroughs run verbatim by bash, curl and python3, and
+// official clients (a browser, Node's MCP and x402 clients) where the
+// interface is public.
+//
+// How the tests share the machine:
+//   - A test that owns its servers, data and agents runs in parallel
+//     (t.Parallel). One that only needs a running server shares one
+//     (shared: plainServer, operatorServer) and names what it creates
+//     after itself (unique).
+//   - Every server's compile cache is one directory (compileCache, the
+//     run's cache when make test made one), so that CPython and the Go
+//     guests are compiled once per run.
+//   - A test that times requests runs alone (not in parallel), and holds a
+//     latency to stallFactor times what the same request takes meanwhile
+//     on a server without its hostile guests, never to a figure only a
+//     quiet machine meets; the figures themselves are the benchmarks'.
+//   - Nothing sleeps to let something happen: tests poll a condition with
+//     a deadline, or move a server's test clock (ASSAY_TEST_CLOCK).
 package e2e
 
 import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -18,29 +36,51 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/assayhq/assay/internal/wasmtest"
 )
 
-var binary string // the assay binary TestMain built
+var (
+	binary string // the assay binary TestMain built
+	// compileCache is the compile cache every server the tests start
+	// shares (each data directory's cache is a link to it), so that a
+	// checker, CPython above all, is compiled once per run (wasmtest).
+	compileCache string
+)
 
-func TestMain(m *testing.M) {
+func TestMain(m *testing.M) { os.Exit(runTests(m)) }
+
+func runTests(m *testing.M) int {
 	dir, err := os.MkdirTemp("", "assay-e2e")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		return 1
 	}
+	defer os.RemoveAll(dir)
 	binary = filepath.Join(dir, "assay")
+	// The run's cache when there is one (make test): then CPython is
+	// compiled once for every package's tests and every server.
+	compileCache = wasmtest.CacheDir(filepath.Join(dir, "cache"))
+	if err := os.MkdirAll(compileCache, 0o700); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	build := exec.Command("go", "build", "-o", binary, "github.com/assayhq/assay/cmd/assay")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: build assay:", err)
-		os.Exit(1)
+		return 1
 	}
 	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	if err := stopShared(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		code = 1
+	}
+	return code
 }
 
 // server is a running `assay serve`, behind a validating proxy (contract,
@@ -54,10 +94,19 @@ type server struct {
 	cmd    *exec.Cmd
 	data   string
 	out    *bytes.Buffer // stderr
-	done   chan error
+	said   *lockedWriter // stdout's lines
+	// done receives the process's exit once; exited is closed then, after
+	// exitErr is set.
+	done    chan error
+	exited  chan struct{}
+	exitErr error
+	shared  bool // a server the tests share (shared): never stopped by one
 }
 
-var listening = regexp.MustCompile(`^assay: serving .* on (http://\S+)$`)
+// listening matches the line in which the server says where it listens:
+// it starts "assay: serving" and names the URL after "on", whatever
+// services it lists before.
+var listening = regexp.MustCompile(`^assay: serving\b.* on (http://[^\s,;()]+)`)
 
 // start runs assay serve on a free loopback port with data in dir.
 func start(tb testing.TB, dir string, env ...string) *server {
@@ -69,38 +118,13 @@ func start(tb testing.TB, dir string, env ...string) *server {
 }
 
 // startServe runs `assay serve --addr 127.0.0.1:0 --data dir` with args and
-// env added, and waits up to within for it to say where it listens.
+// env added, and waits up to within for it to say where it listens. The
+// server is stopped, and must exit cleanly, when tb ends.
 func startServe(tb testing.TB, dir string, args, env []string, within time.Duration) *server {
 	tb.Helper()
-	argv := append([]string{"serve", "--addr", "127.0.0.1:0", "--data", dir}, args...)
-	cmd := exec.Command(binary, argv...)
-	cmd.Env = append(os.Environ(), env...)
-	stdout, err := cmd.StdoutPipe()
+	s, err := launch(dir, args, env, within)
 	if err != nil {
 		tb.Fatal(err)
-	}
-	s := &server{cmd: cmd, data: dir, out: &bytes.Buffer{}, done: make(chan error, 1)}
-	cmd.Stderr = &lockedWriter{w: s.out}
-	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	lines := bufio.NewScanner(stdout)
-	found := make(chan string, 1)
-	go func() {
-		for lines.Scan() {
-			if m := listening.FindStringSubmatch(lines.Text()); m != nil {
-				found <- m[1]
-			}
-		}
-		s.done <- cmd.Wait()
-	}()
-	select {
-	case s.direct = <-found:
-	case err := <-s.done:
-		tb.Fatalf("assay %v exited: %v\n%s", argv, err, s.out)
-	case <-time.After(within):
-		_ = cmd.Process.Kill()
-		tb.Fatalf("assay %v did not start\n%s", argv, s.out)
 	}
 	tb.Cleanup(func() { s.stop(tb) })
 	s.proxy = validatingProxy(tb, s.direct)
@@ -109,25 +133,205 @@ func startServe(tb testing.TB, dir string, args, env []string, within time.Durat
 	return s
 }
 
-// stop sends SIGTERM and wants a clean exit.
+// launch starts `assay serve` on dir with args and env added and waits up
+// to within for it to say where it listens. The data directory's compile
+// cache is a link to compileCache unless the directory has one already.
+func launch(dir string, args, env []string, within time.Duration) (*server, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.Symlink(compileCache, filepath.Join(dir, "cache")); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, err
+	}
+	argv := append([]string{"serve", "--addr", "127.0.0.1:0", "--data", dir}, args...)
+	cmd := exec.Command(binary, argv...)
+	cmd.Env = append(os.Environ(), env...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	s := &server{cmd: cmd, data: dir, out: &bytes.Buffer{}, said: &lockedWriter{w: &bytes.Buffer{}}, done: make(chan error, 1), exited: make(chan struct{})}
+	cmd.Stderr = &lockedWriter{w: s.out}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	lines := bufio.NewScanner(stdout)
+	found := make(chan string, 1)
+	go func() {
+		for lines.Scan() {
+			fmt.Fprintln(s.said, lines.Text())
+			if m := listening.FindStringSubmatch(lines.Text()); m != nil {
+				select {
+				case found <- strings.TrimRight(m[1], "."):
+				default:
+				}
+			}
+		}
+		s.exitErr = cmd.Wait()
+		close(s.exited)
+		s.done <- s.exitErr
+	}()
+	select {
+	case s.direct = <-found:
+		return s, nil
+	case <-s.exited:
+		return nil, fmt.Errorf("assay %v exited: %v\n%s", argv, s.exitErr, s.log())
+	case <-time.After(within):
+		_ = cmd.Process.Kill()
+		<-s.exited
+		return nil, fmt.Errorf("assay %v did not start within %v\n%s", argv, within, s.log())
+	}
+}
+
+// stdout returns what the server wrote to stdout so far, in whole lines.
+func (s *server) stdout() string {
+	s.said.mu.Lock()
+	defer s.said.mu.Unlock()
+	return s.said.w.(*bytes.Buffer).String()
+}
+
+// log returns what the server wrote to stderr so far.
+func (s *server) log() string {
+	w := s.cmd.Stderr.(*lockedWriter)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return s.out.String()
+}
+
+// stop sends SIGTERM and wants a clean exit; a server that exited
+// already (killed by the test) is left as it is. Stopping a shared server
+// is an error of the test: TestMain stops those.
 func (s *server) stop(tb testing.TB) {
 	tb.Helper()
-	if s.cmd.ProcessState != nil {
-		return
+	if s.shared {
+		tb.Fatal("e2e: a test stopped a server the tests share; start one of its own")
+	}
+	if err := s.terminate(); err != nil {
+		tb.Error(err)
+	}
+}
+
+// terminate sends SIGTERM and waits for a clean exit; a server that does
+// not exit within 45 s gets SIGQUIT, for its goroutines' stacks.
+func (s *server) terminate() error {
+	select {
+	case <-s.exited:
+		return nil
+	default:
 	}
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	began := time.Now()
-	defer func() { tb.Logf("stopped in %v", time.Since(began)) }()
 	select {
-	case err := <-s.done:
-		if err != nil {
-			tb.Errorf("assay serve exited with %v\n%s", err, s.out)
+	case <-s.exited:
+		if s.exitErr != nil {
+			return fmt.Errorf("assay serve exited with %v\n%s", s.exitErr, s.log())
 		}
+		return nil
 	case <-time.After(45 * time.Second):
 		_ = s.cmd.Process.Signal(syscall.SIGQUIT)
-		<-s.done
-		tb.Errorf("assay serve did not stop on SIGTERM\n%s", s.out)
+		<-s.exited
+		return fmt.Errorf("assay serve did not stop on SIGTERM\n%s", s.log())
 	}
+}
+
+// sharedServer is one `assay serve` that the tests which only need a
+// running server share: started by the first of them, stopped by TestMain
+// after the last. Each test reaches it through a validating proxy of its
+// own, so that a mismatch fails the test that made the exchange.
+type sharedServer struct {
+	name string
+	args []string
+	env  []string
+
+	once sync.Once
+	s    *server
+	dir  string
+	err  error
+}
+
+// The servers tests share: one as `assay serve` starts with no settings,
+// and one with every route on: the operator's (ASSAY_OPERATOR_TOKEN=op)
+// and the market's test clock (ASSAY_TEST_CLOCK=1), which no test that
+// shares it may move.
+var (
+	plainServer    = &sharedServer{name: "plain"}
+	operatorServer = &sharedServer{name: "operator", env: []string{"ASSAY_OPERATOR_TOKEN=op", "ASSAY_TEST_CLOCK=1"}}
+	sharedServers  = []*sharedServer{plainServer, operatorServer}
+)
+
+// shared returns g's server, started on first use, behind a validating
+// proxy of tb's own. Tests that use it own only what they create on it:
+// contracts, agents and listings named after themselves (unique), never
+// the server's totals.
+func shared(tb testing.TB, g *sharedServer) *server {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skip("e2e: starts a server")
+	}
+	g.once.Do(func() {
+		g.dir, g.err = os.MkdirTemp("", "assay-e2e-"+g.name)
+		if g.err == nil {
+			g.s, g.err = launch(g.dir, g.args, g.env, time.Minute)
+		}
+	})
+	if g.err != nil {
+		tb.Fatalf("e2e: the shared %s server: %v", g.name, g.err)
+	}
+	s := *g.s
+	s.shared = true
+	s.proxy = validatingProxy(tb, s.direct)
+	s.base = s.proxy.base
+	tb.Cleanup(s.proxy.close)
+	return &s
+}
+
+// warmed holds, by checker path, a sync.Once that compiled it.
+var warmed sync.Map
+
+// warmCache compiles the checker at path (a .wasm or .py file) into
+// compileCache once per run, with assay check, so that servers started
+// after it, several at once among them, load it compiled instead of each
+// compiling it.
+func warmCache(tb testing.TB, path string) {
+	tb.Helper()
+	v, _ := warmed.LoadOrStore(path, new(sync.Once))
+	v.(*sync.Once).Do(func() {
+		artifact := filepath.Join(tb.TempDir(), "artifact")
+		if err := os.WriteFile(artifact, []byte("{}"), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+		// The outcome does not matter: the compiled module does.
+		out, err := exec.Command(binary, "check", "--json", "--cache", compileCache, "--checker", path, "--artifact", artifact).CombinedOutput()
+		var exit *exec.ExitError
+		if err != nil && !errors.As(err, &exit) {
+			tb.Fatalf("assay check %s: %v\n%s", path, err, out)
+		}
+	})
+}
+
+// names numbers what unique returns.
+var names atomic.Int64
+
+// unique returns prefix followed by a number no other call in this
+// process returns: an agent, a key or a name of a test's own on a shared
+// server, in every run of -count.
+func unique(prefix string) string { return fmt.Sprintf("%s%d", prefix, names.Add(1)) }
+
+// stopShared stops the shared servers that were started, and the shared
+// browser (console_test.go).
+func stopShared() error {
+	if chrome.stop != nil {
+		chrome.stop()
+	}
+	var errs []error
+	for _, g := range sharedServers {
+		if g.s != nil {
+			errs = append(errs, g.s.terminate())
+		}
+		if g.dir != "" {
+			errs = append(errs, os.RemoveAll(g.dir))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 type lockedWriter struct {
@@ -246,7 +450,8 @@ func subjectOf(tb testing.TB, receipt map[string]any) map[string]any {
 }
 
 func TestWalkthroughA(t *testing.T) {
-	s := start(t, t.TempDir())
+	t.Parallel()
+	s := start(t, t.TempDir()) // the walkthrough's agents are fixed: a server of its own
 	out := s.walkthrough(t, "walkthrough_a.sh")
 	if len(out) != 3 {
 		t.Fatalf("printed %d JSON values, want 3: %v", len(out), out)
@@ -262,7 +467,8 @@ func TestWalkthroughA(t *testing.T) {
 }
 
 func TestWalkthroughB(t *testing.T) {
-	s := start(t, t.TempDir())
+	t.Parallel()
+	s := start(t, t.TempDir()) // the walkthrough's agents are fixed: a server of its own
 	out := s.walkthrough(t, "walkthrough_b.sh")
 	if len(out) != 3 {
 		t.Fatalf("printed %d JSON values, want 3: %v", len(out), out)
@@ -321,8 +527,9 @@ func (s *server) deliveredCase(tb testing.TB, seller, acceptance, deliverable st
 const rows100 = `{"assertions":[{"path":"rows","op":"gte","value":100}]}`
 
 func TestErrors(t *testing.T) {
-	s := start(t, t.TempDir())
-	created := s.post(t, "/contracts", `{"buyer":"did:e2e:buyer","seller":"did:e2e:seller","price":5}`).obj(t)
+	t.Parallel()
+	s := shared(t, plainServer) // the operator's routes are off on it
+	created := s.post(t, "/contracts", `{"buyer":"did:e2e:buyer","seller":"`+unique("did:e2e:seller")+`","price":5}`).obj(t)
 	id := created["contract_id"].(string)
 	for _, tc := range []struct {
 		name, method, path, body string
@@ -368,12 +575,13 @@ func TestErrors(t *testing.T) {
 		}
 	})
 	t.Run("Idempotency", func(t *testing.T) {
-		r1 := s.post(t, "/contracts/"+id+"/fund", `{}`, "Idempotency-Key", "fund-1")
-		r2 := s.post(t, "/contracts/"+id+"/fund", `{}`, "Idempotency-Key", "fund-1")
+		key := unique("fund-")
+		r1 := s.post(t, "/contracts/"+id+"/fund", `{}`, "Idempotency-Key", key)
+		r2 := s.post(t, "/contracts/"+id+"/fund", `{}`, "Idempotency-Key", key)
 		if r1.status != 200 || r2.status != 200 || string(r1.body) != string(r2.body) || r2.header.Get("Idempotent-Replayed") != "true" {
 			t.Fatalf("%d %s / %d %s", r1.status, r1.body, r2.status, r2.body)
 		}
-		r3 := s.post(t, "/contracts/"+id+"/fund", `{"again":1}`, "Idempotency-Key", "fund-1", malformed, "1")
+		r3 := s.post(t, "/contracts/"+id+"/fund", `{"again":1}`, "Idempotency-Key", key, malformed, "1")
 		if r3.status != 409 || r3.code(t) != "idempotency_conflict" {
 			t.Fatalf("%d %s", r3.status, r3.body)
 		}
@@ -388,10 +596,11 @@ func TestErrors(t *testing.T) {
 	t.Run("IdempotencyMarkup", func(t *testing.T) {
 		// A replay answers the first answer's bytes, markup and all, as
 		// a client comparing the two bodies byte for byte expects.
-		cid := s.deliveredCase(t, "did:e2e:markup", rows100, `{"rows":150,"html":"<p>"}`)
+		cid := s.deliveredCase(t, unique("did:e2e:markup"), rows100, `{"rows":150,"html":"<p>"}`)
 		body := `{"reason":"<b>late</b> & short"}`
-		r1 := s.post(t, "/contracts/"+cid+"/dispute", body, "Idempotency-Key", "dispute-markup")
-		r2 := s.post(t, "/contracts/"+cid+"/dispute", body, "Idempotency-Key", "dispute-markup")
+		key := unique("dispute-markup-")
+		r1 := s.post(t, "/contracts/"+cid+"/dispute", body, "Idempotency-Key", key)
+		r2 := s.post(t, "/contracts/"+cid+"/dispute", body, "Idempotency-Key", key)
 		if r1.status != 200 || r2.status != 200 || r2.header.Get("Idempotent-Replayed") != "true" || !strings.Contains(string(r1.body), `<b>late</b> & short`) {
 			t.Fatalf("%d %s / %d %s", r1.status, r1.body, r2.status, r2.body)
 		}
@@ -400,17 +609,18 @@ func TestErrors(t *testing.T) {
 		}
 	})
 	t.Run("BannedSeller", func(t *testing.T) {
+		cheat := unique("did:e2e:cheat")
 		for range 3 {
-			cid := s.deliveredCase(t, "did:e2e:cheat", rows100, `{"rows":1}`)
+			cid := s.deliveredCase(t, cheat, rows100, `{"rows":1}`)
 			if r := s.post(t, "/contracts/"+cid+"/dispute", `{"reason":"short"}`); r.status != 200 {
 				t.Fatalf("dispute %d %s", r.status, r.body)
 			}
 		}
-		rep := s.get(t, "/agents/did:e2e:cheat/reputation").obj(t)
+		rep := s.get(t, "/agents/"+cheat+"/reputation").obj(t)
 		if rep["standing"] != "BANNED" {
 			t.Fatalf("reputation %v", rep)
 		}
-		r := s.post(t, "/contracts", `{"buyer":"did:e2e:buyer","seller":"did:e2e:cheat","price":5}`)
+		r := s.post(t, "/contracts", `{"buyer":"did:e2e:buyer","seller":"`+cheat+`","price":5}`)
 		if r.status != 400 || r.code(t) != "seller_banned" {
 			t.Fatalf("%d %s", r.status, r.body)
 		}
@@ -420,8 +630,9 @@ func TestErrors(t *testing.T) {
 // TestOneWinner: 50 concurrent accepts and disputes over HTTP on one
 // delivered contract give one receipt and one payout; the rest get 409.
 func TestOneWinner(t *testing.T) {
-	s := start(t, t.TempDir())
-	id := s.deliveredCase(t, "did:e2e:seller", rows100, `{"rows":3}`)
+	t.Parallel()
+	s := shared(t, plainServer)
+	id := s.deliveredCase(t, unique("did:e2e:seller"), rows100, `{"rows":3}`)
 	const n = 50
 	statuses := make([]int, n)
 	var wg sync.WaitGroup
@@ -466,6 +677,7 @@ func TestOneWinner(t *testing.T) {
 
 // TestRestart: a graceful stop keeps every contract, receipt and key.
 func TestRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := start(t, dir)
 	id := s.deliveredCase(t, "did:e2e:seller", rows100, `{"rows":300}`)
@@ -494,8 +706,9 @@ func TestRestart(t *testing.T) {
 }
 
 func TestOperatorResolve(t *testing.T) {
-	s := start(t, t.TempDir(), "ASSAY_OPERATOR_TOKEN=op-token")
-	id := s.deliveredCase(t, "did:e2e:seller", `{"assertions":[{"path":"summary","op":"nonempty","semantic":true,"description":"faithful"}]}`, `{"summary":"x"}`)
+	t.Parallel()
+	s := shared(t, operatorServer)
+	id := s.deliveredCase(t, unique("did:e2e:seller"), `{"assertions":[{"path":"summary","op":"nonempty","semantic":true,"description":"faithful"}]}`, `{"summary":"x"}`)
 	r := s.post(t, "/contracts/"+id+"/dispute", `{"reason":"unfaithful"}`)
 	if cs := subjectOf(t, r.obj(t)); cs["verdict"] != "escalated" {
 		t.Fatalf("dispute %v", cs)
@@ -503,7 +716,7 @@ func TestOperatorResolve(t *testing.T) {
 	if r := s.post(t, "/contracts/"+id+"/resolve", `{"verdict":"refund"}`, "Authorization", "Bearer wrong"); r.status != 401 {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
-	r = s.post(t, "/contracts/"+id+"/resolve", `{"verdict":"refund","reason":"invented"}`, "Authorization", "Bearer op-token")
+	r = s.post(t, "/contracts/"+id+"/resolve", `{"verdict":"refund","reason":"invented"}`, "Authorization", "Bearer op")
 	cs := subjectOf(t, r.obj(t))
 	if r.status != 200 || cs["tier"] != "operator" || !equalPayout(cs["payout"], "did:e2e:buyer", 40) {
 		t.Fatalf("%d %v", r.status, cs)

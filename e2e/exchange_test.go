@@ -126,6 +126,7 @@ func (x *exchangeRun) matter(tb testing.TB, id string) map[string]any {
 }
 
 func TestExchange_OverLoopback(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	x := &exchangeRun{keys: map[string]ed25519.PrivateKey{}}
 	x.keys["rita"] = addPrincipal(t, dir, "rita", "acme", "requester", 11)

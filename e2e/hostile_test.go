@@ -1,7 +1,7 @@
 package e2e
 
 // Hostile checkers against a real `assay serve` and `assay check`: what
-// issues 16 and 24 found an attacker could do, each tried again. The
+// two security reviews found an attacker could do, each tried again. The
 // fixtures are in fixtures/checkers/hostile, each with its source.
 
 import (
@@ -39,18 +39,50 @@ func hostile(tb testing.TB, name string) []byte {
 	return b
 }
 
-// Bounds the tests hold the server to. A stall they catch is seconds long;
-// each bound is several times what an unloaded request takes.
+// checkerFixture returns the bytes of fixtures/checkers/name.wasm.
+func checkerFixture(tb testing.TB, name string) []byte {
+	tb.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "fixtures", "checkers", name+".wasm"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// Bounds the tests hold the server to. The stalls they catch are seconds
+// to minutes long, so a latency is compared with a baseline measured in
+// the same run, with a wide margin (stallBound), never with a figure that
+// only holds on a quiet machine: /health with the same request to a
+// server that does nothing of the test's at the same moments (watch), a
+// client's requests with the same requests before the hostile guests
+// started. The latencies themselves are the benchmarks' business
+// (BenchmarkContainment_SpinningDisputes).
 const (
-	latencyBound = 250 * time.Millisecond // a request of another client, /health
-	uploadBound  = time.Second            // a compile bomb's refusal
-	idleCPUBound = 100 * time.Millisecond // CPU time over idleWindow once a case is answered
+	// latencyFloor is the least a latency bound is: four times the
+	// figure a quiet machine holds the server to (250 ms), under half the
+	// shortest stall the tests catch.
+	latencyFloor = time.Second
+	// stallFactor is how many times its baseline a latency may be.
+	stallFactor = 10
+	// uploadFloor is the least bound of a compile bomb's refusal, a
+	// module of up to 3 MB (the failure: no answer in two minutes).
+	uploadFloor = 3 * time.Second
+	// idleCPUBound is the CPU time the server may use in idleWindow once
+	// a case is answered: its own process's, which other processes'
+	// load does not add to.
+	idleCPUBound = 100 * time.Millisecond
 	idleWindow   = 500 * time.Millisecond
-	// servedBound is how long /health may take while a batch holds every
-	// core with guests for its whole bound: served, if not at once (the
-	// failure was no answer for 150 s).
-	servedBound = time.Second
+	// testFuel is the fuel a test gives a runaway loop that must end
+	// fuel_exhausted: a few hundredths of a second of the cheapest loop.
+	// What the default budget costs in time is BenchmarkHostileCheck's.
+	testFuel uint64 = 100_000_000
 )
+
+// stallBound is the bound of a latency whose baseline, measured in the
+// same run, is baseline: stallFactor times it, and at least floor.
+func stallBound(baseline, floor time.Duration) time.Duration {
+	return max(floor, stallFactor*baseline)
+}
 
 // budgetMiB is the --memory-budget the memory tests give the server (the
 // least it takes). compileBudgetMiB is what they allow for compilation
@@ -103,12 +135,14 @@ func mib(n int64) string { return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20)) }
 
 // kill stops s at once with SIGKILL.
 func (s *server) kill() {
-	if s.cmd.ProcessState != nil {
+	select {
+	case <-s.exited:
 		return
+	default:
 	}
 	_ = s.cmd.Process.Kill()
 	select {
-	case <-s.done:
+	case <-s.exited:
 	case <-time.After(10 * time.Second):
 	}
 }
@@ -143,17 +177,17 @@ func startBudget(tb testing.TB) *server {
 	if serveFlag("memory-budget") {
 		args = []string{"--memory-budget", strconv.Itoa(budgetMiB)}
 	} else {
-		tb.Errorf("assay serve has no --memory-budget: nothing bounds the sum of runs' memory (issue 24); running without one")
+		tb.Errorf("assay serve has no --memory-budget: nothing bounds the sum of runs' memory; running without one")
 	}
 	s := startServe(tb, tb.TempDir(), args, nil, 30*time.Second)
 	guard(tb, s)
 	return s
 }
 
-// startHostile is start, guarded.
-func startHostile(tb testing.TB) *server {
+// startHostile is start, guarded, with env added.
+func startHostile(tb testing.TB, env ...string) *server {
 	tb.Helper()
-	s := start(tb, tb.TempDir())
+	s := start(tb, tb.TempDir(), env...)
 	guard(tb, s)
 	return s
 }
@@ -278,18 +312,22 @@ func (s *server) disputeChecker(client *http.Client, acceptance string) (decided
 
 // watch samples a server's resident memory and the latency of GET /health
 // until it is stopped; it kills the server when RSS passes killAt, so that a
-// failure does not take the shared machine's memory with it.
+// failure does not take the shared machine's memory with it. At the same
+// moments it asks the same of control, a server doing nothing of the
+// test's: what the machine's load alone does to the request, the baseline
+// of healthBound.
 type watch struct {
-	s                 *server
-	maxRSS, maxHealth atomic.Int64
-	killed            atomic.Bool
-	healthErr         atomic.Value // error
-	stop              chan struct{}
-	wg                sync.WaitGroup
+	s, control                    *server
+	maxRSS, maxHealth, maxControl atomic.Int64
+	killed                        atomic.Bool
+	healthErr                     atomic.Value // error
+	stop                          chan struct{}
+	wg                            sync.WaitGroup
 }
 
-func watchServer(s *server, killAt int64) *watch {
-	w := &watch{s: s, stop: make(chan struct{})}
+func watchServer(tb testing.TB, s *server, killAt int64) *watch {
+	tb.Helper()
+	w := &watch{s: s, control: shared(tb, plainServer), stop: make(chan struct{})}
 	pid := s.cmd.Process.Pid
 	w.wg.Go(func() {
 		tick := time.NewTicker(10 * time.Millisecond)
@@ -308,21 +346,21 @@ func watchServer(s *server, killAt int64) *watch {
 			}
 		}
 	})
-	w.wg.Go(func() {
+	poll := func(srv *server, slowest *atomic.Int64, report bool) {
 		// A /health that takes longer than this counts as this long.
 		client := &http.Client{Timeout: 10 * time.Second}
 		tick := time.NewTicker(50 * time.Millisecond)
 		defer tick.Stop()
 		for {
-			r, _, took, err := s.call(client, "GET", "/health", "application/json", nil, 1<<20)
+			r, _, took, err := srv.call(client, "GET", "/health", "application/json", nil, 1<<20)
 			if err == nil && r.status != http.StatusOK {
 				err = fmt.Errorf("/health %d %s", r.status, r.body)
 			}
-			if err != nil && !w.killed.Load() {
+			if err != nil && report && !w.killed.Load() {
 				w.healthErr.CompareAndSwap(nil, err)
 			}
-			if int64(took) > w.maxHealth.Load() {
-				w.maxHealth.Store(int64(took))
+			if int64(took) > slowest.Load() {
+				slowest.Store(int64(took))
 			}
 			select {
 			case <-w.stop:
@@ -330,7 +368,9 @@ func watchServer(s *server, killAt int64) *watch {
 			case <-tick.C:
 			}
 		}
-	})
+	}
+	w.wg.Go(func() { poll(s, &w.maxHealth, true) })
+	w.wg.Go(func() { poll(w.control, &w.maxControl, false) })
 	return w
 }
 
@@ -340,6 +380,14 @@ func (w *watch) done() (maxRSS int64, maxHealth time.Duration) {
 	close(w.stop)
 	w.wg.Wait()
 	return w.maxRSS.Load(), time.Duration(w.maxHealth.Load())
+}
+
+// healthBound returns the bound of the watched server's /health latency,
+// stallBound of the control's slowest over the same time, and that
+// slowest. Call it after done.
+func (w *watch) healthBound() (bound, control time.Duration) {
+	control = time.Duration(w.maxControl.Load())
+	return stallBound(control, latencyFloor), control
 }
 
 // checkOutcome is what `assay check --json` prints.
@@ -386,31 +434,32 @@ func check(tb testing.TB, cache, name string, args ...string) (checkOutcome, tim
 	return o, took
 }
 
-// TestHostile_SpinCheck: `assay check` on (loop (br 0)) at default limits
-// ends fuel_exhausted, with the same fuel_used on every run; a dispute with
-// it is refund (issue 16: it ran past the 10 s backstop, timeout, and the
-// dispute was escalated).
+// TestHostile_SpinCheck: `assay check` on (loop (br 0)) ends
+// fuel_exhausted with the same fuel_used on every run; a dispute with it
+// is refund (a review found it ran past the 10 s backstop, timeout, and the
+// dispute was escalated). It runs at testFuel: that the default budget
+// ends it well within the backstop is BenchmarkHostileCheck's to show.
 func TestHostile_SpinCheck(t *testing.T) {
 	if testing.Short() {
 		t.Skip("e2e: runs a checker through its whole fuel")
 	}
+	t.Parallel()
 	cache := t.TempDir()
 	var fuel []uint64
 	for i := range 3 {
-		o, took := check(t, cache, "spin")
-		t.Logf("run %d: %s, fuel_used %d, %.2f s (guest %.2f s)", i+1, o.Kind, o.FuelUsed, took.Seconds(), float64(o.WallNS)/1e9)
+		o, _ := check(t, cache, "spin", "--fuel", fmt.Sprint(testFuel))
 		if o.Kind != wasm.KindFuelExhausted {
 			t.Errorf("run %d ended %s (%s), want fuel_exhausted", i+1, o.Kind, o.Detail)
 		}
 		fuel = append(fuel, o.FuelUsed)
 	}
-	if fuel[0] != fuel[1] || fuel[1] != fuel[2] {
-		t.Errorf("fuel_used %v differs between runs", fuel)
+	if fuel[0] != fuel[1] || fuel[1] != fuel[2] || fuel[0] != testFuel {
+		t.Errorf("fuel_used %v differs between runs, or from the fuel %d", fuel, testFuel)
 	}
 
 	s := startHostile(t)
 	sum := s.upload(t, hostile(t, "spin"))
-	d, err := s.disputeChecker(&http.Client{Timeout: time.Minute}, checkerCriteria(sum, 0, 0))
+	d, err := s.disputeChecker(&http.Client{Timeout: time.Minute}, checkerCriteria(sum, testFuel, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -421,40 +470,57 @@ func TestHostile_SpinCheck(t *testing.T) {
 }
 
 // TestHostile_HostCallLoops: loops over poll_oneoff, random_get and a
-// many-vectored fd_write end fuel_exhausted at default limits in about the
-// time the cheapest arithmetic loop (spin) takes (issue 24: a poll_oneoff
-// loop took 229 s for fuel spin spends in seconds). So does a loop of
-// table.grow, which calls into the host too, each call refused past the
-// table limit (issue 16: tables charged).
+// many-vectored fd_write end fuel_exhausted in about the guest time the
+// cheapest arithmetic loop (spin) takes on the same fuel (a review found a
+// poll_oneoff loop took 229 s for fuel spin spends in seconds, a hundred
+// times more). So does a loop of table.grow, which calls into the host
+// too, each call refused past the table limit (tables are charged too).
+// The reference is the slower of the runs of spin just before and just
+// after each loop, so that the machine's load at the time is in it.
 func TestHostile_HostCallLoops(t *testing.T) {
 	if testing.Short() {
 		t.Skip("e2e: runs checkers through their whole fuel")
 	}
+	t.Parallel()
 	cache := t.TempDir()
-	ref, refTook := check(t, cache, "spin")
-	if ref.Kind != wasm.KindFuelExhausted {
-		t.Fatalf("spin, the reference, ended %s (%s)", ref.Kind, ref.Detail)
+	fuel := fmt.Sprint(testFuel)
+	spin := func() time.Duration {
+		ref, _ := check(t, cache, "spin", "--fuel", fuel)
+		if ref.Kind != wasm.KindFuelExhausted {
+			t.Fatalf("spin, the reference, ended %s (%s)", ref.Kind, ref.Detail)
+		}
+		return time.Duration(ref.WallNS)
 	}
-	// Generous: the failure is a loop that outlives the 10 s backstop.
-	bound := 3*refTook + time.Second
-	t.Logf("spin: %s in %.2f s; bound %.2f s", ref.Kind, refTook.Seconds(), bound.Seconds())
+	before := spin()
 	for _, name := range []string{"pollloop", "randloop", "writeloop", "tablegrow"} {
 		t.Run(name, func(t *testing.T) {
-			o, took := check(t, cache, name)
-			t.Logf("%s: %s, fuel_used %d, %.2f s (%.1fx spin)", name, o.Kind, o.FuelUsed, took.Seconds(), took.Seconds()/refTook.Seconds())
-			if o.Kind != wasm.KindFuelExhausted || took > bound {
-				t.Errorf("%s ended %s (%s) in %.2f s, want fuel_exhausted within %.2f s", name, o.Kind, o.Detail, took.Seconds(), bound.Seconds())
+			o, _ := check(t, cache, name, "--fuel", fuel)
+			if o.Kind != wasm.KindFuelExhausted || o.FuelUsed != testFuel {
+				t.Errorf("%s ended %s (%s) with fuel_used %d, want fuel_exhausted at %d", name, o.Kind, o.Detail, o.FuelUsed, testFuel)
+			}
+			took := time.Duration(o.WallNS)
+			// The reference is the slower of spin's runs just before the
+			// loop and just after it.
+			after := spin()
+			ref := max(before, after)
+			before = after
+			// Wide: the failure is a hundred times slower than spin.
+			bound := stallBound(ref, 100*time.Millisecond)
+			t.Logf("%s: %v of guest time for %d fuel (%.1fx spin's %v)", name, took, testFuel, took.Seconds()/ref.Seconds(), ref)
+			if took > bound {
+				t.Errorf("%s spent its %d fuel in %v, over %v (spin: %v): its host calls are not charged enough", name, testFuel, took, bound, ref)
 			}
 		})
 	}
 }
 
 // TestHostile_Exit256: proc_exit(256) is a fail, not a pass, in `assay
-// check` and in a dispute, which is refund (issue 24).
+// check` and in a dispute, which is refund (a review found it a pass).
 func TestHostile_Exit256(t *testing.T) {
 	if testing.Short() {
 		t.Skip("e2e: starts a server")
 	}
+	t.Parallel()
 	o, _ := check(t, t.TempDir(), "exit256")
 	if o.Kind != wasm.KindFail || o.ExitCode != 256 {
 		t.Errorf("assay check: %s exit %d (%s), want fail exit 256", o.Kind, o.ExitCode, o.Detail)
@@ -473,11 +539,12 @@ func TestHostile_Exit256(t *testing.T) {
 
 // TestHostile_CompileBombs: a module of one br_table with a million targets
 // and one of a million nested blocks are refused at upload as
-// invalid_checker naming the limit, each in under a second, and /health
-// stays responsive meanwhile (issue 24: no answer in 120 s, both cores busy
-// for minutes, 3.5 GB). A million nested blocks are over a MiB of one
-// body, and may be refused for that; 300,000 are not, and must be refused
-// for their nesting. Each bomb gets a server of its own.
+// invalid_checker naming the limit, each about as fast as an ordinary bad
+// module, and /health stays responsive meanwhile (a review found no answer in
+// 120 s, both cores busy for minutes, 3.5 GB). A million nested blocks are
+// over a MiB of one body, and may be refused for that; 300,000 are not,
+// and must be refused for their nesting. Each bomb gets a server of its
+// own. It runs alone (not in parallel), as it times requests.
 func TestHostile_CompileBombs(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -489,21 +556,29 @@ func TestHostile_CompileBombs(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := startHostile(t)
-			w := watchServer(s, 2<<30)
-			r, _, took, err := s.call(&http.Client{Timeout: 10 * time.Second}, "POST", "/checkers", "application/wasm", hostile(t, tc.name), 1<<20)
+			client := &http.Client{Timeout: 10 * time.Second}
+			// The upload's baseline: the refusal of a module that imports
+			// what the sandbox does not have.
+			ordinary, _, refTook, err := s.call(client, "POST", "/checkers", "application/wasm", checkerFixture(t, "badimport"), 1<<20)
+			if err != nil || ordinary.status != http.StatusBadRequest {
+				t.Fatalf("the ordinary bad module: %d %s %v", ordinary.status, ordinary.body, err)
+			}
+			w := watchServer(t, s, 2<<30)
+			r, _, took, err := s.call(client, "POST", "/checkers", "application/wasm", hostile(t, tc.name), 1<<20)
 			maxRSS, maxHealth := w.done()
-			t.Logf("upload answered in %.3f s: %d %s; /health at most %v, RSS at most %s", took.Seconds(), r.status, r.body, maxHealth, mib(maxRSS))
+			healthBound, control := w.healthBound()
+			t.Logf("upload answered in %.3f s (an ordinary bad module: %.3f s): %d %s; /health at most %v (a quiet server's %v), RSS at most %s", took.Seconds(), refTook.Seconds(), r.status, r.body, maxHealth, control, mib(maxRSS))
 			if err != nil {
 				t.Fatalf("upload: no answer after %.1f s: %v", took.Seconds(), err)
 			}
 			if r.status != http.StatusBadRequest || r.code(t) != "invalid_checker" || !namesOne(string(r.body), tc.names) {
 				t.Errorf("upload answered %d %s, want 400 invalid_checker naming the limit (%s)", r.status, r.body, strings.Join(tc.names, " or "))
 			}
-			if took > uploadBound {
-				t.Errorf("refused in %v, want under %v", took, uploadBound)
+			if bound := stallBound(max(refTook, control), uploadFloor); took > bound {
+				t.Errorf("refused in %v, want under %v (an ordinary bad module: %v; a quiet server's /health: %v)", took, bound, refTook, control)
 			}
-			if maxHealth > latencyBound {
-				t.Errorf("/health took up to %v, want under %v", maxHealth, latencyBound)
+			if maxHealth > healthBound {
+				t.Errorf("/health took up to %v, want under %v (a quiet server's: %v)", maxHealth, healthBound, control)
 			}
 		})
 	}
@@ -521,14 +596,15 @@ func namesOne(s string, words []string) bool {
 
 // TestHostile_ReplayFlood: two concurrent POST /replays of 1,000 artifacts
 // with a checker that writes its whole stdout and stderr caps keep the
-// server's RSS under its budget and each response bounded (issue 24: one
+// server's RSS under its budget and each response bounded (a review found one
 // 30 KB request made a 787 MB response and 2.57 GB of RSS; two, 5.06 GB).
 func TestHostile_ReplayFlood(t *testing.T) {
+	t.Parallel()
 	s := startBudget(t)
 	sum := s.upload(t, hostile(t, "fullout"))
 	baseline := rss(s.cmd.Process.Pid)
 	bound := baseline + (budgetMiB+compileBudgetMiB)<<20
-	w := watchServer(s, bound+(1<<30))
+	w := watchServer(t, s, bound+(1<<30))
 	// The answer keeps at most replays.MaxOutputBytes of output, and every
 	// outcome beyond is a few hundred bytes of kinds and hashes.
 	const responseBound = replays.MaxOutputBytes + replays.MaxBatch*(8<<10)
@@ -571,16 +647,19 @@ func TestHostile_ReplayFlood(t *testing.T) {
 }
 
 // TestHostile_LoopBatch: batches of replays of spin with the most fuel a
-// run may have answer within the batch's bound (replays.BatchTimeout, 45 s,
-// not settable) with their guests stopped: the server's CPU goes idle at
-// once; /health is served throughout, within servedBound (issue 24:
-// /health unanswered for about 150 s, batch_timeout after 158 s). Eight,
-// the issue's batch, may now finish within the bound; a full batch
-// (replays.MaxBatch) is many times the bound's work, and must be cut at
-// it: this test takes about a minute.
+// run may have answer within the batch's bound with their guests stopped:
+// the server's CPU goes idle at once; /health is served throughout, if not
+// at once (a review found /health unanswered for about 150 s, batch_timeout
+// after 158 s). Eight, the review's batch, may finish within the bound or
+// be cut at it; a full batch (replays.MaxBatch) is many times the bound's
+// work, and must be cut at it. The server's bound is batchBound
+// (ASSAY_REPLAY_BATCH_TIMEOUT, its least), not the default
+// replays.BatchTimeout, so that the test takes seconds, not minutes, of
+// both cores. It runs alone (not in
+// parallel), as it times requests.
 func TestHostile_LoopBatch(t *testing.T) {
-	const batchBound = replays.BatchTimeout
-	s := startHostile(t)
+	const batchBound = time.Second
+	s := startHostile(t, "ASSAY_REPLAY_BATCH_TIMEOUT="+batchBound.String())
 	sum := s.upload(t, hostile(t, "spin"))
 	for _, tc := range []struct {
 		name        string
@@ -596,14 +675,17 @@ func TestHostile_LoopBatch(t *testing.T) {
 				artifacts = append(artifacts, fmt.Sprintf(`"%s %d"`, tc.name, i))
 			}
 			body := fmt.Sprintf(`{"checker":{"sha256":%q,"fuel":%d},"no_memo":true,"artifacts":[%s]}`, sum, wasm.MaxFuel, strings.Join(artifacts, ","))
-			w := watchServer(s, 2<<30)
+			w := watchServer(t, s, 2<<30)
 			r, _, took, err := s.call(&http.Client{Timeout: batchBound + 15*time.Second}, "POST", "/replays", "application/json", []byte(body), 1<<20)
 			pid := s.cmd.Process.Pid
 			cpu0 := cpuTime(t, pid)
-			time.Sleep(idleWindow)
+			time.Sleep(idleWindow) // a window to measure the CPU in, not a wait for something to happen
 			idle := cpuTime(t, pid) - cpu0
 			_, maxHealth := w.done()
-			t.Logf("%d replays answered in %.1f s: %d %.160s; then %v of CPU in %v; /health at most %v", tc.count, took.Seconds(), r.status, r.body, idle, idleWindow, maxHealth)
+			// Served, if not at once, while guests hold every core.
+			servedBound, control := w.healthBound()
+			servedBound = max(servedBound, time.Second)
+			t.Logf("%d replays answered in %.1f s: %d %.160s; then %v of CPU in %v; /health at most %v (a quiet server's %v)", tc.count, took.Seconds(), r.status, r.body, idle, idleWindow, maxHealth, control)
 			if err != nil {
 				t.Fatalf("batch: no answer after %.1f s: %v", took.Seconds(), err)
 			}
@@ -624,15 +706,17 @@ func TestHostile_LoopBatch(t *testing.T) {
 				t.Errorf("the server used %v of CPU in the %v after the answer, want at most %v: its guests run on", idle, idleWindow, idleCPUBound)
 			}
 			if maxHealth > servedBound {
-				t.Errorf("/health took up to %v, want under %v", maxHealth, servedBound)
+				t.Errorf("/health took up to %v, want under %v (a quiet server's: %v)", maxHealth, servedBound, control)
 			}
 		})
 	}
 }
 
 // BenchmarkHostileCheck reports the seconds `assay check` takes to run
-// each runaway loop through the default fuel (issue 16: spin under 2 s);
-// the guest's own wall time is guest-s.
+// each runaway loop through the default fuel (the goal: spin under 2 s);
+// the guest's own wall time is guest-s, and backstop-share that over the
+// backstop, wasm.DefaultTimeout: fuel, not the clock, must decide, so it
+// must stay well under 1. Each loop must end fuel_exhausted.
 func BenchmarkHostileCheck(b *testing.B) {
 	cache := b.TempDir()
 	for _, name := range []string{"spin", "spinwork", "pollloop", "randloop", "writeloop", "tablegrow"} {
@@ -646,6 +730,7 @@ func BenchmarkHostileCheck(b *testing.B) {
 				kinds[o.Kind]++
 			}
 			b.ReportMetric(float64(guest)/1e9/float64(b.N), "guest-s")
+			b.ReportMetric(float64(guest)/float64(b.N)/float64(wasm.DefaultTimeout), "backstop-share")
 			if kinds[wasm.KindFuelExhausted] != b.N {
 				// A failed benchmark prints no metrics: say them here.
 				b.Errorf("%s ended %v in %.2f guest-s, want fuel_exhausted every time", name, kinds, float64(guest)/1e9/float64(b.N))

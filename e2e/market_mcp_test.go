@@ -33,7 +33,7 @@ func connectMCP(tb testing.TB, s *server, token string) *mcp.ClientSession {
 	c := mcp.NewClient(&mcp.Implementation{Name: "assay-e2e", Version: "test"}, nil)
 	cs, err := c.Connect(context.Background(), t, nil)
 	if err != nil {
-		tb.Fatalf("mcp connect: %v\n%s", err, s.out)
+		tb.Fatalf("mcp connect: %v\n%s", err, s.log())
 	}
 	tb.Cleanup(func() { cs.Close() })
 	return cs
@@ -78,6 +78,7 @@ func call(tb testing.TB, cs *mcp.ClientSession, name string, args any) (map[stri
 // window closed; the ledger sums to zero. The market is open (agents
 // named in arguments): auth_mcp_test.go tests the signed one.
 func TestMarketMCP(t *testing.T) {
+	t.Parallel()
 	s := start(t, t.TempDir(), "ASSAY_OPERATOR_TOKEN=op", "ASSAY_TEST_CLOCK=1", "ASSAY_MARKET_AUTH=open")
 	cs := connectMCP(t, s, "")
 	op := connectMCP(t, s, "op")

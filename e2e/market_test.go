@@ -16,6 +16,7 @@ import (
 // purchase raced by many clients; the ledger sums to zero. The market is
 // open (agents named in bodies): auth_market_test.go tests the signed one.
 func TestMarket(t *testing.T) {
+	t.Parallel()
 	s := start(t, t.TempDir(), "ASSAY_OPERATOR_TOKEN=op", "ASSAY_MARKET_AUTH=open")
 	wasmBytes, err := os.ReadFile("../fixtures/checkers/squares.wasm")
 	if err != nil {

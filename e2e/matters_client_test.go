@@ -13,6 +13,7 @@ import (
 // real server in signed mode: a request they sign is accepted, and the same
 // lines with another key are refused.
 func TestMatters_nodeClient(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Skip("node is not installed: the README's Node.js client is not tested")
 	}

@@ -26,6 +26,7 @@ import (
 // ci` when node_modules is absent, and skips when node or npm is not
 // installed.
 func TestMCP_officialSDK(t *testing.T) {
+	t.Parallel()
 	for _, tool := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("%s is not installed: /mcp is not tested with the official TypeScript SDK", tool)
@@ -76,7 +77,7 @@ func TestMCP_officialSDK(t *testing.T) {
 	node.Dir = dir
 	out, err := node.CombinedOutput()
 	if err != nil {
-		t.Fatalf("the official SDK's client: %v\n%s\nserver:\n%s", err, out, s.out)
+		t.Fatalf("the official SDK's client: %v\n%s\nserver:\n%s", err, out, s.log())
 	}
 	if !strings.HasPrefix(string(out), "ok: ") || !strings.Contains(string(out), "bearer API key") {
 		t.Fatalf("the official SDK's client did not finish: %s", out)

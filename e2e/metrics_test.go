@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -30,17 +30,6 @@ func (s *server) scrape(tb testing.TB) metrics.Scrape {
 		tb.Fatalf("%v\n%s", err, r.body)
 	}
 	return sc
-}
-
-// freeAddr returns a loopback address with a port free a moment ago.
-func freeAddr(tb testing.TB) string {
-	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 type delta struct {
@@ -67,12 +56,18 @@ func post(route string) map[string]string {
 // what they did; request logs are JSON lines without ids or bodies; pprof
 // answers on the debug listener only.
 func TestMetrics(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("e2e: starts a server")
 	}
-	debug := freeAddr(t)
-	s := startServe(t, t.TempDir(), []string{"--log-format", "json", "--debug-addr", debug}, nil, 30*time.Second)
+	s := startServe(t, t.TempDir(), []string{"--log-format", "json", "--debug-addr", "127.0.0.1:0"}, nil, 30*time.Second)
+	m := regexp.MustCompile(`(?m)^assay: profiling \(net/http/pprof\) on http://(\S+)/debug/pprof/$`).FindStringSubmatch(s.stdout())
+	if m == nil {
+		t.Fatalf("the server does not say where its debug listener is:\n%s", s.stdout())
+	}
+	debug := m[1]
 
+	warmCache(t, filepath.Join("..", "fixtures", "checkers", "rows.wasm"))
 	module, err := os.ReadFile(filepath.Join("..", "fixtures", "checkers", "rows.wasm"))
 	if err != nil {
 		t.Fatal(err)
@@ -188,7 +183,7 @@ func TestMetrics(t *testing.T) {
 	// never the contract's id or the deliverable.
 	s.stop(t)
 	routes := map[string]int{}
-	for _, line := range strings.Split(s.out.String(), "\n") {
+	for _, line := range strings.Split(s.log(), "\n") {
 		var e map[string]any
 		if json.Unmarshal([]byte(line), &e) != nil || e["msg"] != "request" {
 			continue
@@ -207,6 +202,7 @@ func TestMetrics(t *testing.T) {
 
 // TestMetrics_off: --metrics=false serves no /metrics.
 func TestMetrics_off(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("e2e: starts a server")
 	}
@@ -215,8 +211,8 @@ func TestMetrics_off(t *testing.T) {
 		t.Errorf("GET /metrics with --metrics=false: %d, want 404", r.status)
 	}
 	s.stop(t)
-	if strings.Contains(s.out.String(), "msg=request") {
-		t.Errorf("--log-requests=false logged requests:\n%s", s.out)
+	if strings.Contains(s.log(), "msg=request") {
+		t.Errorf("--log-requests=false logged requests:\n%s", s.log())
 	}
 }
 
@@ -224,6 +220,7 @@ func TestMetrics_off(t *testing.T) {
 // latency from /metrics: every request of the run, by route, and none
 // when the server has no /metrics.
 func TestMetrics_benchCourt(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("e2e: starts a server")
 	}
@@ -270,7 +267,7 @@ func TestMetrics_benchCourt(t *testing.T) {
 	// The CPU a case, the server's from its process collector (in ticks
 	// of 10 ms: a run long enough to take several) and the load
 	// generator's own: the split of the machine they share.
-	bench(s, 400)
+	bench(s, 200)
 	if res.Server == nil || res.Server.CPU <= 0 || res.ClientCPU <= 0 {
 		t.Errorf("CPU a case: server %+v, client %.0f µs, want both measured", res.Server, res.ClientCPU)
 	}

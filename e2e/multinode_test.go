@@ -72,6 +72,7 @@ func startClusterEnv(tb testing.TB, n int, env []string, args ...string) (nodes 
 // race had exactly one winner, every receipt verifies against the keys any
 // node publishes, and the ledger sums to zero.
 func TestMultiNode(t *testing.T) {
+	t.Parallel()
 	nodes, dbURL := startCluster(t, 3, "--matters-auth", "open")
 	client := &http.Client{Timeout: 20 * time.Second}
 
@@ -119,7 +120,7 @@ func TestMultiNode(t *testing.T) {
 	}
 
 	// 1. Load: whole cases, each step on the next node, from 12 clients;
-	// node 2 is killed once 120 cases are decided.
+	// node 2 is killed once 60 cases are decided.
 	var (
 		mu     sync.Mutex
 		acks   = map[string]ack{}
@@ -248,25 +249,32 @@ func TestMultiNode(t *testing.T) {
 
 	// 3. Kill node 2 once the load is well under way.
 	deadline := time.Now().Add(60 * time.Second)
-	for done.Load() < 120 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+	for done.Load() < 60 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond) // polls the count of decided cases
 	}
 	if err := nodes[2].cmd.Process.Kill(); err != nil { // SIGKILL
 		t.Fatal(err)
 	}
-	<-nodes[2].done
+	<-nodes[2].exited
 	killed.Store(2)
 	// The survivors keep serving: more races and load after the kill.
+	atKill := done.Load()
 	for id, w := range raceContracts(5) {
 		winners[id] = w
 	}
-	time.Sleep(500 * time.Millisecond)
+	// and the load goes on through them: 20 more cases decided.
+	for deadline := time.Now().Add(30 * time.Second); done.Load() < atKill+20 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond) // polls the count of decided cases
+	}
 	stop.Store(true)
 	wg.Wait()
 	if done.Load() == 0 {
 		t.Fatalf("no case was decided\n%s", nodes[0].out)
 	}
-	t.Logf("killed node 2 after %d decided cases; %d contracts acknowledged", done.Load(), len(acks))
+	t.Logf("killed node 2 after %d decided cases, %d in all; %d contracts acknowledged", atKill, done.Load(), len(acks))
+	if done.Load() < atKill+20 {
+		t.Errorf("the survivors decided %d cases after the kill, want 20", done.Load()-atKill)
+	}
 
 	// 4. Every acknowledged write, read back through each survivor.
 	survivors := nodes[:2]
@@ -361,8 +369,10 @@ func TestMultiNode(t *testing.T) {
 // in the middle of a second batch, and the jobs it held are run by the
 // others once their lease runs out, every one recorded once.
 func TestMultiNode_Replays(t *testing.T) {
-	nodes, dbURL := startClusterEnv(t, 3, []string{"ASSAY_REPLAY_SLOTS=2", "ASSAY_REPLAY_LEASE=2s"})
+	t.Parallel()
 	checker := filepath.Join("..", "fixtures", "checkers", "rows.wasm")
+	warmCache(t, checker) // the three nodes load it compiled, not each compiling it at once
+	nodes, dbURL := startClusterEnv(t, 3, []string{"ASSAY_REPLAY_SLOTS=2", "ASSAY_REPLAY_LEASE=2s"})
 	nodesUp := 3
 	run := func(count int) (res struct {
 		Count   int
@@ -479,7 +489,7 @@ func TestMultiNode_Replays(t *testing.T) {
 		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 			if held() > 0 {
 				_ = nodes[2].cmd.Process.Kill() // SIGKILL
-				<-nodes[2].done
+				<-nodes[2].exited
 				heldAtDeath.Store(int64(held())) // what it held, now for good
 				return
 			}
@@ -501,6 +511,7 @@ func TestMultiNode_Replays(t *testing.T) {
 // PostgreSQL database: every case decided, clients spread over the nodes,
 // and the ledger balanced as each node reports it.
 func TestBenchCourt_Nodes(t *testing.T) {
+	t.Parallel()
 	nodes, _ := startCluster(t, 3)
 	bases := []string{nodes[0].base, nodes[1].base, nodes[2].base}
 	out, err := exec.Command(binary, "bench", "court", "--base", strings.Join(bases, ","), "--clients", "9", "--cases", "60", "--json").Output()

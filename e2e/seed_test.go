@@ -15,7 +15,8 @@ import (
 // and an example body (how_to_create for /contracts, how_to_verify for
 // /verify).
 func TestSeed_UsageNotes(t *testing.T) {
-	s := start(t, t.TempDir())
+	t.Parallel()
+	s := shared(t, plainServer)
 	for path, step := range map[string]string{
 		"/contracts": "create", "/verify": "verify", "/contracts/esc-1/fund": "fund", "/contracts/esc-1/deliver": "deliver",
 		"/contracts/esc-1/accept": "accept", "/contracts/esc-1/dispute": "dispute", "/checkers": "upload", "/replays": "replay",
@@ -45,14 +46,15 @@ func TestSeed_UsageNotes(t *testing.T) {
 // a coded error; a receipt that fails answers 200 {"valid": false,
 // "reason"}; the receipt as signed {"valid": true}.
 func TestSeed_VerifyNotAReceipt(t *testing.T) {
-	s := start(t, t.TempDir())
+	t.Parallel()
+	s := shared(t, plainServer)
 	for _, body := range []string{`{"something":"else"}`, `{}`, `[]`, `{"receipt":{}}`, `{"receipt":"text"}`, `7`} {
 		r := s.post(t, "/verify", body, malformed, "1")
 		if r.status != 422 || r.code(t) != "not_a_receipt" {
 			t.Errorf("POST /verify %s: %d %s; want 422 not_a_receipt", body, r.status, r.body)
 		}
 	}
-	id := s.deliveredCase(t, "did:e2e:seller", rows100, `{"rows":300}`)
+	id := s.deliveredCase(t, unique("did:e2e:seller"), rows100, `{"rows":300}`)
 	accepted := s.post(t, "/contracts/"+id+"/accept", `{}`)
 	if accepted.status != 200 {
 		t.Fatalf("accept %d %s", accepted.status, accepted.body)
@@ -72,7 +74,8 @@ func TestSeed_VerifyNotAReceipt(t *testing.T) {
 // positive 1, negative 1 (score 0.5, confidence 0.33, WATCH) and the
 // top-level standing GOOD; the buyer won its one dispute.
 func TestSeed_ReputationExample(t *testing.T) {
-	s := start(t, t.TempDir())
+	t.Parallel()
+	s := start(t, t.TempDir()) // the buyer's reputation is counted: a server of its own
 	seller := "did:nanda:doc-seller"
 	accepted := s.deliveredCase(t, seller, rows100, `{"rows":120}`)
 	if r := s.post(t, "/contracts/"+accepted+"/accept", `{}`); r.status != 200 {

@@ -113,6 +113,7 @@ func addressOf(tb testing.TB, hexKey string) string {
 // refused as a replay. It runs `npm ci` when node_modules is absent, and
 // skips when node or npm is not installed.
 func TestX402_stockClient(t *testing.T) {
+	t.Parallel()
 	for _, tool := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("%s is not installed: x402 is not tested with the protocol's own client", tool)
@@ -180,7 +181,7 @@ func TestX402_stockClient(t *testing.T) {
 	node.Dir = dir
 	out, err := node.CombinedOutput()
 	if err != nil {
-		t.Fatalf("the stock x402 client: %v\n%s\nserver:\n%s", err, out, s.out)
+		t.Fatalf("the stock x402 client: %v\n%s\nserver:\n%s", err, out, s.log())
 	}
 	line := strings.TrimSpace(string(out))
 	if !strings.HasPrefix(line, "ok: ") {

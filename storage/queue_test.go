@@ -10,6 +10,7 @@ import (
 
 // TestQueue runs the queue contract against badger.
 func TestQueue(t *testing.T) {
+	t.Parallel()
 	storetest.RunQueueSuite(t, func(tb testing.TB) store.Queue {
 		return storage.NewQueue(MustOpen(tb, tb.TempDir()), storage.QueueConfig{})
 	})

@@ -27,12 +27,14 @@ func MustOpen(tb testing.TB, dir string) *storage.DB {
 // TestStore runs the store contract against badger; storage/postgres runs
 // the same suite against PostgreSQL.
 func TestStore(t *testing.T) {
+	t.Parallel()
 	storetest.RunStoreSuite(t, func(tb testing.TB) store.Store { return MustOpen(tb, tb.TempDir()) })
 }
 
 // TestDB_ids: on badger the services' ids sort by when they were made
 // (store.IDs), so that a case's keys sit together in the memtable.
 func TestDB_ids(t *testing.T) {
+	t.Parallel()
 	newID := store.IDs(MustOpen(t, t.TempDir()))
 	before := ulid.Now()
 	id := newID()
@@ -43,6 +45,7 @@ func TestDB_ids(t *testing.T) {
 
 // TestDB_reopen: what Update acknowledged is there after a reopen.
 func TestDB_reopen(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ctx := context.Background()
 	db, err := storage.Open(dir, storage.Options{})
@@ -86,6 +89,7 @@ func TestDB_locked(t *testing.T) {
 // An Update that conflicts on every attempt gives up with
 // store.ErrContention, a 503 for the API, and keeps nothing.
 func TestDB_contention(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := MustOpen(t, t.TempDir())
 	attempts := 0

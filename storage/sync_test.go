@@ -19,6 +19,7 @@ import (
 // for it, and the store refuses every write after it; reads go on, and a
 // transaction that writes nothing waits for no sync.
 func TestGroupSync_failure(t *testing.T) {
+	t.Parallel()
 	db, err := Open(t.TempDir(), Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -53,6 +54,7 @@ func TestGroupSync_failure(t *testing.T) {
 // duration once, and batch sizes that add up to the commits made durable,
 // with several commits sharing a sync when they wait together.
 func TestGroupSync_observed(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var commits, batched, syncs int
 	db, err := Open(t.TempDir(), Options{
@@ -72,7 +74,7 @@ func TestGroupSync_observed(t *testing.T) {
 	defer db.Close()
 	ctx := context.Background()
 	real := db.sync.sync
-	db.sync.sync = func() error { time.Sleep(2 * time.Millisecond); return real() } // let waiters gather
+	db.sync.sync = func() error { time.Sleep(2 * time.Millisecond); return real() } // a slow disk, so that waiters gather
 	const n = 64
 	var wg sync.WaitGroup
 	for i := range n {
@@ -101,6 +103,7 @@ func TestGroupSync_observed(t *testing.T) {
 // TestGroupSync_gathers: a sync waits for more commits to join it only
 // after one that made many durable; commits one at a time never wait.
 func TestGroupSync_gathers(t *testing.T) {
+	t.Parallel()
 	db, err := Open(t.TempDir(), Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +120,7 @@ func TestGroupSync_gathers(t *testing.T) {
 		t.Fatalf("%d waits for company among commits made one at a time", n)
 	}
 	real := db.sync.sync
-	db.sync.sync = func() error { time.Sleep(2 * time.Millisecond); return real() } // let waiters pile up
+	db.sync.sync = func() error { time.Sleep(2 * time.Millisecond); return real() } // a slow disk, so that waiters pile up
 	var wg sync.WaitGroup
 	for round := range 3 {
 		for i := range 32 {
@@ -140,6 +143,7 @@ func TestGroupSync_gathers(t *testing.T) {
 // an older one once after it was rotated out, and the value logs when a
 // big value was committed or the set of value logs changed.
 func TestSyncPlan(t *testing.T) {
+	t.Parallel()
 	sealed := map[string]bool{}
 	vlogs := ""
 	step := func(names []string, big bool, want string) {
@@ -170,6 +174,7 @@ func TestSyncPlan(t *testing.T) {
 // the value log has the sync it waits for see it, so that the value logs
 // are synced; other transactions do not.
 func TestGroupSync_bigValues(t *testing.T) {
+	t.Parallel()
 	db, err := Open(t.TempDir(), Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -198,6 +203,7 @@ func TestGroupSync_bigValues(t *testing.T) {
 // what a listing would: the newest write-ahead log every time, and a
 // rotated-out one once more after its rotation.
 func TestSyncFiles_rotation(t *testing.T) {
+	t.Parallel()
 	db, err := Open(t.TempDir(), Options{memTableSize: 1 << 20})
 	if err != nil {
 		t.Fatal(err)

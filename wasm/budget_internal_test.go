@@ -17,6 +17,7 @@ import (
 // taken, Validate waits only as long as its context lasts, caches nothing,
 // and compiles once a slot is free.
 func TestSandbox_Validate_waitsWithContext(t *testing.T) {
+	t.Parallel()
 	s := newTestSandbox(t, Config{})
 	module, err := os.ReadFile(filepath.Join("testdata", "exit256.wasm"))
 	if err != nil {
@@ -46,6 +47,7 @@ func TestSandbox_Validate_waitsWithContext(t *testing.T) {
 // zero, never past the limit; used is given less what is left, and the
 // run ends fuel_exhausted only once the whole limit was given.
 func TestFuelMeter_refill(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name      string
 		limit     uint64
@@ -109,12 +111,15 @@ func (g *testGlobal) Set(v uint64) { g.v = v }
 // freeAfterBytes has the memory returned to the operating system soon
 // after; a small one does not.
 func TestSandbox_freeOSAfterLargeRun(t *testing.T) {
+	t.Parallel()
 	s := newTestSandbox(t, Config{})
 	module := fixtureBytes(t, "grow.wasm")
 	small := s.Run(context.Background(), module, Input{}, Limits{Fuel: DefaultFuel, MemoryMiB: 4})
 	if small.Kind != KindMemoryExceeded {
 		t.Fatalf("small run: %s %q", small.Kind, small.Detail)
 	}
+	// A wrong free would come soon after the run, asynchronously: give it
+	// the time to show (nothing right happens in it).
 	time.Sleep(100 * time.Millisecond)
 	if freed(s) {
 		t.Fatalf("memory was returned after a 4 MiB run")
@@ -128,7 +133,7 @@ func TestSandbox_freeOSAfterLargeRun(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("memory not returned 10 s after a run of %d pages", large.MemoryPages)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // polls freed
 	}
 }
 
@@ -143,6 +148,9 @@ func freed(s *Sandbox) bool {
 // during a long compilation returns then; the compilation finishes in the
 // background, once, and serves the next Validate.
 func TestSandbox_Validate_returnsWhileCompiling(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles a body of the largest size: seconds of the compiler's time, minutes under the race detector")
+	}
 	s := newTestSandbox(t, Config{})
 	module := limitsModule(t, meter.MaxBodySize) // seconds to compile
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)

@@ -11,6 +11,7 @@ import (
 // then grows in place; it refuses to grow past its limit, and Free gives
 // the mapping back.
 func TestLimitedMemory_reserve(t *testing.T) {
+	t.Parallel()
 	const limit = 4 * reserveMin
 	m := &limitedMemory{limit: limit}
 	b := m.Reallocate(reserveMin / 2)

@@ -44,6 +44,7 @@ func jsonOf(tb testing.TB, out Outcome) string {
 // tests: in one instance, reactor_state's second check sees what the first
 // left and fails, so its passing on every replay means something.
 func TestSnapshot_fixtureSeesLeftovers(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newTestSandbox(t, Config{})
 	c, err := s.unmetered.compile(ctx, [32]byte{7}, fixtureBytes(t, "reactor_state.wasm"))
@@ -77,6 +78,7 @@ func TestSnapshot_fixtureSeesLeftovers(t *testing.T) {
 // TestSnapshot_takenOnce: concurrent first runs of a reactor take one
 // snapshot, and later runs reuse it.
 func TestSnapshot_takenOnce(t *testing.T) {
+	t.Parallel()
 	s := newTestSandbox(t, Config{})
 	module := fixtureBytes(t, "reactor_state.wasm")
 	var wg sync.WaitGroup
@@ -104,6 +106,7 @@ func TestSnapshot_takenOnce(t *testing.T) {
 // TestSnapshot_cacheBound: the cache keeps at most SnapshotEntries
 // snapshots, dropping the least recently used, and runs stay correct.
 func TestSnapshot_cacheBound(t *testing.T) {
+	t.Parallel()
 	s := newTestSandbox(t, Config{SnapshotEntries: 2})
 	module := fixtureBytes(t, "reactor_state.wasm")
 	for _, arg := range []string{"a", "b", "c", "a", "b", "c"} {
@@ -130,6 +133,7 @@ func TestSnapshot_cacheBound(t *testing.T) {
 // TestSnapshot_copyMatchesMap: replays that copy the image give what
 // copy-on-write replays give, and what cold runs give.
 func TestSnapshot_copyMatchesMap(t *testing.T) {
+	t.Parallel()
 	mapped := newTestSandbox(t, Config{})
 	mapped.copyMax, mapped.noAdapt = 0, true
 	copied := newTestSandbox(t, Config{})
@@ -152,6 +156,7 @@ func TestSnapshot_copyMatchesMap(t *testing.T) {
 // TestSnapshot_coldFallback: a reactor whose state a snapshot cannot hold
 // (it drops a data segment) runs cold, correctly, and takes no snapshot.
 func TestSnapshot_coldFallback(t *testing.T) {
+	t.Parallel()
 	s := newTestSandbox(t, Config{})
 	module := fixtureBytes(t, "reactor_nosnap.wasm")
 	for range 3 {
@@ -174,6 +179,7 @@ func TestSnapshot_coldFallback(t *testing.T) {
 // TestSnapshot_leftOpen: a file _initialize leaves open would be missing
 // from a replay, so such a reactor runs cold, and passes.
 func TestSnapshot_leftOpen(t *testing.T) {
+	t.Parallel()
 	s := newTestSandbox(t, Config{})
 	module := fixtureBytes(t, "reactor_keepopen.wasm")
 	in := Input{Mounts: []Mount{{Dir: "/lib", FS: fstest.MapFS{"x.txt": {Data: []byte("x")}}}}}
@@ -195,6 +201,7 @@ func TestSnapshot_leftOpen(t *testing.T) {
 // but is copied after the first replay touches much of it (reactor_state:
 // most of its 3 pages). Outcomes are the cold ones either way.
 func TestSnapshot_adapt(t *testing.T) {
+	t.Parallel()
 	s := newTestSandbox(t, Config{})
 	s.copyMax = 0
 	for name, copying := range map[string]bool{"reactor_big.wasm": false, "reactor_state.wasm": true} {

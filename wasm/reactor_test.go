@@ -65,6 +65,7 @@ func outcomeBytes(tb testing.TB, out wasm.Outcome) string {
 // says, and the outcome bytes from a snapshot equal the cold ones, fuel
 // used included. The first Run takes the snapshot; the second replays it.
 func TestReactor_Run(t *testing.T) {
+	t.Parallel()
 	results := map[string]map[string]string{}
 	for _, eng := range engines {
 		sb := newSandbox(t, eng.cfg)
@@ -128,6 +129,7 @@ func TestReactor_Run(t *testing.T) {
 // TestReactor_fuelCountsCheckAlone: a reactor's fuel used is assay_check's,
 // so the same check costs the same with or without an _initialize's work.
 func TestReactor_fuelCountsCheckAlone(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, wasm.Config{})
 	lim := wasm.Limits{Fuel: 1000}
 	// reactor_pass's check is one i32.const: it costs 1.
@@ -152,6 +154,7 @@ func TestReactor_fuelCountsCheckAlone(t *testing.T) {
 // never seen by the next, run after run and concurrently. reactor_state
 // fails with a non-zero status when it sees any of it.
 func TestReactor_isolation(t *testing.T) {
+	t.Parallel()
 	for _, eng := range engines {
 		t.Run(eng.name, func(t *testing.T) {
 			sb := newSandbox(t, eng.cfg)
@@ -185,6 +188,7 @@ func TestReactor_isolation(t *testing.T) {
 
 // TestReactor_RunSum: RunSum with the module's true SHA-256 is Run.
 func TestReactor_RunSum(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, wasm.Config{})
 	for _, name := range []string{"reactor_io.wasm", "pass.wasm"} {
 		module := fixture(t, name)
@@ -199,6 +203,7 @@ func TestReactor_RunSum(t *testing.T) {
 }
 
 func TestReactor_Validate(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, wasm.Config{})
 	for _, name := range []string{"reactor_pass.wasm", "reactor_state.wasm", "reactor_inittrap.wasm"} {
 		if err := sb.Validate(context.Background(), fixture(t, name)); err != nil {
@@ -218,6 +223,7 @@ func TestReactor_Validate(t *testing.T) {
 // TestReactor_goReactor replays the Go reactor fixture, when it has been
 // built, from a snapshot and cold: the same outcome bytes.
 func TestReactor_goReactor(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join("..", "fixtures", "checkers", "goreactor.wasm")
 	module, err := os.ReadFile(path)
 	if os.IsNotExist(err) {

@@ -1,6 +1,7 @@
 package wasm_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/assayhq/assay/internal/wasmtest"
 	"github.com/assayhq/assay/wasm"
 )
 
@@ -24,8 +26,9 @@ func fixture(tb testing.TB, name string) []byte {
 	return b
 }
 
-// cacheDir is shared by the package's sandboxes, so that each Go guest is
-// compiled once per test binary rather than once per test.
+// cacheDir is the package's sandboxes' cache directory: the run's cache
+// (wasmtest) when there is one, so that each Go guest is compiled once per
+// run.
 var cacheDir string
 
 func TestMain(m *testing.M) {
@@ -33,30 +36,53 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	cacheDir = dir
+	cacheDir = wasmtest.CacheDir(dir)
 	code := m.Run()
+	for _, sb := range sandboxes {
+		sb.Close(context.Background())
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
 
-// newSandbox returns a sandbox closed at the end of the test. It uses the
-// package's shared cache directory unless cfg names one.
+// sandboxes are the sandboxes the package's tests share, by their
+// configuration: within one, a module is metered and compiled once, however
+// many tests run it at once. TestMain closes them.
+var (
+	sandboxesMu sync.Mutex
+	sandboxes   = map[wasm.Config]*wasm.Sandbox{}
+)
+
+// newSandbox returns the sandbox the package's tests share for cfg, over
+// the package's cache directory. A cfg that names a cache directory of its
+// own gets a sandbox of its own, closed at the end of the test.
 func newSandbox(tb testing.TB, cfg wasm.Config) *wasm.Sandbox {
 	tb.Helper()
-	if cfg.CacheDir == "" {
-		cfg.CacheDir = cacheDir
+	if cfg.CacheDir != "" {
+		sb, err := wasm.NewSandbox(context.Background(), cfg)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := sb.Close(ctx); err != nil {
+				tb.Error(err)
+			}
+		})
+		return sb
+	}
+	cfg.CacheDir = cacheDir
+	sandboxesMu.Lock()
+	defer sandboxesMu.Unlock()
+	if sb := sandboxes[cfg]; sb != nil {
+		return sb
 	}
 	sb, err := wasm.NewSandbox(context.Background(), cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := sb.Close(ctx); err != nil {
-			tb.Error(err)
-		}
-	})
+	sandboxes[cfg] = sb
 	return sb
 }
 
@@ -101,7 +127,9 @@ var hostile = []struct {
 	{name: "no _start", module: "nostart.wasm", lim: wasm.Limits{Fuel: 1000}, kind: wasm.KindInvalidChecker, exit: -1, detail: "_start"},
 	{name: "garbage bytes", module: "", lim: wasm.Limits{Fuel: 1000}, kind: wasm.KindInvalidChecker, exit: -1, detail: "invalid checker"},
 	{name: "garbage bytes unmetered", module: "", lim: wasm.Limits{}, kind: wasm.KindInvalidChecker, exit: -1, detail: "overruns the module"},
-	{name: "go out of memory", module: "oom.wasm", lim: wasm.Limits{Fuel: wasm.DefaultFuel, MemoryMiB: 32}, kind: wasm.KindMemoryExceeded, exit: 2, detail: "memory limit of 32 MiB", goGuest: true},
+	// 8 MiB, the least Go's runtime starts in, and reached in a few
+	// seconds on the interpreter (32 MiB took twenty).
+	{name: "go out of memory", module: "oom.wasm", lim: wasm.Limits{Fuel: wasm.DefaultFuel, MemoryMiB: 8}, kind: wasm.KindMemoryExceeded, exit: 2, detail: "memory limit of 8 MiB", goGuest: true},
 	{name: "go checker passes", module: "rows.wasm", in: `{"min_rows":2,"rows":[{"id":"a"},{"id":"b"}]}`, lim: wasm.Limits{Fuel: wasm.DefaultFuel}, kind: wasm.KindPass, exit: 0, stdout: "ok: 2 rows", goGuest: true},
 	{name: "go checker fails", module: "rows.wasm", in: `{"rows":[]}`, lim: wasm.Limits{Fuel: wasm.DefaultFuel}, kind: wasm.KindFail, exit: 1, goGuest: true},
 	{name: "go checker unmetered", module: "rows.wasm", in: `{"min_rows":1,"rows":[{"id":"a"}]}`, lim: wasm.Limits{}, kind: wasm.KindPass, exit: 0, goGuest: true},
@@ -109,6 +137,7 @@ var hostile = []struct {
 }
 
 func TestSandbox_Run(t *testing.T) {
+	t.Parallel()
 	results := map[string]map[string]wasm.Outcome{}
 	for _, eng := range engines {
 		sb := newSandbox(t, eng.cfg)
@@ -175,6 +204,7 @@ func TestSandbox_Run(t *testing.T) {
 // but its input, a fixed clock and seeded randomness; an hour's sleep
 // returns at once.
 func TestSandbox_Run_probe(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, wasm.Config{})
 	start := time.Now()
 	out := sb.Run(context.Background(), fixture(t, "probe.wasm"),
@@ -213,6 +243,7 @@ func TestSandbox_Run_probe(t *testing.T) {
 }
 
 func TestSandbox_Run_evidence(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, wasm.Config{})
 	out := sb.Run(context.Background(), fixture(t, "probe.wasm"),
 		wasm.Input{Artifact: []byte("a"), Evidence: []byte("counterexample")}, wasm.DefaultLimits())
@@ -224,6 +255,7 @@ func TestSandbox_Run_evidence(t *testing.T) {
 // TestSandbox_Run_mounts: a front-end's Args replace argv, its Mounts sit
 // beside /in without changing it, and a bad mount is refused.
 func TestSandbox_Run_mounts(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, wasm.Config{})
 	lib := fstest.MapFS{"lib/x.txt": {Data: []byte("x")}}
 	out := sb.Run(context.Background(), fixture(t, "probe.wasm"), wasm.Input{
@@ -250,6 +282,7 @@ func TestSandbox_Run_mounts(t *testing.T) {
 }
 
 func TestSandbox_Run_timeout(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, wasm.Config{})
 	t.Run("unmetered", func(t *testing.T) {
 		out := sb.Run(context.Background(), fixture(t, "loop.wasm"), wasm.Input{}, wasm.Limits{Timeout: 50 * time.Millisecond})
@@ -277,6 +310,7 @@ func TestSandbox_Run_timeout(t *testing.T) {
 // TestSandbox_Run_fuelBudget: a budget of 1,000 stops a checker that needs
 // more, and fuel used is the same on every run.
 func TestSandbox_Run_fuelBudget(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, wasm.Config{})
 	module := fixture(t, "primes.wasm")
 	in := wasm.Input{Artifact: []byte("1000 168")}
@@ -305,6 +339,7 @@ func TestSandbox_Run_fuelBudget(t *testing.T) {
 // TestSandbox_Run_concurrent hammers one sandbox from many goroutines: every
 // run gets its own instance and the same outcome.
 func TestSandbox_Run_concurrent(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, wasm.Config{})
 	module := fixture(t, "primes.wasm")
 	want := sb.Run(context.Background(), module, wasm.Input{Artifact: []byte("2000 303")}, wasm.DefaultLimits())
@@ -332,6 +367,7 @@ func TestSandbox_Run_concurrent(t *testing.T) {
 // TestSandbox_cacheDir: a second sandbox over the same cache directory
 // compiles nothing new and gives the same outcome.
 func TestSandbox_cacheDir(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	module := fixture(t, "rows.wasm")
 	in := wasm.Input{Artifact: []byte(`{"min_rows":0}`)}
@@ -348,6 +384,7 @@ func TestSandbox_cacheDir(t *testing.T) {
 }
 
 func TestSandbox_Validate(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, wasm.Config{})
 	if err := sb.Validate(context.Background(), fixture(t, "pass.wasm")); err != nil {
 		t.Errorf("pass.wasm: %v", err)
@@ -365,27 +402,31 @@ func TestSandbox_Validate(t *testing.T) {
 // TestSandbox_meteringPreservesSemantics runs every fixture checker metered
 // and unmetered: exit code, stdout and stderr must be the same.
 func TestSandbox_meteringPreservesSemantics(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, wasm.Config{})
-	for _, tc := range []struct{ module, in string }{
-		{"pass.wasm", ""},
-		{"fail.wasm", ""},
-		{"divzero.wasm", ""},
-		{"unreachable.wasm", ""},
-		{"flood.wasm", ""},
-		{"grow.wasm", ""},
-		{"primes.wasm", "5000 669"},
-		{"primes.wasm", "5000 670"},
-		{"primes.wasm", "garbage"},
-		{"rows.wasm", `{"min_rows":2,"rows":[{"id":"a"},{"id":"b"}]}`},
-		{"rows.wasm", `{"rows":[{"id":""}],"min_rows":1}`},
-		{"rows.wasm", `not json`},
-		{"probe.wasm", "probe"},
-		{"oom.wasm", ""},
+	for _, tc := range []struct {
+		module, in string
+		mib        uint32 // the memory limit; 0 is 32 MiB
+	}{
+		{"pass.wasm", "", 0},
+		{"fail.wasm", "", 0},
+		{"divzero.wasm", "", 0},
+		{"unreachable.wasm", "", 0},
+		{"flood.wasm", "", 0},
+		{"grow.wasm", "", 0},
+		{"primes.wasm", "5000 669", 0},
+		{"primes.wasm", "5000 670", 0},
+		{"primes.wasm", "garbage", 0},
+		{"rows.wasm", `{"min_rows":2,"rows":[{"id":"a"},{"id":"b"}]}`, 0},
+		{"rows.wasm", `{"rows":[{"id":""}],"min_rows":1}`, 0},
+		{"rows.wasm", `not json`, 0},
+		{"probe.wasm", "probe", 0},
+		{"oom.wasm", "", 8}, // the least Go's runtime starts in: the limit is reached sooner
 	} {
 		t.Run(tc.module+"/"+tc.in, func(t *testing.T) {
 			module := fixture(t, tc.module)
 			in := wasm.Input{Artifact: []byte(tc.in)}
-			lim := wasm.Limits{MemoryMiB: 32, Timeout: time.Minute}
+			lim := wasm.Limits{MemoryMiB: cmp.Or(tc.mib, 32), Timeout: time.Minute}
 			plain := sb.Run(context.Background(), module, in, lim)
 			lim.Fuel = wasm.DefaultFuel
 			metered := sb.Run(context.Background(), module, in, lim)
@@ -403,6 +444,7 @@ func TestSandbox_meteringPreservesSemantics(t *testing.T) {
 // TestSandbox_fuelUnderLoad: the fuel a run uses does not depend on what
 // else the machine is doing.
 func TestSandbox_fuelUnderLoad(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, wasm.Config{})
 	module := fixture(t, "primes.wasm")
 	in := wasm.Input{Artifact: []byte("20000 2262")}
@@ -442,6 +484,7 @@ func TestSandbox_fuelUnderLoad(t *testing.T) {
 // TestSandbox_Run_limits: a fuel budget over MaxFuel is refused, and a run
 // on a closed sandbox decides nothing.
 func TestSandbox_Run_limits(t *testing.T) {
+	t.Parallel()
 	sb, err := wasm.NewSandbox(context.Background(), wasm.Config{})
 	if err != nil {
 		t.Fatal(err)

@@ -235,8 +235,8 @@ func parseParams(s string) (Params, error) {
 	}
 	var p Params
 	for _, item := range strings.Fields(s[1:close]) {
-		c, err := strconv.Unquote(item)
-		if err != nil || c == "" || c != strings.ToLower(c) || strings.ContainsAny(c, ";") {
+		c, ok := unquote(item)
+		if !ok || c == "" || c != strings.ToLower(c) || strings.ContainsAny(c, ";") {
 			return bad(fmt.Sprintf("component %s is not a lowercase string without parameters", item))
 		}
 		if p.Covers(c) {
@@ -291,8 +291,8 @@ func parseParams(s string) (Params, error) {
 				p.Expires = n
 			}
 		case "keyid", "nonce", "alg", "tag":
-			str, err := strconv.Unquote(v)
-			if err != nil || !strings.HasPrefix(v, `"`) {
+			str, ok := unquote(v)
+			if !ok {
 				return bad(k + " must be a string")
 			}
 			switch k {
@@ -310,6 +310,32 @@ func parseParams(s string) (Params, error) {
 		}
 	}
 	return p, nil
+}
+
+// unquote reads an RFC 8941 string (section 3.3.3): printable ASCII
+// between double quotes, in which only a double quote and a backslash are
+// escaped, each by a backslash. Anything else, other escapes included, is
+// not a string: Serialize could not write it back as it was read.
+func unquote(s string) (string, bool) {
+	if len(s) < 2 || s[0] != '"' || s[len(s)-1] != '"' {
+		return "", false
+	}
+	var b strings.Builder
+	for i := 1; i < len(s)-1; i++ {
+		switch c := s[i]; {
+		case c == '\\':
+			i++
+			if i == len(s)-1 || s[i] != '"' && s[i] != '\\' {
+				return "", false
+			}
+			b.WriteByte(s[i])
+		case c == '"' || c < 0x20 || c > 0x7e:
+			return "", false
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String(), true
 }
 
 // Base returns the signature base of m for p (RFC 9421 section 2.5).

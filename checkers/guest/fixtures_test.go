@@ -66,6 +66,7 @@ var fixtureCases = []struct {
 // TestFixtures runs goreactor (initialised with no input, then called) and
 // gocommand on plain wazero: both forms give each case's status and output.
 func TestFixtures(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t)
 	reactor := compile(t, rt, readFixture(t, reactorFixture))
 	command := compile(t, rt, readFixture(t, commandFixture))

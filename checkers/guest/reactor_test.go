@@ -157,6 +157,7 @@ var probeCases = []struct {
 // snapshot is, then all cases one after another in one instance, which must
 // give the same answers.
 func TestReactor(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t)
 	cm := compile(t, rt, buildGuest(t, "testdata/probe", true))
 	shared := startReactor(t, rt, cm)
@@ -177,6 +178,7 @@ func TestReactor(t *testing.T) {
 
 // TestReactor_Bounded: a long error message reaches stderr cut to 4 KiB.
 func TestReactor_Bounded(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t)
 	in := startReactor(t, rt, compile(t, rt, buildGuest(t, "testdata/probe", true)))
 	status, stderr := in.check(t, "long 100000", nil, false)
@@ -190,6 +192,7 @@ func TestReactor_Bounded(t *testing.T) {
 // each replay a fresh one; the SDK itself keeps no input across calls
 // (TestReactor's shared instance).
 func TestReactor_CallsShareAnInstance(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t)
 	in := startReactor(t, rt, compile(t, rt, buildGuest(t, "testdata/probe", true)))
 	for _, want := range []string{"call 1\n", "call 2\n"} {
@@ -202,6 +205,7 @@ func TestReactor_CallsShareAnInstance(t *testing.T) {
 // TestReactor_Exit: os.Exit in a check ends the instance with that status,
 // as it ends a command.
 func TestReactor_Exit(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t)
 	in := startReactor(t, rt, compile(t, rt, buildGuest(t, "testdata/probe", true)))
 	in.in["artifact"] = &fstest.MapFile{Data: []byte("exit 7")}

@@ -9,11 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assayhq/assay/internal/wasmtest"
 	"github.com/assayhq/assay/wasm"
 )
 
 // The sandbox the tests share, so that each module is metered and compiled
-// once per test binary; TestMain closes it.
+// once per test binary (once per run, with the run's cache: wasmtest);
+// TestMain closes it.
 var (
 	sandboxOnce sync.Once
 	sandbox     *wasm.Sandbox
@@ -22,7 +24,9 @@ var (
 
 func sharedSandbox(tb testing.TB) *wasm.Sandbox {
 	tb.Helper()
-	sandboxOnce.Do(func() { sandbox, sandboxErr = wasm.NewSandbox(context.Background(), wasm.Config{}) })
+	sandboxOnce.Do(func() {
+		sandbox, sandboxErr = wasm.NewSandbox(context.Background(), wasm.Config{CacheDir: wasmtest.CacheDir("")})
+	})
 	if sandboxErr != nil {
 		tb.Fatal(sandboxErr)
 	}
@@ -86,6 +90,7 @@ func wantKind(status int) wasm.Kind {
 // not: pass, fail with its message, panic, evidence absent, present and
 // empty. Every case gives the same outcome bytes from the snapshot as cold.
 func TestSandbox_Probe(t *testing.T) {
+	t.Parallel()
 	module := buildGuest(t, "testdata/probe", true)
 	for _, l := range limits {
 		for _, tc := range probeCases {
@@ -105,6 +110,7 @@ func TestSandbox_Probe(t *testing.T) {
 // TestSandbox_Isolated: state a check leaves in the Go heap (the probe counts
 // its calls) is never seen by the next replay from the snapshot.
 func TestSandbox_Isolated(t *testing.T) {
+	t.Parallel()
 	module := buildGuest(t, "testdata/probe", true)
 	sb := sharedSandbox(t)
 	for i := range 3 {
@@ -118,6 +124,7 @@ func TestSandbox_Isolated(t *testing.T) {
 // TestSandbox_Bounded: a long error message is cut to 4 KiB by the SDK, far
 // under the sandbox's output cap.
 func TestSandbox_Bounded(t *testing.T) {
+	t.Parallel()
 	out := runBoth(t, buildGuest(t, "testdata/probe", true), wasm.Input{Artifact: []byte("long 1000000")}, limits[0].lim)
 	if out.Kind != wasm.KindFail || len(out.Stderr) > 4<<10+1 || !strings.HasSuffix(out.Stderr, " [cut]\n") {
 		t.Errorf("%s: %d bytes of stderr: %s", out.Kind, len(out.Stderr), out.Detail)
@@ -126,6 +133,7 @@ func TestSandbox_Bounded(t *testing.T) {
 
 // TestSandbox_Exit: os.Exit in a check is a fail with that exit code.
 func TestSandbox_Exit(t *testing.T) {
+	t.Parallel()
 	out := runBoth(t, buildGuest(t, "testdata/probe", true), wasm.Input{Artifact: []byte("exit 7")}, limits[0].lim)
 	if out.Kind != wasm.KindFail || out.ExitCode != 7 {
 		t.Errorf("%s exit %d: %s", out.Kind, out.ExitCode, out.Detail)
@@ -136,6 +144,7 @@ func TestSandbox_Exit(t *testing.T) {
 // -buildmode=c-shared exports _start and assay_check; the sandbox rejects
 // it rather than run a main that passes everything.
 func TestSandbox_ErrCommandBuild(t *testing.T) {
+	t.Parallel()
 	module := buildGuest(t, "testdata/probe", false)
 	out := sharedSandbox(t).Run(context.Background(), module, wasm.Input{Artifact: []byte("fail no")}, limits[0].lim)
 	if out.Kind != wasm.KindInvalidChecker || !strings.Contains(out.Detail, "_start and assay_check") {
@@ -147,6 +156,7 @@ func TestSandbox_ErrCommandBuild(t *testing.T) {
 // give every case the same kind, exit code, stdout and stderr, metered and
 // not.
 func TestSandbox_Fixtures(t *testing.T) {
+	t.Parallel()
 	reactor, command := readFixture(t, reactorFixture), readFixture(t, commandFixture)
 	sb := sharedSandbox(t)
 	for _, l := range limits {

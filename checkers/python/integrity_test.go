@@ -158,6 +158,7 @@ builtins.isinstance = lambda *a: False
 // TestRun_Tricks: every trick ends fail with its detail, from the snapshot
 // and cold alike (the same outcome, fuel included).
 func TestRun_Tricks(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, wasm.Config{})
 	ctx := context.Background()
 	for _, tt := range tricks {
@@ -185,6 +186,7 @@ func TestRun_Tricks(t *testing.T) {
 // including one that catches its own SystemExit and one that runs a main
 // block only as a script.
 func TestRun_Honest(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, wasm.Config{})
 	ctx := context.Background()
 	for _, tt := range []struct{ name, artifact, checker string }{

@@ -47,6 +47,7 @@ import (
 	"io/fs"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/assayhq/assay/wasm"
@@ -204,11 +205,19 @@ const CompileFuel = 4_000_000_000
 // The error says what is wrong with src, or, when ctx ended or the sandbox
 // could not compile it, why src could not be judged.
 func CheckSource(ctx context.Context, sb *wasm.Sandbox, src []byte) error {
+	return checkSource(ctx, sb, src, wasm.DefaultTimeout)
+}
+
+// checkSource is CheckSource with the wall-clock backstop of the compile:
+// the default for an upload, longer for a test, whose outcome fuel alone
+// must decide on however loaded a machine.
+func checkSource(ctx context.Context, sb *wasm.Sandbox, src []byte, backstop time.Duration) error {
 	if err := checkText(src); err != nil {
 		return err
 	}
 	lim := wasm.DefaultLimits()
 	lim.Fuel = CompileFuel
+	lim.Timeout = backstop
 	out := sb.RunSum(ctx, moduleSum, module, input(src, typeCompile, wasm.Input{}), lim)
 	switch {
 	case out.Kind == wasm.KindPass && out.Detail == passDetail:

@@ -2,6 +2,7 @@ package python_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,11 +10,13 @@ import (
 	"time"
 
 	"github.com/assayhq/assay/checkers/python"
+	"github.com/assayhq/assay/internal/wasmtest"
 	"github.com/assayhq/assay/wasm"
 )
 
 // cacheDir is shared by the package's sandboxes, so that the interpreter is
-// metered and compiled once per test binary.
+// metered and compiled once per test binary: the run's cache (wasmtest)
+// when there is one, so once per run.
 var cacheDir string
 
 func TestMain(m *testing.M) {
@@ -21,10 +24,27 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	cacheDir = dir
+	cacheDir = wasmtest.CacheDir(dir)
+	// Compile the interpreter into the cache before the tests, which run in
+	// parallel, each in a sandbox of its own: else each would compile it.
+	if err := warm(); err != nil {
+		fmt.Fprintln(os.Stderr, "python tests: compile the interpreter:", err)
+		os.Exit(1)
+	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// warm compiles the interpreter into cacheDir.
+func warm() error {
+	ctx := context.Background()
+	sb, err := wasm.NewSandbox(ctx, wasm.Config{CacheDir: cacheDir})
+	if err != nil {
+		return err
+	}
+	defer sb.Close(ctx)
+	return python.CheckSourceWithin(ctx, sb, []byte("pass\n"), 10*time.Minute)
 }
 
 func newSandbox(tb testing.TB, cfg wasm.Config) *wasm.Sandbox {
@@ -53,11 +73,14 @@ func testdata(tb testing.TB, name string) []byte {
 	return b
 }
 
-// limits are the defaults but for fuel: enough for any test checker, and
-// little enough that a runaway loop ends in a second or two.
+// limits are the defaults but for fuel, enough for any test checker and
+// little enough that a runaway loop ends in a second or two, and the
+// backstop, long: fuel decides every test's outcome, and a loaded machine
+// (or the race detector) must not turn one into a timeout.
 func limits() wasm.Limits {
 	lim := wasm.DefaultLimits()
 	lim.Fuel = 3_000_000_000
+	lim.Timeout = 5 * time.Minute
 	return lim
 }
 
@@ -67,6 +90,7 @@ func run(tb testing.TB, sb *wasm.Sandbox, checker, typ, artifact string) wasm.Ou
 }
 
 func TestRun_Types(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, wasm.Config{})
 	features := string(testdata(t, "features.py"))
 	for _, tt := range []struct {
@@ -92,6 +116,7 @@ func TestRun_Types(t *testing.T) {
 }
 
 func TestRun_Outcomes(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, wasm.Config{})
 	for _, tt := range []struct {
 		name, typ, checker, artifact string
@@ -135,6 +160,7 @@ func TestRun_Outcomes(t *testing.T) {
 // TestRun_Hostile runs checkers that try to reach the host or to run
 // forever: each ends in a deciding outcome, and none sees the host.
 func TestRun_Hostile(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, wasm.Config{})
 	for _, tt := range []struct {
 		name, checker string
@@ -178,6 +204,7 @@ func TestRun_Hostile(t *testing.T) {
 // counted: it is in the snapshot), and a budget below it says why it ran
 // out.
 func TestRun_StartupFuel(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, wasm.Config{})
 	out := run(t, sb, "pass\n", "", `{"a": 1}`)
 	if out.Kind != wasm.KindPass || out.FuelUsed >= python.StartupFuel {
@@ -195,6 +222,7 @@ func TestRun_StartupFuel(t *testing.T) {
 // TestRun_Deterministic runs the same checker and artifact again and on
 // wazero's interpreter: every field but the wall time is the same.
 func TestRun_Deterministic(t *testing.T) {
+	t.Parallel()
 	checker := "import random, time, os\nprint(random.random(), time.time(), os.urandom(4).hex(), hash('assay'), {'b', 'a', 'c'})\n" +
 		"assert data['n'] == 3\n"
 	artifact := `{"n": 3}`

@@ -28,6 +28,7 @@ func outcomeJSON(tb testing.TB, out wasm.Outcome) string {
 // cold start gives (JSON, but for the wall time), for the feature checker
 // on every type, passes, every kind of failure, and the limits.
 func TestRun_SnapshotMatchesCold(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, wasm.Config{})
 	features := string(testdata(t, "features.py"))
 	type tcase struct {
@@ -114,6 +115,7 @@ f(0)
 // the snapshot as it was, and the detector's outcome, a ZeroDivisionError
 // after 21 frames cut to MAX_FRAMES, never changes.
 func TestRun_Isolated(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, wasm.Config{})
 	ctx := context.Background()
 	in := wasm.Input{Artifact: []byte(`{"a": 1}`)}

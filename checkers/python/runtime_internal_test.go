@@ -8,6 +8,7 @@ import (
 // TestRuntimeSHA256_Harness: the memo's key covers harness.py, byte for
 // byte, so that a new harness is never answered with an old one's outcomes.
 func TestRuntimeSHA256_Harness(t *testing.T) {
+	t.Parallel()
 	if got := runtimeSum(harness); got != RuntimeSHA256() {
 		t.Fatalf("runtimeSum(harness) %s, RuntimeSHA256 %s", got, RuntimeSHA256())
 	}

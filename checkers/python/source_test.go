@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/assayhq/assay/checkers/python"
 	"github.com/assayhq/assay/wasm"
@@ -14,6 +15,7 @@ import (
 // what compiles is accepted without running (a checker that would loop or
 // exit is accepted as quickly as any other).
 func TestCheckSource(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, wasm.Config{})
 	ctx := context.Background()
 	big := strings.Repeat("assert add(2, 2) == 4, 'a message of some length to fill the line'\n", python.MaxCheckerBytes/70)
@@ -38,7 +40,11 @@ func TestCheckSource(t *testing.T) {
 		{"ErrTooBig", strings.Repeat("#", python.MaxCheckerBytes+1), []string{"over the limit"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			err := python.CheckSource(ctx, sb, []byte(tt.src))
+			// An upload's compile has the default backstop (10 s), which
+			// a megabyte of source can pass on a loaded machine or under
+			// the race detector: the test gives it long enough that
+			// fuel alone decides.
+			err := python.CheckSourceWithin(ctx, sb, []byte(tt.src), 5*time.Minute)
 			if len(tt.err) == 0 {
 				if err != nil {
 					t.Fatal(err)
@@ -61,6 +67,7 @@ func TestCheckSource(t *testing.T) {
 // TestCheckSource_Cancelled: a context that has ended stops the compile,
 // and the error says the source was not judged.
 func TestCheckSource_Cancelled(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, wasm.Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

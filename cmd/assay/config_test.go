@@ -32,6 +32,7 @@ func parseConfig(t *testing.T, env map[string]string, parts configParts, args ..
 }
 
 func TestConfig_flags(t *testing.T) {
+	t.Parallel()
 	env := map[string]string{"ASSAY_DATA": "/e/data", "ASSAY_STORE": "badger:/e/db", "ASSAY_KEYS": "/e/keys"}
 	all := withStore | withKeys
 	t.Run("OK", func(t *testing.T) {
@@ -97,6 +98,7 @@ func TestConfig_flags(t *testing.T) {
 }
 
 func TestConfig_Validate(t *testing.T) {
+	t.Parallel()
 	for _, c := range []Config{
 		{Data: "d"},
 		{Data: "d", Store: storeSpec{"badger", "/db"}, Keys: "k"},
@@ -119,6 +121,7 @@ func TestConfig_Validate(t *testing.T) {
 }
 
 func TestConfig_Open(t *testing.T) {
+	t.Parallel()
 	t.Run("OKDefaults", func(t *testing.T) {
 		c := Config{Data: t.TempDir()}
 		db, err := c.OpenStore(context.Background(), nil)
@@ -195,6 +198,7 @@ func principalArgs(id string) []string {
 }
 
 func TestPrincipals_config(t *testing.T) {
+	t.Parallel()
 	t.Run("OKBadger", func(t *testing.T) {
 		data := t.TempDir()
 		if code, _, stderr := runWithStdin(t, "", append([]string{"principals", "add", "--data", data}, principalArgs("p1")...)...); code != exitOK {

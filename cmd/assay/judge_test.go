@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/assayhq/assay/internal/wasmtest"
 )
 
 func fixtureSHA256(tb testing.TB, name string) string {
@@ -21,7 +23,8 @@ func fixtureSHA256(tb testing.TB, name string) string {
 }
 
 func TestJudge_exitCodes(t *testing.T) {
-	cache := t.TempDir()
+	t.Parallel()
+	cache := wasmtest.TempCacheDir(t)
 	dir := filepath.Join("..", "..", "fixtures", "checkers")
 	rows := fixtureSHA256(t, "rows.wasm")
 	withChecker := `{"schema":{"type":"object","required":["rows"]},
@@ -74,6 +77,7 @@ func TestJudge_exitCodes(t *testing.T) {
 }
 
 func TestJudge_text(t *testing.T) {
+	t.Parallel()
 	crit := writeFile(t, "criteria.json", `{"assertions":[{"path":"rows","op":"gte","value":100}]}`)
 	deliv := writeFile(t, "deliverable.json", `{"rows":40}`)
 	code, stdout, _ := runAssay(t, "judge", "--criteria", crit, "--deliverable", deliv)

@@ -20,6 +20,7 @@ import (
 )
 
 func TestNewLogger(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	log, err := newLogger("json", &buf)
 	if err != nil {
@@ -38,6 +39,7 @@ func TestNewLogger(t *testing.T) {
 // TestHeldIn: money held is read from the hold accounts' counters, per
 // service, and nothing else: not agents' accounts, not what was paid out.
 func TestHeldIn(t *testing.T) {
+	t.Parallel()
 	db, err := storage.Open("", storage.Options{InMemory: true})
 	if err != nil {
 		t.Fatal(err)
@@ -77,6 +79,7 @@ func TestHeldIn(t *testing.T) {
 // kind (wasm when unnamed), outcome kind and engine, and in the fuel and
 // wall-time histograms.
 func TestObserveRun(t *testing.T) {
+	t.Parallel()
 	m := metrics.New()
 	obs := observeRun(m)
 	obs("", "compiler", wasm.Outcome{Kind: wasm.KindPass, FuelUsed: 5000, WallNS: int64(time.Millisecond)})

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/assayhq/assay/internal/wasmtest"
 	"github.com/assayhq/assay/wasm"
 )
 
@@ -26,7 +27,8 @@ type replayJSON struct {
 }
 
 func TestReplay_json(t *testing.T) {
-	cache := t.TempDir()
+	t.Parallel()
+	cache := wasmtest.TempCacheDir(t)
 	art := writeFile(t, "artifact.json", `{"min_rows":1,"rows":[{"id":"a"}]}`)
 	for _, tc := range []struct {
 		name    string
@@ -98,6 +100,7 @@ func fuelArg(args []string) []string {
 }
 
 func TestReplay_parallel(t *testing.T) {
+	t.Parallel()
 	art := writeFile(t, "artifact.txt", "100 25")
 	code, stdout, stderr := runAssay(t, "replay", "--cache", "", "--json", "--no-memo", "--count", "40", "--parallel", "3",
 		"--checker", fixturePath("primes.wasm"), "--artifact", art)
@@ -117,6 +120,7 @@ func TestReplay_parallel(t *testing.T) {
 }
 
 func TestReplay_human(t *testing.T) {
+	t.Parallel()
 	art := writeFile(t, "artifact.txt", "10 3")
 	code, stdout, _ := runAssay(t, "replay", "--cache", "", "--count", "5", "--checker", fixturePath("primes.wasm"), "--artifact", art)
 	if code != exitNo {
@@ -130,6 +134,7 @@ func TestReplay_human(t *testing.T) {
 }
 
 func TestReplay_usage(t *testing.T) {
+	t.Parallel()
 	art := writeFile(t, "artifact.txt", "x")
 	pass := fixturePath("pass.wasm")
 	for _, tc := range []struct {
@@ -164,6 +169,7 @@ func TestReplay_usage(t *testing.T) {
 // TestReplay_python: a Python checker replays through the interpreter, its
 // artifact type given by --type.
 func TestReplay_python(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs CPython")
 	}

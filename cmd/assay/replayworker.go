@@ -47,6 +47,21 @@ func replayWorkerConfig(getenv func(string) string) (slots int, lease time.Durat
 	return slots, lease, nil
 }
 
+// replayBatchTimeout reads ASSAY_REPLAY_BATCH_TIMEOUT, the bound of one
+// POST /replays batch: a Go duration from a second to
+// replays.BatchTimeout, which is the default (0).
+func replayBatchTimeout(getenv func(string) string) (time.Duration, error) {
+	v := getenv("ASSAY_REPLAY_BATCH_TIMEOUT")
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < time.Second || d > replays.BatchTimeout {
+		return 0, fmt.Errorf("ASSAY_REPLAY_BATCH_TIMEOUT=%q: want a duration from 1s to %s", v, replays.BatchTimeout)
+	}
+	return d, nil
+}
+
 // queueFor returns the job queue kept in db, badger's or PostgreSQL's.
 func queueFor(db store.Store) (store.Queue, error) {
 	switch s := db.(type) {

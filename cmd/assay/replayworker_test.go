@@ -12,6 +12,7 @@ import (
 // TestReplayWorkerConfig: the worker's settings from the environment,
 // with clear errors for slots or leases out of range.
 func TestReplayWorkerConfig(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		slots, lease string
 		wantSlots    int
@@ -37,6 +38,32 @@ func TestReplayWorkerConfig(t *testing.T) {
 			}
 		case err != nil || slots != c.wantSlots || lease != c.wantLease:
 			t.Errorf("%q %q: %d %s %v, want %d %s", c.slots, c.lease, slots, lease, err, c.wantSlots, c.wantLease)
+		}
+	}
+}
+
+// TestReplayBatchTimeout: the bound of a POST /replays batch from the
+// environment: the default when unset, and a clear error out of range.
+func TestReplayBatchTimeout(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		v       string
+		want    time.Duration
+		wantErr bool
+	}{
+		{"", 0, false},
+		{"3s", 3 * time.Second, false},
+		{replays.BatchTimeout.String(), replays.BatchTimeout, false},
+		{"500ms", 0, true},
+		{(replays.BatchTimeout + time.Second).String(), 0, true},
+		{"soon", 0, true},
+	} {
+		got, err := replayBatchTimeout(func(k string) string { return map[string]string{"ASSAY_REPLAY_BATCH_TIMEOUT": c.v}[k] })
+		switch {
+		case c.wantErr && (err == nil || !strings.Contains(err.Error(), "ASSAY_REPLAY_BATCH_TIMEOUT")):
+			t.Errorf("%q: %v, want an error naming the variable", c.v, err)
+		case !c.wantErr && (err != nil || got != c.want):
+			t.Errorf("%q: %v %v, want %v", c.v, got, err, c.want)
 		}
 	}
 }

@@ -461,6 +461,10 @@ func wire(ctx context.Context, db store.Store, keys escrow.Signer, sb *wasm.Sand
 	if err != nil {
 		return nil, err
 	}
+	batches := replays.NewService(runner)
+	if batches.Timeout, err = replayBatchTimeout(os.Getenv); err != nil {
+		return nil, err
+	}
 	return &services{runner: runner, court: court, market: bazaar, matters: judgments, identities: reg,
-		replays: replays.NewService(runner), checkers: replays.NewLibrary(db, runner, time.Now), queue: queue, worker: worker}, nil
+		replays: batches, checkers: replays.NewLibrary(db, runner, time.Now), queue: queue, worker: worker}, nil
 }

@@ -19,6 +19,7 @@ import (
 )
 
 func TestServe_Flags(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -118,7 +119,7 @@ func startServe(t *testing.T, cfg serveConfig) string {
 		}
 	})
 	re := regexp.MustCompile(`on (http://\S+)`)
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) { // polls the output
 		if m := re.FindStringSubmatch(out.String()); m != nil {
 			return m[1]
 		}
@@ -162,6 +163,7 @@ func get(t *testing.T, base, path string) (int, string) {
 }
 
 func TestServe_OK(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	base := startServe(t, serveConfig{Addr: "127.0.0.1:0", Data: dir, MattersAuth: api.MattersSigned})
 	createContract(t, base)
@@ -173,6 +175,7 @@ func TestServe_OK(t *testing.T) {
 // TestServe_postgres: two nodes on one PostgreSQL database and one key
 // directory serve the same court with the same keys.
 func TestServe_postgres(t *testing.T) {
+	t.Parallel()
 	st, err := parseStore("postgres:" + pgtest.URL(t))
 	if err != nil {
 		t.Fatal(err)
@@ -205,6 +208,7 @@ func TestServe_postgres(t *testing.T) {
 }
 
 func TestServe_Juror(t *testing.T) {
+	t.Parallel()
 	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 	t.Run("OK", func(t *testing.T) {
 		j, name, model, err := newJuror(env(map[string]string{"ASSAY_JURY_BASE_URL": "http://127.0.0.1:9/v1", "ASSAY_JURY_MODELS": "m1,m2,m3"}))

@@ -18,6 +18,7 @@ import (
 // assay sign's headers verify as the server verifies them, for a key
 // written by assay principals keygen, as a 64-byte key or as PKCS #8 PEM.
 func TestSign(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	seedFile := filepath.Join(dir, "agent.key")
 	code, out, stderr := runWithStdin(t, "", "principals", "keygen", "--out", seedFile)

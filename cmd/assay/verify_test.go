@@ -45,6 +45,7 @@ func runWithStdin(t *testing.T, stdin string, args ...string) (code int, stdout,
 }
 
 func TestVerify_exitCodes(t *testing.T) {
+	t.Parallel()
 	data, path := signedReceipt(t)
 	keysPath := filepath.Join(t.TempDir(), "keys.json")
 	code, keys, stderr := runWithStdin(t, "", "keys", "list", "--data", data)

@@ -11,6 +11,7 @@ import (
 )
 
 func TestVersion_commandAndFlag(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"version"}, {"--version"}, {"-version"}} {
 		code, stdout, stderr := runAssay(t, args...)
 		if code != exitOK || stderr != "" {
@@ -51,6 +52,7 @@ func TestVersion_json(t *testing.T) {
 }
 
 func TestVersion_fromBuild(t *testing.T) {
+	t.Parallel()
 	info := func(v string) func() (*debug.BuildInfo, bool) {
 		return func() (*debug.BuildInfo, bool) { return &debug.BuildInfo{Main: debug.Module{Version: v}}, true }
 	}
@@ -74,6 +76,7 @@ func TestVersion_fromBuild(t *testing.T) {
 // TestVersion_ldflags builds the binary as make build does and finds the
 // version it was given.
 func TestVersion_ldflags(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds assay")
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/assayhq/assay/checkers"
+	"github.com/assayhq/assay/internal/wasmtest"
 	"github.com/assayhq/assay/runtime/escrow"
 	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/market"
@@ -37,7 +38,7 @@ func TestWire_oneRunner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sb, err := wasm.NewSandbox(ctx, wasm.Config{})
+	sb, err := wasm.NewSandbox(ctx, wasm.Config{CacheDir: wasmtest.CacheDir("")})
 	if err != nil {
 		t.Fatal(err)
 	}

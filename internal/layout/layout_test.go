@@ -75,6 +75,7 @@ var leaves = map[string]bool{
 var testHelpers = map[string]bool{
 	module + "/internal/conformance":          true,
 	module + "/internal/pgtest":               true,
+	module + "/internal/wasmtest":             true,
 	module + "/storage/storetest":             true,
 	module + "/runtime/store/jsonw/jsonwtest": true,
 }
@@ -85,6 +86,7 @@ func layer(path string) string {
 }
 
 func TestImportArrows(t *testing.T) {
+	t.Parallel()
 	for _, p := range list(t) {
 		from := layer(p.ImportPath)
 		ok, known := allowed[from]
@@ -152,6 +154,7 @@ var runtimeCheckersNever = map[string]bool{"NewRunner": true, "RunnerOption": tr
 // never builds or holds a sandbox or a runner; the server wires one runner
 // (cmd/assay) and hands it to the services.
 func TestRuntimeHoldsNoSandbox(t *testing.T) {
+	t.Parallel()
 	for _, p := range list(t) {
 		if layer(p.ImportPath) != "runtime" {
 			continue
@@ -301,6 +304,7 @@ func serviceNames(file *ast.File) []string {
 // TestViolations: the rule catches what it is for, and passes what runtime
 // may do.
 func TestViolations(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		src  string
 		want int
@@ -342,6 +346,7 @@ func TestViolations(t *testing.T) {
 
 // TestPackageComments: every package has exactly one package comment.
 func TestPackageComments(t *testing.T) {
+	t.Parallel()
 	for _, p := range list(t) {
 		n := 0
 		for _, f := range p.GoFiles {

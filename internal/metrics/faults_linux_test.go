@@ -10,6 +10,7 @@ import (
 // The page fault counter counts the faults of first writes to fresh
 // memory: a mapping of its own, kept out of huge pages, one fault a page.
 func TestPageFaults(t *testing.T) {
+	t.Parallel()
 	m := metrics.New()
 	before := scrape(t, m)
 	const pages = 1024

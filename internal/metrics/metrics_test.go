@@ -23,6 +23,7 @@ func scrape(t *testing.T, m *metrics.Metrics) metrics.Scrape {
 }
 
 func TestMetrics_Observe(t *testing.T) {
+	t.Parallel()
 	m := metrics.New()
 	before := scrape(t, m)
 	for _, d := range []time.Duration{2 * time.Millisecond, 3 * time.Millisecond, 40 * time.Millisecond, 4 * time.Second} {
@@ -61,6 +62,7 @@ func TestMetrics_Observe(t *testing.T) {
 }
 
 func TestCached(t *testing.T) {
+	t.Parallel()
 	now := time.Unix(0, 0)
 	calls := 0
 	fn := metrics.Cached(10*time.Second, func() time.Time { return now }, func() (int, error) {
@@ -79,6 +81,7 @@ func TestCached(t *testing.T) {
 }
 
 func TestHeldCollector(t *testing.T) {
+	t.Parallel()
 	m := metrics.New()
 	fail := false
 	if err := m.Register(metrics.HeldCollector(func() ([]metrics.Holding, error) {

@@ -12,6 +12,7 @@ import (
 // TestURL: each call gives a distinct empty database that is gone after
 // the test.
 func TestURL(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	var names []string
 	t.Run("OK", func(t *testing.T) {

@@ -151,6 +151,15 @@ func TestService_Dispute(t *testing.T) {
 		}
 	})
 	t.Run("Reputation", func(t *testing.T) {
+		// A court of its own, so that the subtest passes alone: one
+		// dispute the seller loses, one it wins.
+		c := mustCourt(t)
+		for _, tc := range []struct{ price, rows string }{{"50", `{"rows":3}`}, {"70", `{"rows":300}`}} {
+			id := c.delivered(t, createReq("did:nanda:buyer", "did:nanda:seller", tc.price, rows100), tc.rows)
+			if _, err := c.Dispute(ctx, id, escrow.DisputeRequest{}, idem.Idem{}); err != nil {
+				t.Fatal(err)
+			}
+		}
 		rep, _ := c.Reputation(ctx, "did:nanda:seller")
 		if rep.AsSeller.Positive != 1 || rep.AsSeller.Negative != 1 || rep.AsSeller.Score != 0.5 || rep.AsSeller.Confidence != 0.33 || rep.AsSeller.Standing != escrow.StandingWatch || rep.Standing != escrow.StandingGood {
 			t.Fatalf("seller %+v", rep)

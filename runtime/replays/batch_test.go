@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/assayhq/assay/checkers"
+	"github.com/assayhq/assay/internal/wasmtest"
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/replays"
 	"github.com/assayhq/assay/runtime/store"
@@ -30,7 +31,7 @@ func batchRunner(tb testing.TB, memo *checkers.Memo, name string) (*checkers.Run
 	if err != nil {
 		tb.Fatal(err)
 	}
-	sb, err := wasm.NewSandbox(context.Background(), wasm.Config{})
+	sb, err := wasm.NewSandbox(context.Background(), wasm.Config{CacheDir: wasmtest.CacheDir("")})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -45,6 +46,7 @@ func batchRunner(tb testing.TB, memo *checkers.Memo, name string) (*checkers.Run
 // TestMemoStore_reopen: outcomes memoised on a badger store answer a new
 // memo after the store is closed and opened again, without a run.
 func TestMemoStore_reopen(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	db, err := storage.Open(dir, storage.Options{})
@@ -88,6 +90,7 @@ func TestMemoStore_reopen(t *testing.T) {
 }
 
 func TestService_Replay(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	runner, sum := batchRunner(t, checkers.NewMemo(checkers.MemoConfig{}), "primes.wasm")
 	svc := replays.NewService(runner)
@@ -166,7 +169,7 @@ func TestService_Replay(t *testing.T) {
 	t.Run("ErrStore", func(t *testing.T) {
 		// A store that cannot give the checker is the server's trouble
 		// (here a 503), never the caller's invalid_checker.
-		sb, err := wasm.NewSandbox(ctx, wasm.Config{})
+		sb, err := wasm.NewSandbox(ctx, wasm.Config{CacheDir: wasmtest.CacheDir("")})
 		if err != nil {
 			t.Fatal(err)
 		}

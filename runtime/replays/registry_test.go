@@ -16,6 +16,7 @@ import (
 // python sources the market kept under its old key before there was one
 // store; anything else is checkers.ErrNotFound.
 func TestRegistry(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, err := storage.Open("", storage.Options{InMemory: true})
 	if err != nil {

@@ -8,11 +8,13 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/internal/pgtest"
+	"github.com/assayhq/assay/internal/wasmtest"
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/replays"
 	"github.com/assayhq/assay/runtime/store"
@@ -49,7 +51,7 @@ func rowsChecker(tb testing.TB) fixture {
 			fixtureErr = err
 			return
 		}
-		sb, err := wasm.NewSandbox(context.Background(), wasm.Config{})
+		sb, err := wasm.NewSandbox(context.Background(), wasm.Config{CacheDir: wasmtest.CacheDir("")})
 		if err != nil {
 			fixtureErr = err
 			return
@@ -124,6 +126,7 @@ func openPostgres(tb testing.TB, url string) store.Queue {
 // with its own connection to one PostgreSQL database and its own worker,
 // runs on all three, every task once, with the right outcome.
 func TestWorker_Spread(t *testing.T) {
+	t.Parallel()
 	url := pgtest.URL(t)
 	f := rowsChecker(t)
 	queues := []store.Queue{openPostgres(t, url), openPostgres(t, url), openPostgres(t, url)}
@@ -147,6 +150,7 @@ func TestWorker_Spread(t *testing.T) {
 
 // TestWorker_Badger: the same on one node with badger.
 func TestWorker_Badger(t *testing.T) {
+	t.Parallel()
 	f := rowsChecker(t)
 	db, err := storage.Open(t.TempDir(), storage.Options{})
 	if err != nil {
@@ -166,6 +170,7 @@ func TestWorker_Badger(t *testing.T) {
 // its lease; another node runs them after it, and the dead node's late
 // results are refused.
 func TestWorker_NodeDies(t *testing.T) {
+	t.Parallel()
 	url := pgtest.URL(t)
 	f := rowsChecker(t)
 	ctx := context.Background()
@@ -205,12 +210,16 @@ func TestWorker_NodeDies(t *testing.T) {
 // TestWorker_GivesUp: a job claimed more than MaxAttempts times gets an
 // error result instead of another run.
 func TestWorker_GivesUp(t *testing.T) {
+	t.Parallel()
 	db, err := storage.Open(t.TempDir(), storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	q := storage.NewQueue(db, storage.QueueConfig{})
+	// The queue's clock is the test's: each claim's lease runs out when
+	// the test moves it on.
+	var skew atomic.Int64
+	q := storage.NewQueue(db, storage.QueueConfig{Now: func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }})
 	f := rowsChecker(t)
 	ctx := context.Background()
 	ids, err := replays.Submit(ctx, q, "poison", tasks(f.ref, 1))
@@ -221,7 +230,7 @@ func TestWorker_GivesUp(t *testing.T) {
 		if l, err := q.Claim(ctx, replays.QueueName, "crashing-node", 1, time.Millisecond); err != nil || len(l) != 1 {
 			t.Fatalf("claim: %v %v", l, err)
 		}
-		time.Sleep(5 * time.Millisecond)
+		skew.Add(int64(time.Second))
 	}
 	startWorkers(t, f.runner, []store.Queue{q}, 1, time.Minute)
 	res, err := replays.Wait(ctx, q, ids, 10*time.Millisecond, nil)
@@ -236,6 +245,7 @@ func TestWorker_GivesUp(t *testing.T) {
 // TestSubmit_ErrInvalid: a bad batch id or checker reference queues
 // nothing.
 func TestSubmit_ErrInvalid(t *testing.T) {
+	t.Parallel()
 	db, err := storage.Open(t.TempDir(), storage.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -286,6 +296,7 @@ func (c *countingSource) Checker(sum string) ([]byte, error) {
 // the cache holds at most its bound, oldest out first; unknown checkers
 // and bytes that do not match their name are not kept.
 func TestCachedSource(t *testing.T) {
+	t.Parallel()
 	a, b, c := []byte("aaaa"), []byte("bbbbbb"), []byte("cc")
 	src := &countingSource{reads: map[string]int{}, files: map[string][]byte{
 		checkers.SHA256(a): a, checkers.SHA256(b): b, checkers.SHA256(c): c,
@@ -328,6 +339,7 @@ func TestCachedSource(t *testing.T) {
 // nodes through the queue, answers the same outcomes as the same batch run
 // on one node, in order; an unknown checker is checker_not_found.
 func TestService_ReplayQueued(t *testing.T) {
+	t.Parallel()
 	url := pgtest.URL(t)
 	f := rowsChecker(t)
 	ctx := context.Background()
@@ -376,6 +388,7 @@ func TestService_ReplayQueued(t *testing.T) {
 // first fail calls with a store error (not checkers.ErrNotFound).
 type fakeRunner struct {
 	delay time.Duration
+	wait  <-chan struct{} // when set, a run passes once it is closed, not after delay
 	mu    sync.Mutex
 	fail  int
 	calls int
@@ -389,8 +402,16 @@ func (f *fakeRunner) Do(ctx context.Context, _ checkers.Job) checkers.Result {
 	if failing {
 		return checkers.Result{Err: fault.New(fault.Unavailable, "store_contention", "the store is busy")}
 	}
+	var after <-chan time.Time // nil, which never fires, when f.wait is set
+	if f.wait == nil {
+		t := time.NewTimer(f.delay)
+		defer t.Stop()
+		after = t.C
+	}
 	select {
-	case <-time.After(f.delay):
+	case <-after:
+		return checkers.Result{Outcome: wasm.Outcome{Kind: wasm.KindPass}}
+	case <-f.wait:
 		return checkers.Result{Outcome: wasm.Outcome{Kind: wasm.KindPass}}
 	case <-ctx.Done():
 		return checkers.Result{Err: ctx.Err()}
@@ -413,6 +434,7 @@ var fakeRef = checkers.Ref{SHA256: strings.Repeat("ab", 32)}
 // runs and the backlog it holds at once, not after its lease, and the
 // claims it gave back do not count as attempts.
 func TestWorker_ReleasesOnStop(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	q := openBadgerQueue(t)
 	if _, err := replays.Submit(ctx, q, "stop", tasks(fakeRef, 4)); err != nil {
@@ -449,19 +471,38 @@ func TestWorker_ReleasesOnStop(t *testing.T) {
 }
 
 // TestWorker_RenewsLease: a replay longer than the lease keeps its job:
-// the worker renews the lease while it runs, and nobody retakes it.
+// the worker renews the lease while it runs, and nobody retakes it. The
+// queue's clock is the test's: once the worker has renewed twice, it is
+// moved on half a lease, past the lease the job was claimed with and
+// within the one renewed.
 func TestWorker_RenewsLease(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	q := openBadgerQueue(t)
-	startWorkers(t, &fakeRunner{delay: 2500 * time.Millisecond}, []store.Queue{q}, 1, replays.MinLease)
+	db, err := storage.Open(t.TempDir(), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	var skew atomic.Int64
+	now := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+	q := &renewCounter{Queue: storage.NewQueue(db, storage.QueueConfig{Now: now})}
+	release := make(chan struct{})
+	startWorkers(t, &fakeRunner{wait: release}, []store.Queue{q}, 1, replays.MinLease)
 	ids, err := replays.Submit(ctx, q, "long", tasks(fakeRef, 1))
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1500 * time.Millisecond) // past the first lease
+	// Renewals come every third of the lease: two are two thirds of it.
+	for deadline := time.Now().Add(30 * time.Second); q.renewed.Load() < 2; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the worker renewed the lease %d times in 30 s", q.renewed.Load())
+		}
+	}
+	skew.Add(int64(replays.MinLease / 2))
 	if ls, err := q.Claim(ctx, replays.QueueName, "thief", 1, time.Minute); err != nil || len(ls) != 0 {
 		t.Fatalf("retook a job whose lease is renewed: %v %v", ls, err)
 	}
+	close(release)
 	res, err := replays.Wait(ctx, q, ids, 20*time.Millisecond, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -471,9 +512,24 @@ func TestWorker_RenewsLease(t *testing.T) {
 	}
 }
 
+// renewCounter is a queue that counts the lease renewals made through it.
+type renewCounter struct {
+	store.Queue
+	renewed atomic.Int64
+}
+
+func (q *renewCounter) Renew(ctx context.Context, l store.Lease, lease time.Duration) (time.Time, error) {
+	until, err := q.Queue.Renew(ctx, l, lease)
+	if err == nil {
+		q.renewed.Add(1)
+	}
+	return until, err
+}
+
 // TestWorker_TransientError: an error reading the checker that is not
 // "not found" gives the job back rather than record a final error.
 func TestWorker_TransientError(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	q := openBadgerQueue(t)
 	r := &fakeRunner{fail: 4}
@@ -493,6 +549,7 @@ func TestWorker_TransientError(t *testing.T) {
 // TestRunQueued_DeletesOnError: a batch whose wait ends early is taken
 // off the queue.
 func TestRunQueued_DeletesOnError(t *testing.T) {
+	t.Parallel()
 	q := openBadgerQueue(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
@@ -507,6 +564,7 @@ func TestRunQueued_DeletesOnError(t *testing.T) {
 // TestWorker_Purge: jobs nobody collected are deleted once older than
 // the workers' JobTTL.
 func TestWorker_Purge(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	q := openBadgerQueue(t)
 	w := replays.NewWorker(replays.WorkerConfig{Queue: q, Runner: &fakeRunner{}, Name: "sweeper", JobTTL: time.Second})
@@ -522,11 +580,13 @@ func TestWorker_Purge(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st == (store.QueueStats{}) {
+		// The worker counts what it purged once the purge returns: after
+		// the queue is seen empty, maybe.
+		if st == (store.QueueStats{}) && w.Stats().Purged >= 3 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the orphaned batch is still there: %+v", st)
+			t.Fatalf("the orphaned batch is still there: %+v; worker %+v", st, w.Stats())
 		}
 	}
 	if st := w.Stats(); st.Purged != 3 || st.Completed != 3 {
@@ -537,6 +597,7 @@ func TestWorker_Purge(t *testing.T) {
 // TestWorker_ManySlots: slots beyond what one claim takes are clamped,
 // not a claim that fails every time.
 func TestWorker_ManySlots(t *testing.T) {
+	t.Parallel()
 	q := openBadgerQueue(t)
 	startWorkers(t, &fakeRunner{}, []store.Queue{q}, 5000, time.Minute)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

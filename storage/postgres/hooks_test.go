@@ -17,6 +17,7 @@ import (
 // each run again after a serialisation failure: n transactions that all
 // read a counter before any writes it conflict, and all commit in the end.
 func TestStore_hooks(t *testing.T) {
+	t.Parallel()
 	var commits, retries atomic.Int64
 	s, err := postgres.Open(context.Background(), pgtest.URL(t), postgres.Options{
 		OnCommit: func(d time.Duration) {

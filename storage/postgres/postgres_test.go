@@ -30,6 +30,7 @@ func MustOpen(tb testing.TB, url string) *postgres.Store {
 // TestStore runs the store contract that badger's implementation passes
 // (package storage) against PostgreSQL, and the stronger range guarantee.
 func TestStore(t *testing.T) {
+	t.Parallel()
 	open := func(tb testing.TB) store.Store { return MustOpen(tb, pgtest.URL(tb)) }
 	storetest.RunStoreSuite(t, open)
 	storetest.RunRangeSuite(t, open)
@@ -38,6 +39,7 @@ func TestStore(t *testing.T) {
 // TestStore_ids: on PostgreSQL the services' ids are random (store.IDs),
 // so that concurrent cases seldom share an index page.
 func TestStore_ids(t *testing.T) {
+	t.Parallel()
 	id := store.IDs(MustOpen(t, pgtest.URL(t)))()
 	u, err := ulid.ParseStrict(id)
 	if err != nil {
@@ -53,6 +55,7 @@ func TestStore_ids(t *testing.T) {
 // TestOpen: what Update acknowledged is there after a reopen, and nodes
 // that open one database at once apply its migrations once.
 func TestOpen(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	t.Run("Reopen", func(t *testing.T) {
 		url := pgtest.URL(t)
@@ -137,6 +140,7 @@ func TestOpen(t *testing.T) {
 // TestStore_durability: a role with synchronous_commit off still commits
 // durably through the store.
 func TestStore_durability(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := pgtest.URL(t)
 	conn, err := pgx.Connect(ctx, url)
@@ -155,6 +159,7 @@ func TestStore_durability(t *testing.T) {
 
 // TestStore_errKey: a key too long for the index is refused, not sent.
 func TestStore_errKey(t *testing.T) {
+	t.Parallel()
 	s := MustOpen(t, pgtest.URL(t))
 	err := s.Update(context.Background(), func(tx store.Tx) error {
 		return tx.Set(strings.Repeat("k", postgres.MaxKey+1), nil)
@@ -165,6 +170,7 @@ func TestStore_errKey(t *testing.T) {
 }
 
 func TestRedact(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"postgres://u:s3cret@h:5432/db?sslmode=disable":     "postgres://u:xxxxx@h:5432/db?sslmode=disable",
 		"postgres://u@h/db?password=s3cret&sslmode=require": "postgres://u@h/db?password=xxxxx&sslmode=require",

@@ -13,6 +13,7 @@ import (
 // TestQueue runs the queue contract against PostgreSQL; each test gets a
 // fresh database.
 func TestQueue(t *testing.T) {
+	t.Parallel()
 	storetest.RunQueueSuite(t, func(tb testing.TB) store.Queue {
 		return mustQueue(tb, pgtest.URL(tb))
 	})
@@ -21,6 +22,7 @@ func TestQueue(t *testing.T) {
 // TestQueue_TwoNodes: two queues on one database, as two nodes have, see
 // one another's jobs, and claims from both never overlap.
 func TestQueue_TwoNodes(t *testing.T) {
+	t.Parallel()
 	url := pgtest.URL(t)
 	storetest.RunQueueNodes(t, mustQueue(t, url), mustQueue(t, url))
 }

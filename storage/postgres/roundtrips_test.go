@@ -42,6 +42,7 @@ func counting(t *testing.T) (*postgres.Store, *atomic.Int64, *receipt.Keyring) {
 // theirs first (the rail is paid, the criteria judged, in between):
 // create 2, fund 3, deliver 2, accept 2, dispute 3.
 func TestStore_courtRoundTrips(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, writes, keys := counting(t)
 	court, err := escrow.New(ctx, escrow.Config{Store: s, Signer: keys})
@@ -120,6 +121,7 @@ func TestStore_courtRoundTrips(t *testing.T) {
 // in one exchange (store.Prefetch), its wallet's balance (a scan, after
 // the wallet's lock) in another, and writes with its COMMIT in a third.
 func TestStore_buyRoundTrips(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, writes, keys := counting(t)
 	m, err := market.New(market.Config{Store: s, Signer: keys})

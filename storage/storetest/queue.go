@@ -29,6 +29,7 @@ func RunQueueSuite(t *testing.T, open func(testing.TB) store.Queue) {
 	}
 
 	t.Run("OK", func(t *testing.T) {
+		t.Parallel() // each subtest opens a store of its own
 		q := open(t)
 		queueMust(t, q.Enqueue(ctx, "q-ok", job("a", "pa"), job("b/1", "pb"), job("c", "")))
 		got, err := q.Claim(ctx, "q-ok", "w1", 2, time.Minute)
@@ -77,6 +78,7 @@ func RunQueueSuite(t *testing.T, open func(testing.TB) store.Queue) {
 	})
 
 	t.Run("OK_EnqueueAgain", func(t *testing.T) {
+		t.Parallel() // each subtest opens a store of its own
 		q := open(t)
 		queueMust(t, q.Enqueue(ctx, "q-again", job("x", "p")))
 		queueMust(t, q.Enqueue(ctx, "q-again", job("x", "p"))) // waiting: nothing changes
@@ -98,6 +100,7 @@ func RunQueueSuite(t *testing.T, open func(testing.TB) store.Queue) {
 	})
 
 	t.Run("ErrJobExists", func(t *testing.T) {
+		t.Parallel() // each subtest opens a store of its own
 		q := open(t)
 		queueMust(t, q.Enqueue(ctx, "q-exists", job("x", "p")))
 		err := q.Enqueue(ctx, "q-exists", job("new", "n"), job("x", "other"))
@@ -112,6 +115,7 @@ func RunQueueSuite(t *testing.T, open func(testing.TB) store.Queue) {
 	})
 
 	t.Run("ErrInvalid", func(t *testing.T) {
+		t.Parallel() // each subtest opens a store of its own
 		q := open(t)
 		long := string(bytes.Repeat([]byte("i"), store.MaxJobID+1))
 		bad := map[string]error{
@@ -145,6 +149,7 @@ func RunQueueSuite(t *testing.T, open func(testing.TB) store.Queue) {
 	})
 
 	t.Run("ErrNotFound", func(t *testing.T) {
+		t.Parallel() // each subtest opens a store of its own
 		q := open(t)
 		err := q.Complete(ctx, store.Lease{Job: job("ghost", ""), Queue: "q-nf", Worker: "w", Attempt: 1}, nil)
 		if fault.CodeOf(err) != "job_not_found" || fault.KindOf(err) != fault.NotFound {
@@ -153,9 +158,12 @@ func RunQueueSuite(t *testing.T, open func(testing.TB) store.Queue) {
 	})
 
 	t.Run("ErrLeaseLost", func(t *testing.T) {
+		t.Parallel() // each subtest opens a store of its own
 		q := open(t)
 		queueMust(t, q.Enqueue(ctx, "q-lost", job("j", "p"), job("k", "p")))
-		a, err := q.Claim(ctx, "q-lost", "a", 2, 300*time.Millisecond)
+		// Two seconds: long enough that no stall of a loaded machine
+		// between this claim and the next runs it out.
+		a, err := q.Claim(ctx, "q-lost", "a", 2, 2*time.Second)
 		queueMust(t, err)
 		if len(a) != 2 {
 			t.Fatalf("claimed %v", ids(a))
@@ -166,9 +174,9 @@ func RunQueueSuite(t *testing.T, open func(testing.TB) store.Queue) {
 		}
 		// Once it runs out, b takes them.
 		var b []store.Lease
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(30 * time.Second)
 		for len(b) < 2 && time.Now().Before(deadline) {
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(50 * time.Millisecond) // polls the claim
 			l, err := q.Claim(ctx, "q-lost", "b", 2, time.Minute)
 			queueMust(t, err)
 			b = append(b, l...)
@@ -201,10 +209,13 @@ func RunQueueSuite(t *testing.T, open func(testing.TB) store.Queue) {
 	})
 
 	t.Run("OK_LateButNotRetaken", func(t *testing.T) {
+		t.Parallel() // each subtest opens a store of its own
 		q := open(t)
 		queueMust(t, q.Enqueue(ctx, "q-late", job("j", "p")))
 		l, err := q.Claim(ctx, "q-late", "a", 1, 50*time.Millisecond)
 		queueMust(t, err)
+		// The lease runs out on the store's clock (PostgreSQL's own, for
+		// its queue): time passing is what the test needs.
 		time.Sleep(100 * time.Millisecond)
 		// The lease ran out but nobody claimed the job: a may still
 		// complete it, once.
@@ -215,6 +226,7 @@ func RunQueueSuite(t *testing.T, open func(testing.TB) store.Queue) {
 	})
 
 	t.Run("OK_Delete", func(t *testing.T) {
+		t.Parallel() // each subtest opens a store of its own
 		q := open(t)
 		queueMust(t, q.Enqueue(ctx, "q-del", job("done", "1"), job("held", "2"), job("waiting", "3"), job("kept", "4")))
 		ls, err := q.Claim(ctx, "q-del", "w", 2, time.Minute)
@@ -246,6 +258,7 @@ func RunQueueSuite(t *testing.T, open func(testing.TB) store.Queue) {
 	})
 
 	t.Run("ErrLeaseLost_Reenqueued", func(t *testing.T) {
+		t.Parallel() // each subtest opens a store of its own
 		// A claims x; x is deleted and enqueued again; B claims the new
 		// x, at the same attempt number as A's. A's result, for the old
 		// payload, must not be recorded against the new job.
@@ -278,6 +291,7 @@ func RunQueueSuite(t *testing.T, open func(testing.TB) store.Queue) {
 	})
 
 	t.Run("OK_Release", func(t *testing.T) {
+		t.Parallel() // each subtest opens a store of its own
 		q := open(t)
 		queueMust(t, q.Enqueue(ctx, "q-rel", job("j", "p")))
 		a, err := q.Claim(ctx, "q-rel", "a", 1, time.Hour)
@@ -313,6 +327,7 @@ func RunQueueSuite(t *testing.T, open func(testing.TB) store.Queue) {
 	})
 
 	t.Run("OK_Renew", func(t *testing.T) {
+		t.Parallel() // each subtest opens a store of its own
 		q := open(t)
 		queueMust(t, q.Enqueue(ctx, "q-renew", job("j", "p")))
 		a, err := q.Claim(ctx, "q-renew", "a", 1, 300*time.Millisecond)
@@ -339,6 +354,7 @@ func RunQueueSuite(t *testing.T, open func(testing.TB) store.Queue) {
 	})
 
 	t.Run("OK_Purge", func(t *testing.T) {
+		t.Parallel() // each subtest opens a store of its own
 		q := open(t)
 		queueMust(t, q.Enqueue(ctx, "q-purge", job("done", "1"), job("held", "2"), job("waiting", "3")))
 		ls, err := q.Claim(ctx, "q-purge", "w", 2, time.Minute)
@@ -364,6 +380,7 @@ func RunQueueSuite(t *testing.T, open func(testing.TB) store.Queue) {
 	})
 
 	t.Run("OK_Isolated", func(t *testing.T) {
+		t.Parallel() // each subtest opens a store of its own
 		q := open(t)
 		queueMust(t, q.Enqueue(ctx, "q-iso", job("j", "1")))
 		queueMust(t, q.Enqueue(ctx, "q-iso2", job("j", "2")))
@@ -382,6 +399,7 @@ func RunQueueSuite(t *testing.T, open func(testing.TB) store.Queue) {
 	// Hammer: workers claim and complete concurrently; every job is done
 	// exactly once, by the worker that held it.
 	t.Run("OK_Hammer", func(t *testing.T) {
+		t.Parallel() // each subtest opens a store of its own
 		q := open(t)
 		queueHammer(t, "q-hammer", q, []store.Queue{q})
 	})

@@ -29,6 +29,7 @@ import (
 func RunStoreSuite(t *testing.T, open func(testing.TB) store.Store) {
 	ctx := context.Background()
 	t.Run("OK", func(t *testing.T) {
+		t.Parallel() // each subtest opens a store of its own
 		s := open(t)
 		update(t, s, func(tx store.Tx) error {
 			for _, k := range []string{"a/1", "a/2", "a/3", "b/1", "empty"} {
@@ -63,6 +64,7 @@ func RunStoreSuite(t *testing.T, open func(testing.TB) store.Store) {
 		})
 	})
 	t.Run("ScanOrder", func(t *testing.T) {
+		t.Parallel() // each subtest opens a store of its own
 		// Keys order byte by byte, as Go strings do, whatever the bytes.
 		s := open(t)
 		keys := []string{"\x00", "\x00\x00", "\x01", "\xff", "\xff\xff", "\xff\x00", "a", "a\x00", "a\x00b", "a\xff", "a\xff\xff", "a\xff\xff\x00",
@@ -104,6 +106,7 @@ func RunStoreSuite(t *testing.T, open func(testing.TB) store.Store) {
 		}
 	})
 	t.Run("ScanLong", func(t *testing.T) {
+		t.Parallel() // each subtest opens a store of its own
 		// A scan longer than any page an implementation reads at once, in
 		// several transactions' worth of keys, with neighbours on both
 		// sides of the prefix.
@@ -150,6 +153,7 @@ func RunStoreSuite(t *testing.T, open func(testing.TB) store.Store) {
 		}
 	})
 	t.Run("ErrStop", func(t *testing.T) {
+		t.Parallel() // each subtest opens a store of its own
 		s := open(t)
 		setKeys(t, s, "s/1", "s/2", "s/3", "s/4")
 		view(t, s, func(tx store.Tx) error {
@@ -184,6 +188,7 @@ func RunStoreSuite(t *testing.T, open func(testing.TB) store.Store) {
 		})
 	})
 	t.Run("GetInScan", func(t *testing.T) {
+		t.Parallel() // each subtest opens a store of its own
 		// fn may read and write the same transaction while it scans.
 		s := open(t)
 		const n = 100
@@ -225,6 +230,7 @@ func RunStoreSuite(t *testing.T, open func(testing.TB) store.Store) {
 		})
 	})
 	t.Run("ReadYourWrites", func(t *testing.T) {
+		t.Parallel() // each subtest opens a store of its own
 		s := open(t)
 		setKeys(t, s, "r/old", "r/gone")
 		update(t, s, func(tx store.Tx) error {
@@ -249,6 +255,7 @@ func RunStoreSuite(t *testing.T, open func(testing.TB) store.Store) {
 		})
 	})
 	t.Run("GetMany", func(t *testing.T) {
+		t.Parallel() // each subtest opens a store of its own
 		s := open(t)
 		setKeys(t, s, "m/a", "m/b")
 		update(t, s, func(tx store.Tx) error {
@@ -267,6 +274,7 @@ func RunStoreSuite(t *testing.T, open func(testing.TB) store.Store) {
 		})
 	})
 	t.Run("Prefetch", func(t *testing.T) {
+		t.Parallel() // each subtest opens a store of its own
 		// Reads made ahead (store.Prefetch: PostgreSQL's Prefetcher,
 		// nothing elsewhere) read as Gets would, the transaction's own
 		// writes included, before the read ahead and after it.
@@ -307,6 +315,7 @@ func RunStoreSuite(t *testing.T, open func(testing.TB) store.Store) {
 		})
 	})
 	t.Run("Read", func(t *testing.T) {
+		t.Parallel() // each subtest opens a store of its own
 		// The values of keys as of one moment, outside any transaction
 		// (store.Read: PostgreSQL's KeyReader, a View elsewhere).
 		s := open(t)
@@ -337,6 +346,7 @@ func RunStoreSuite(t *testing.T, open func(testing.TB) store.Store) {
 		}
 	})
 	t.Run("ErrRollback", func(t *testing.T) {
+		t.Parallel() // each subtest opens a store of its own
 		s := open(t)
 		setKeys(t, s, "k/kept", "k/deleted")
 		want := fault.New(fault.Conflict, "wrong_state", "no")
@@ -366,6 +376,7 @@ func RunStoreSuite(t *testing.T, open func(testing.TB) store.Store) {
 		})
 	})
 	t.Run("Counter", func(t *testing.T) {
+		t.Parallel() // each subtest opens a store of its own
 		// 50 concurrent read-modify-writes of one counter lose nothing.
 		s := open(t)
 		const n = 50
@@ -379,6 +390,7 @@ func RunStoreSuite(t *testing.T, open func(testing.TB) store.Store) {
 		}
 	})
 	t.Run("Transfers", func(t *testing.T) {
+		t.Parallel() // each subtest opens a store of its own
 		// Concurrent transfers between accounts, overlapping and disjoint,
 		// each reading both balances before writing both: every one lands
 		// exactly once, and the total is kept.
@@ -433,6 +445,7 @@ func RunStoreSuite(t *testing.T, open func(testing.TB) store.Store) {
 		}
 	})
 	t.Run("WriteSkew", func(t *testing.T) {
+		t.Parallel() // each subtest opens a store of its own
 		// Two doctors on call; each transaction reads both and, seeing two
 		// on call, takes its own off. Serially the second sees one and
 		// stays: at least one doctor remains on call, however the two
@@ -486,6 +499,7 @@ func RunStoreSuite(t *testing.T, open func(testing.TB) store.Store) {
 		}
 	})
 	t.Run("ViewSnapshot", func(t *testing.T) {
+		t.Parallel() // each subtest opens a store of its own
 		// A View sees the store as it was when it began, whatever commits
 		// meanwhile.
 		s := open(t)
@@ -511,6 +525,7 @@ func RunStoreSuite(t *testing.T, open func(testing.TB) store.Store) {
 		}
 	})
 	t.Run("Large", func(t *testing.T) {
+		t.Parallel() // each subtest opens a store of its own
 		s := open(t)
 		big := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB
 		update(t, s, func(tx store.Tx) error { return tx.Set("big", big) })
@@ -522,6 +537,7 @@ func RunStoreSuite(t *testing.T, open func(testing.TB) store.Store) {
 		})
 	})
 	t.Run("ErrContext", func(t *testing.T) {
+		t.Parallel() // each subtest opens a store of its own
 		s := open(t)
 		cancelled, cancel := context.WithCancel(ctx)
 		cancel()
@@ -550,6 +566,7 @@ func RunStoreSuite(t *testing.T, open func(testing.TB) store.Store) {
 		}
 	})
 	t.Run("Ledger", func(t *testing.T) {
+		t.Parallel() // each subtest opens a store of its own
 		// The ledger on the store: concurrent transfers through holds sum
 		// to zero, and bad transfers are refused.
 		s := open(t)
@@ -598,6 +615,7 @@ func RunStoreSuite(t *testing.T, open func(testing.TB) store.Store) {
 func RunRangeSuite(t *testing.T, open func(testing.TB) store.Store) {
 	ctx := context.Background()
 	t.Run("PhantomSkew", func(t *testing.T) {
+		t.Parallel() // each subtest opens a store of its own
 		// The same with a range: each transaction counts the claims under
 		// a prefix and adds its own only if there is none. One claim must
 		// result, although the two write different keys.

@@ -25,6 +25,7 @@ func oneFunc(code ...byte) []byte {
 }
 
 func TestInstrument_Errors(t *testing.T) {
+	t.Parallel()
 	// The export section goes between the function and code sections.
 	plain := oneFunc(0x0b)
 	withExport := append([]byte{}, plain[:18]...)
@@ -68,6 +69,7 @@ func TestInstrument_Errors(t *testing.T) {
 
 // TestInstrument_ErrorOffset checks that the offset names the bad byte.
 func TestInstrument_ErrorOffset(t *testing.T) {
+	t.Parallel()
 	in := oneFunc(0x01, 0x01, 0x12, 0x00, 0x0b)
 	_, err := Instrument(in)
 	var de *DecodeError
@@ -82,6 +84,7 @@ func TestInstrument_ErrorOffset(t *testing.T) {
 // TestInstrument_Deterministic checks that output depends only on input and
 // that the input is left alone.
 func TestInstrument_Deterministic(t *testing.T) {
+	t.Parallel()
 	in := readWasm(t, "blocks")
 	keep := bytes.Clone(in)
 	a, b := mustInstrument(t, in), mustInstrument(t, in)
@@ -97,6 +100,7 @@ func TestInstrument_Deterministic(t *testing.T) {
 // gains a type section and an import section for fuel_slice, a global
 // section with the two counters and an export section.
 func TestInstrument_Empty(t *testing.T) {
+	t.Parallel()
 	out := mustInstrument(t, []byte("\x00asm\x01\x00\x00\x00"))
 	want := []byte("\x00asm\x01\x00\x00\x00" +
 		"\x01\x04\x01\x60\x00\x00" +
@@ -113,6 +117,7 @@ func TestInstrument_Empty(t *testing.T) {
 // wrappers, each where its rank says (the code before the data section),
 // and stays valid.
 func TestInstrument_OnlyImports(t *testing.T) {
+	t.Parallel()
 	b := sec(wasmHeader(), secType, []byte{0x01, 0x60, 0x01, 0x7f, 0x00})
 	imp := append(appendName(appendName(nil, "env"), "charge"), 0x00, 0x00)
 	b = sec(b, secImport, append([]byte{0x01}, imp...))

@@ -35,6 +35,7 @@ func wasiInstance(tb testing.TB, cfg wazero.RuntimeConfig, wasm []byte, h *host,
 // through a table (the per-iteration static costs are counted in
 // testdata/hostcalls.wat's terms).
 func TestInstrument_HostCalls(t *testing.T) {
+	t.Parallel()
 	metered := mustInstrument(t, readWasm(t, "hostcalls"))
 	tests := []struct {
 		fn   string

@@ -34,6 +34,7 @@ func realModules(tb testing.TB) map[string][]byte {
 // within the limits; the log shows what each measures (the figures in
 // the limits' docs).
 func TestCheckLimits_Real(t *testing.T) {
+	t.Parallel()
 	for name, b := range realModules(t) {
 		st, err := measure(b)
 		if err != nil {
@@ -240,6 +241,7 @@ func elemModule(n, k int) []byte {
 }
 
 func TestCheckLimits(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		limit string
 		max   uint64
@@ -318,6 +320,7 @@ func TestCheckLimits(t *testing.T) {
 // Instrument and PrepareReactor too, in well under a second, naming the
 // limit.
 func TestCheckLimits_Bombs(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, limit string
 		module      []byte
@@ -356,6 +359,7 @@ func TestCheckLimits_Bombs(t *testing.T) {
 // MaxTableSize, so that table.grow past it returns -1 and is not charged,
 // on both engines; growing to it succeeds, charged per element.
 func TestInstrument_TableMax(t *testing.T) {
+	t.Parallel()
 	metered := mustInstrument(t, readWasm(t, "tablegrow"))
 	for _, e := range engines {
 		for _, tt := range []struct {

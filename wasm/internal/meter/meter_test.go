@@ -259,6 +259,7 @@ const bigFuel = 1 << 40
 // engines: results and traps must match, and fuel used must be the same on
 // both engines and on a repeated run.
 func TestInstrument_SameResults(t *testing.T) {
+	t.Parallel()
 	for _, c := range calls {
 		t.Run(c.file+"/"+c.fn, func(t *testing.T) {
 			orig := readWasm(t, c.file)
@@ -342,6 +343,7 @@ func fuelUsed(t *testing.T, file, fn string, args ...uint64) int64 {
 // TestInstrument_ExactFuel checks hand-counted costs (see the comments in
 // testdata/exact.wat and friends).
 func TestInstrument_ExactFuel(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		file, fn string
 		args     []uint64
@@ -376,6 +378,7 @@ func TestInstrument_ExactFuel(t *testing.T) {
 // must end it when the fuel is spent, having handed out all of it, with
 // more than that used.
 func TestInstrument_Exhausted(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		file, fn string
 		args     []uint64
@@ -411,6 +414,7 @@ func TestInstrument_Exhausted(t *testing.T) {
 // TestInstrument_Start checks that the start function does not run at
 // instantiation, runs under StartExport, and is metered.
 func TestInstrument_Start(t *testing.T) {
+	t.Parallel()
 	metered := mustInstrument(t, readWasm(t, "start"))
 	for _, e := range engines {
 		m, err := newInstance(t, e.cfg(), metered, false, 0)
@@ -438,6 +442,7 @@ func TestInstrument_Start(t *testing.T) {
 // TestInstrument_HostSync checks that the counter is in the global when a
 // host function runs, and that the host's charge is seen after it returns.
 func TestInstrument_HostSync(t *testing.T) {
+	t.Parallel()
 	metered := mustInstrument(t, readWasm(t, "import"))
 	for _, e := range engines {
 		m, err := newInstance(t, e.cfg(), metered, true, 10_000)
@@ -473,6 +478,7 @@ func equalInts(a, b []int64) bool {
 // TestInstrument_GoHello instruments a Go wasip1 program and runs it to the
 // same output and exit code as the original.
 func TestInstrument_GoHello(t *testing.T) {
+	t.Parallel()
 	orig := readWasm(t, "gohello")
 	metered := mustInstrument(t, orig)
 	runGo := func(cfg wazero.RuntimeConfig, wasm []byte, fuel int64) (string, uint32, int64) {
@@ -526,6 +532,7 @@ func TestInstrument_GoHello(t *testing.T) {
 // depth counter at DepthExceeded on the compiler, whose own stack would
 // allow far more; calls that return leave the counter at zero.
 func TestInstrument_Depth(t *testing.T) {
+	t.Parallel()
 	metered := mustInstrument(t, readWasm(t, "recursion"))
 	depth := func(in *instance) int32 {
 		return int32(in.mod.ExportedGlobal(DepthExport).Get())

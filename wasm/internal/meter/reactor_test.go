@@ -42,6 +42,7 @@ func reactorModules(tb testing.TB) map[string][]byte {
 // is exported; and instantiating the prepared form writes no memory at
 // all.
 func TestPrepareReactor_memory(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
 	defer r.Close(ctx)
@@ -106,6 +107,7 @@ func mustCompile(tb testing.TB, r wazero.Runtime, b []byte) wazero.CompiledModul
 // no code names a segment; a module whose code drops a segment keeps its
 // segments and cannot be snapshotted.
 func TestPrepareReactor_segments(t *testing.T) {
+	t.Parallel()
 	mods := reactorModules(t)
 	count := func(b []byte) uint32 {
 		m, err := parse(b)
@@ -140,6 +142,7 @@ func TestPrepareReactor_segments(t *testing.T) {
 // TestPrepareReactor_reserved: an export named like the pass's own is
 // refused.
 func TestPrepareReactor_reserved(t *testing.T) {
+	t.Parallel()
 	b := readWasm(t, "loop")
 	rc, err := PrepareReactor(b)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 // be ended, whatever the slice, and uses exactly one fuel more than its
 // limit, as it would with all of it at once.
 func TestInstrument_Slices(t *testing.T) {
+	t.Parallel()
 	metered := mustInstrument(t, readWasm(t, "loop"))
 	tests := []struct {
 		limit, slice int64
@@ -50,6 +51,7 @@ func TestInstrument_Slices(t *testing.T) {
 // TestInstrument_SliceSize: the fuel a run uses does not depend on the
 // slice it is handed out in, for runs that end and runs that run out.
 func TestInstrument_SliceSize(t *testing.T) {
+	t.Parallel()
 	for _, c := range calls {
 		metered := mustInstrument(t, readWasm(t, c.file))
 		var used []int64
@@ -80,6 +82,7 @@ func TestInstrument_SliceSize(t *testing.T) {
 // deadline passed) ends the guest call with its error at the first slice
 // boundary, on both engines.
 func TestInstrument_SliceStop(t *testing.T) {
+	t.Parallel()
 	metered := mustInstrument(t, readWasm(t, "loop"))
 	for _, e := range engines {
 		h := &host{slice: 1000, stop: true}
@@ -116,6 +119,7 @@ func renumberNames() []byte {
 // function and parameter names and a trap's stack trace read the same
 // metered and unmetered.
 func TestInstrument_Names(t *testing.T) {
+	t.Parallel()
 	orig := append(readWasm(t, "renumber"), renumberNames()...)
 	metered := mustInstrument(t, orig)
 	for _, e := range engines {
@@ -149,6 +153,7 @@ func TestInstrument_Names(t *testing.T) {
 // initialises and checks as the prepared form does unmetered: the same
 // results and the same memory.
 func TestPrepareReactor_Instrument(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for name, b := range reactorModules(t) {
 		if !strings.HasPrefix(name, "reactor_") {
@@ -166,7 +171,11 @@ func TestPrepareReactor_Instrument(t *testing.T) {
 				mem []byte
 			}
 			runOne := func(wasm []byte, h *host) (result, error) {
-				r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
+				// 256 MiB, the memory a start-up may have in the sandbox
+				// (wasm.InitMemoryMiB): a module that asks for more is
+				// refused here as there.
+				cfg := wazero.NewRuntimeConfigInterpreter().WithMemoryLimitPages(4096)
+				r := wazero.NewRuntimeWithConfig(ctx, cfg)
 				defer r.Close(ctx)
 				wasi_snapshot_preview1.MustInstantiate(ctx, r)
 				h.instantiate(t, ctx, r)
@@ -178,8 +187,10 @@ func TestPrepareReactor_Instrument(t *testing.T) {
 				if err != nil {
 					return result{}, err
 				}
+				// Enough fuel for every reactor fixture but the ones that
+				// loop forever, which are not run unmetered.
 				if g := fuelGlobal(mod); g != nil {
-					h.begin(g, 100_000_000)
+					h.begin(g, 10_000_000)
 				}
 				var out result
 				for _, fn := range []string{DataExport, StartFuncExport, InitExport, CheckExport} {
