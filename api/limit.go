@@ -56,11 +56,11 @@ func (r Rate) String() string {
 // shortDuration writes d without a zero tail: 1m, not 1m0s.
 func shortDuration(d time.Duration) string {
 	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
+	if t, ok := strings.CutSuffix(s, "m0s"); ok {
+		s = t + "m"
 	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
+	if t, ok := strings.CutSuffix(s, "h0m"); ok {
+		s = t + "h"
 	}
 	return s
 }

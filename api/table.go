@@ -214,7 +214,7 @@ var routeTable = []route{
 	// checkers and replays
 	{method: "POST", path: "/checkers", rate: RateUploads, op: putChecker, idem: idemHeader, bodyLimit: replays.MaxCheckerBytes, service: svcCheckers, auth: RouteOpen, summary: "upload a checker: raw WebAssembly (application/wasm) or Python source (text/x-python)",
 		reqTypes: []string{"application/wasm", "text/x-python"}, resp: schemaFn[replays.Info], created: true,
-		codes: with(idemCodes, []string{codeUnsupportedCheckerKind, escrow.ECodeInvalidChecker, replays.ECodeCheckerTooLarge, replays.ECodeUnsupportedKind}),
+		codes: with(idemCodes, []string{codeUnsupportedCheckerKind, escrow.ECodeInvalidChecker, replays.ECodeCheckerTooLarge, replays.ECodeUnsupportedKind, replays.ECodeUploadQuota}),
 		hint: &hint{verb: "upload", detail: "upload a wasm checker as the raw body with Content-Type: application/wasm, or Python source with text/x-python; name it in acceptance.checkers by sha256",
 			returns: `{"sha256", "kind", "size"}`}},
 	{method: "GET", path: "/checkers/{sha256}", op: view((*server).checker), service: svcCheckers, auth: RouteOpen, summary: "a stored checker's metadata",
@@ -245,7 +245,7 @@ var routeTable = []route{
 		codes: with(marketIdem, []string{market.ECodeArtifactTooLarge, market.ECodeCheckerFailed, market.ECodeCheckerRequired, market.ECodeCheckerTooLarge, market.ECodeCheckersUnavailable,
 			market.ECodeInsufficientFunds, market.ECodeInvalidAmount, market.ECodeAmountTooLarge, market.ECodeInvalidArtifact, market.ECodeInvalidArtifactType, market.ECodeInvalidChecker,
 			market.ECodeInvalidEncoding, market.ECodeInvalidLevel, market.ECodeInvalidProblemStatement, market.ECodeLevelReserved, market.ECodeMarketLimitExceeded, market.ECodeMissingField,
-			market.ECodeNoChecker, market.ECodeUnknownChecker, market.ECodeUnsupportedCheckerKind, market.ECodeWalletLimitExceeded, escrow.ECodeInvalidSHA256},
+			market.ECodeNoChecker, market.ECodeUnknownChecker, market.ECodeUnsupportedCheckerKind, market.ECodeWalletLimitExceeded, escrow.ECodeInvalidSHA256, replays.ECodeUploadQuota},
 			invalidText("agent", "title", "license_terms", "problem_statement"))},
 	{method: "POST", path: "/market/listings/{id}/purchase", op: mutate((*server).purchase), idem: idemHeader, paid: true, tool: &toolSpec{name: "purchase", title: "Buy a listing", kind: destructive, desc: "Buy a listing as agent: debits price + 3% fee, delivers the artifact at once with a signed receipt and the recourse terms; proceeds are held until the challenge window closes.", args: []toolArg{{"id", "listing_id", "the listing to buy"}}}, service: svcMarket, auth: RouteAgent, write: true, summary: "buy a listing: price + 3% fee from the buyer's wallet; answers the artifact and a receipt (purchase)",
 		req: schemaFn[market.PurchaseRequest], resp: schemaFn[market.Bought], created: true,

@@ -131,6 +131,22 @@ type Config struct {
 	// authenticated principal of the request (carried by ctx) belongs
 	// here.
 	Identity func(ctx context.Context, agent string) string
+	// Sources keeps a listing's Python checker source where Runner reads
+	// it, charged to the publisher's upload quota
+	// (*replays.Library.KeepSource). Nil: the source is put in Store
+	// directly, charged to nothing.
+	Sources Sources
+}
+
+// Sources keeps checker sources in the checker registry for the agent
+// that publishes them.
+type Sources interface {
+	// KeepSource stores source for a, unless it is stored already.
+	//
+	// # Errors
+	//
+	// A refusal of a's upload quota (429 or 413), with nothing stored.
+	KeepSource(ctx context.Context, a principal.Actor, source []byte) error
 }
 
 // Service is the artifact market over a store. It is safe for concurrent
@@ -147,6 +163,7 @@ type Service struct {
 	platform string
 	ident    func(context.Context, string) string
 	auth     principal.Mode
+	sources  Sources
 	scanOnly bool // tests: search by scanning every search record
 	common   int  // commonPostings; tests lower it
 }
@@ -157,7 +174,7 @@ func New(cfg Config) (*Service, error) {
 		return nil, errors.New("market: Config.Store and Config.Signer are required")
 	}
 	s := &Service{st: cfg.Store, signer: cfg.Signer, runner: cfg.Runner, rail: cfg.Rail, now: cfg.Now, newID: cfg.NewID,
-		rand: cfg.Rand, house: cfg.HousePrefix, platform: cfg.PlatformAccount, ident: cfg.Identity, common: commonPostings, auth: cfg.Auth}
+		rand: cfg.Rand, house: cfg.HousePrefix, platform: cfg.PlatformAccount, ident: cfg.Identity, common: commonPostings, auth: cfg.Auth, sources: cfg.Sources}
 	if s.auth == "" {
 		s.auth = principal.Open
 	}
