@@ -72,7 +72,7 @@ func start(tb testing.TB, dir string, env ...string) *server {
 // env added, and waits up to within for it to say where it listens.
 func startServe(tb testing.TB, dir string, args, env []string, within time.Duration) *server {
 	tb.Helper()
-	argv := append([]string{"serve", "--addr", "127.0.0.1:0", "--data", dir}, args...)
+	argv := append([]string{"serve", "--addr", "127.0.0.1:0", "--data", dir, "--limits", harnessLimits}, args...)
 	cmd := exec.Command(binary, argv...)
 	cmd.Env = append(os.Environ(), env...)
 	stdout, err := cmd.StdoutPipe()
