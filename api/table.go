@@ -355,4 +355,4 @@ var routeTable = []route{
 var criteriaCodes = []string{adjudicate.EInvalidSchema, adjudicate.EInvalidAssertion, adjudicate.EInvalidCriteria, adjudicate.EInvalidDeliverable}
 
 // marketSearchCodes are a search's refusals.
-var marketSearchCodes = []string{market.ECodeInvalidFingerprint, market.ECodeInvalidLimit, codeInvalidLimit, "invalid_query"}
+var marketSearchCodes = []string{market.ECodeInvalidFingerprint, market.ECodeInvalidLimit, codeInvalidLimit, "invalid_query", market.ECodeScanLimit}

@@ -149,6 +149,19 @@ type Sources interface {
 	KeepSource(ctx context.Context, a principal.Actor, source []byte) error
 }
 
+// The work bounds of the market's reads that scan: a browse or a search
+// that would examine more records (a listing, a search record, a posting
+// of the token index, each one) is refused with 422 scan_limit_exceeded,
+// the same request over the same market always at the same point.
+// A page is at most 100 results besides.
+const (
+	// MaxBrowseRecords bounds a browse, which reads every listing.
+	MaxBrowseRecords = 10_000
+	// MaxSearchRecords bounds a search: postings of its words, the
+	// listings they name, search records where the index is incomplete.
+	MaxSearchRecords = 1 << 18
+)
+
 // Service is the artifact market over a store. It is safe for concurrent
 // use.
 type Service struct {
@@ -164,8 +177,11 @@ type Service struct {
 	ident    func(context.Context, string) string
 	auth     principal.Mode
 	sources  Sources
-	scanOnly bool // tests: search by scanning every search record
-	common   int  // commonPostings; tests lower it
+	// maxBrowse and maxSearch bound the records one browse or search
+	// examines (MaxBrowseRecords, MaxSearchRecords; tests lower them).
+	maxBrowse, maxSearch int
+	scanOnly             bool // tests: search by scanning every search record
+	common               int  // commonPostings; tests lower it
 }
 
 // New returns a Service.
@@ -174,7 +190,8 @@ func New(cfg Config) (*Service, error) {
 		return nil, errors.New("market: Config.Store and Config.Signer are required")
 	}
 	s := &Service{st: cfg.Store, signer: cfg.Signer, runner: cfg.Runner, rail: cfg.Rail, now: cfg.Now, newID: cfg.NewID,
-		rand: cfg.Rand, house: cfg.HousePrefix, platform: cfg.PlatformAccount, ident: cfg.Identity, common: commonPostings, auth: cfg.Auth, sources: cfg.Sources}
+		rand: cfg.Rand, house: cfg.HousePrefix, platform: cfg.PlatformAccount, ident: cfg.Identity, common: commonPostings, auth: cfg.Auth, sources: cfg.Sources,
+		maxBrowse: MaxBrowseRecords, maxSearch: MaxSearchRecords}
 	if s.auth == "" {
 		s.auth = principal.Open
 	}
