@@ -45,6 +45,7 @@ const (
 	codeInvalidUTF8          = "invalid_utf8"
 	codeInvalidHeader        = "invalid_header"
 	codeRateLimited          = "rate_limited" // 429: the caller is over its rate class's limit (limit.go)
+	codeBusy                 = "busy"         // 503: the server runs its most decisions at once (limit.go)
 
 	// a body or query that does not decode
 	codeInvalidJSON  = "invalid_json"

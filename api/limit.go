@@ -11,6 +11,7 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/time/rate"
 
+	"github.com/assayhq/assay/adjudicate"
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/principal"
 )
@@ -85,9 +86,21 @@ type Limits struct {
 	// client (clientAddr); none: the peer is the client, and the header
 	// is ignored.
 	TrustedProxies []netip.Prefix
+	// ConcurrentDecisions bounds the requests of the decisions class that
+	// run at once on this server, every caller together: one more is
+	// answered 503 busy with Retry-After, before its body is read. It
+	// bounds what waits for adjudicate's turns (each dispute holding its
+	// parsed deliverable) and the sandbox's queue. 0: no bound.
+	ConcurrentDecisions int
 	// Now is the limits' clock; time.Now when nil.
 	Now func() time.Time
 }
+
+// DefaultConcurrentDecisions is assay serve's ConcurrentDecisions unless
+// --limits says otherwise: four times the decisions adjudicate runs at
+// once (adjudicate.MaxTier0Slots), so that a turn never waits for want of
+// a decision ready to take it.
+const DefaultConcurrentDecisions = 4 * adjudicate.MaxTier0Slots
 
 // maxCounted bounds how many callers the limits keep a count for, every
 // class together. The least recently seen is dropped first: a count that
@@ -102,6 +115,8 @@ type limiter struct {
 	proxies []netip.Prefix
 	now     func() time.Time
 	counts  *lru.Cache[string, *rate.Limiter]
+	// decisions holds a token for each decision running; nil: no bound.
+	decisions chan struct{}
 }
 
 func newLimiter(l Limits) *limiter {
@@ -119,7 +134,28 @@ func newLimiter(l Limits) *limiter {
 			rates[c] = r
 		}
 	}
-	return &limiter{rates: rates, proxies: l.TrustedProxies, now: now, counts: counts}
+	lim := &limiter{rates: rates, proxies: l.TrustedProxies, now: now, counts: counts}
+	if l.ConcurrentDecisions > 0 {
+		lim.decisions = make(chan struct{}, l.ConcurrentDecisions)
+	}
+	return lim
+}
+
+// enter takes a place for a request of class among the decisions
+// running, and returns what gives it back; a request of any other class
+// takes none. With every place taken it is refused at once, 503 busy:
+// the caller tries again, rather than waiting holding a connection.
+func (l *limiter) enter(class RateClass) (release func(), err error) {
+	if class != RateDecisions || l.decisions == nil {
+		return func() {}, nil
+	}
+	select {
+	case l.decisions <- struct{}{}:
+		return func() { <-l.decisions }, nil
+	default:
+		return nil, &limited{wait: time.Second, err: fault.New(fault.Unavailable, codeBusy,
+			"%d decisions (disputes, replays, challenges) are running on this server, its most at once; try again in 1 s", cap(l.decisions))}
+	}
 }
 
 // retryAfter is an error that says when to try again: the API answers it
@@ -129,7 +165,8 @@ type retryAfter interface {
 	RetryAfter() time.Duration
 }
 
-// limited is a request refused for its caller's rate.
+// limited is a request refused for its caller's rate, or for the
+// server's decisions at once.
 type limited struct {
 	err  *fault.Error
 	wait time.Duration

@@ -167,3 +167,39 @@ func TestServer_Limit(t *testing.T) {
 		t.Errorf("after Retry-After: %d %s", st, b)
 	}
 }
+
+// TestLimiter_Enter: decisions take the server's places for decisions at
+// once, and one more is refused 503 busy with a wait; other classes take
+// none.
+func TestLimiter_Enter(t *testing.T) {
+	t.Parallel()
+	l := newLimiter(Limits{ConcurrentDecisions: 2})
+	var releases []func()
+	for range 2 {
+		release, err := l.enter(RateDecisions)
+		if err != nil {
+			t.Fatal(err)
+		}
+		releases = append(releases, release)
+	}
+	_, err := l.enter(RateDecisions)
+	var later retryAfter
+	if fault.CodeOf(err) != codeBusy || fault.KindOf(err) != fault.Unavailable || !errors.As(err, &later) || later.RetryAfter() != time.Second {
+		t.Fatalf("a third decision: %v, want 503 busy with a wait", err)
+	}
+	if release, err := l.enter(RateWrites); err != nil {
+		t.Errorf("a write while decisions are full: %v", err)
+	} else {
+		release()
+	}
+	releases[0]()
+	release, err := l.enter(RateDecisions)
+	if err != nil {
+		t.Fatalf("after one finished: %v", err)
+	}
+	release()
+	releases[1]()
+	if _, err := newLimiter(Limits{}).enter(RateDecisions); err != nil {
+		t.Errorf("no bound: %v", err)
+	}
+}

@@ -30,7 +30,8 @@ import (
 //  4. the request is counted in the row's rate class, per agent or, for
 //     an anonymous caller (or credentials refused in 2 or 3), per client
 //     address (limit.go): over its rate it is answered 429, before
-//     anything else is read;
+//     anything else is read; a decision takes one of the server's places
+//     for decisions at once, or is answered 503;
 //  5. the body is read and decoded into the row's request type;
 //  6. its idempotency is made (idem.New: the key in the scope of the
 //     operation and the actor, the fingerprint of the operation and its
@@ -234,6 +235,11 @@ func (s *server) rest(r *route) fiber.Handler {
 		if err := s.limit(r, a, err); err != nil {
 			return s.refuse(c, r, err)
 		}
+		release, err := s.limits.enter(r.rateClass())
+		if err != nil {
+			return err
+		}
+		defer release()
 		if r.raw != nil {
 			return r.raw(s, c, a)
 		}

@@ -132,6 +132,9 @@ func (r *route) allCodes() []string {
 		codes = append(codes, bodyCodes...)
 	}
 	codes = append(codes, r.codes...)
+	if r.rateClass() == RateDecisions {
+		codes = append(codes, codeBusy)
+	}
 	switch r.auth {
 	case RouteOperator:
 		codes = append(codes, codeOperatorDisabled, codeUnauthorized)

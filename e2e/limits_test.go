@@ -16,14 +16,15 @@ import (
 // harnessLimits are the limits of the servers the harness starts
 // (startServe): the whole suite talks to its servers from one address,
 // far faster than any one client of a real server would, so each class
-// gets a rate no test reaches and each uploader quota no test fills. A
+// gets a rate no test reaches, each uploader a quota no test fills, and
+// the server more decisions at once than any test runs. A
 // test of the limits themselves names its own after them.
-const harnessLimits = "reads=20000/1s,writes=20000/1s,decisions=20000/1s,uploads=20000/1s,agent-bytes=4GiB/1h,address-bytes=4GiB/1h"
+const harnessLimits = "reads=20000/1s,writes=20000/1s,decisions=20000/1s,uploads=20000/1s,agent-bytes=4GiB/1h,address-bytes=4GiB/1h,concurrent-decisions=1000"
 
-// defaultLimits are assay serve's own defaults (api.DefaultRates and
-// replays.DefaultQuotas), for a test that runs a server as production
-// would.
-const defaultLimits = "reads=100/1s,writes=30/1s,decisions=60/1m,uploads=10/1m,agent-bytes=64MiB/24h,address-bytes=16MiB/24h"
+// defaultLimits are assay serve's own defaults (api.DefaultRates,
+// replays.DefaultQuotas, api.DefaultConcurrentDecisions), for a test that
+// runs a server as production would.
+const defaultLimits = "reads=100/1s,writes=30/1s,decisions=60/1m,uploads=10/1m,agent-bytes=64MiB/24h,address-bytes=16MiB/24h,concurrent-decisions=32"
 
 // viaPeer sends a request to the server itself, not through the
 // validating proxy (which forwards no X-Forwarded-For of its client's):

@@ -216,18 +216,21 @@ func parseStore(spec string) (storeSpec, error) {
 type limitsSpec struct {
 	Rates  map[api.RateClass]api.Rate
 	Quotas replays.Quotas
+	// Decisions is api.Limits.ConcurrentDecisions: 0 is no bound.
+	Decisions int
 }
 
 // defaultLimits are what assay serve runs with when --limits is not
 // given: api.DefaultRates and replays.DefaultQuotas.
 func defaultLimits() limitsSpec {
-	return limitsSpec{Rates: maps.Clone(api.DefaultRates), Quotas: replays.DefaultQuotas}
+	return limitsSpec{Rates: maps.Clone(api.DefaultRates), Quotas: replays.DefaultQuotas, Decisions: api.DefaultConcurrentDecisions}
 }
 
 // The --limits names of the quotas.
 const (
 	limitAgentBytes   = "agent-bytes"
 	limitAddressBytes = "address-bytes"
+	limitDecisions    = "concurrent-decisions"
 )
 
 // String writes l as --limits takes it, every limit named.
@@ -237,7 +240,11 @@ func (l limitsSpec) String() string {
 		parts = append(parts, string(c)+"="+l.Rates[c].String())
 	}
 	parts = append(parts, limitAgentBytes+"="+l.Quotas.Agent.String(), limitAddressBytes+"="+l.Quotas.Address.String())
-	return strings.Join(parts, ",")
+	decisions := "off"
+	if l.Decisions > 0 {
+		decisions = strconv.Itoa(l.Decisions)
+	}
+	return strings.Join(append(parts, limitDecisions+"="+decisions), ",")
 }
 
 // off lists the limits l turns off, for the start-up warning.
@@ -256,6 +263,9 @@ func (l limitsSpec) off() []string {
 			out = append(out, q.name)
 		}
 	}
+	if l.Decisions <= 0 {
+		out = append(out, limitDecisions)
+	}
 	return out
 }
 
@@ -264,8 +274,9 @@ func (l limitsSpec) off() []string {
 // limit of the defaults: reads, writes, decisions and uploads take
 // N/PERIOD (N requests in any PERIOD, a Go duration such as 1s, 1m or
 // 24h, or a bare unit: s, m, h) and agent-bytes and address-bytes take
-// SIZE/PERIOD (SIZE in bytes, or with KiB, MiB or GiB); any of them takes
-// off.
+// SIZE/PERIOD (SIZE in bytes, or with KiB, MiB or GiB), and
+// concurrent-decisions takes N (the decisions at once on the server); any
+// of them takes off.
 //
 // # Errors
 //
@@ -304,8 +315,18 @@ func parseLimits(s string) (limitsSpec, error) {
 			} else {
 				l.Quotas.Address = q
 			}
+		case name == limitDecisions:
+			if value == "off" {
+				l.Decisions = 0
+				continue
+			}
+			n, err := parseCount(value)
+			if err != nil {
+				return limitsSpec{}, fmt.Errorf("%s: %w", name, err)
+			}
+			l.Decisions = int(n)
 		default:
-			return limitsSpec{}, fmt.Errorf("unknown limit %q: the limits are reads, writes, decisions, uploads, %s and %s", name, limitAgentBytes, limitAddressBytes)
+			return limitsSpec{}, fmt.Errorf("unknown limit %q: the limits are reads, writes, decisions, uploads, %s, %s and %s", name, limitAgentBytes, limitAddressBytes, limitDecisions)
 		}
 	}
 	return l, nil

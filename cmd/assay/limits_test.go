@@ -25,6 +25,9 @@ func TestParseLimits(t *testing.T) {
 	}{
 		{"OKDefault", "", def, ""},
 		{"OKOff", "off", limitsSpec{Rates: map[api.RateClass]api.Rate{}}, ""},
+		{"OKDecisions", "concurrent-decisions=4", with(func(l *limitsSpec) { l.Decisions = 4 }), ""},
+		{"OKDecisionsOff", "concurrent-decisions=off", with(func(l *limitsSpec) { l.Decisions = 0 }), ""},
+		{"ErrDecisions", "concurrent-decisions=1/s", limitsSpec{}, "positive whole number"},
 		{"OKOneClass", "reads=5/1s", with(func(l *limitsSpec) { l.Rates[api.RateReads] = api.Rate{N: 5, Per: time.Second} }), ""},
 		{"OKBareUnit", "decisions=2/m", with(func(l *limitsSpec) { l.Rates[api.RateDecisions] = api.Rate{N: 2, Per: time.Minute} }), ""},
 		{"OKClassOff", "uploads=off", with(func(l *limitsSpec) { l.Rates[api.RateUploads] = api.Rate{} }), ""},

@@ -112,7 +112,7 @@ func cmdServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs.BoolVar(&withMetrics, "metrics", withMetrics, "serve Prometheus metrics at GET /metrics ($ASSAY_METRICS)")
 	debugAddr := fs.String("debug-addr", envOr("ASSAY_DEBUG_ADDR", ""), "serve net/http/pprof at `ADDR` ($ASSAY_DEBUG_ADDR), e.g. 127.0.0.1:6060, never on --addr; empty: off")
 	rails := railFlags(fs)
-	limits := fs.String("limits", "", "the rate `LIMITS` per caller and the upload quotas: off, or NAME=N/PERIOD,… changing the defaults ("+defaultLimits().String()+
+	limits := fs.String("limits", "", "the rate `LIMITS` per caller, the upload quotas and the decisions at once: off, or NAME=VALUE,… changing the defaults ("+defaultLimits().String()+
 		"); no environment variable: a server never inherits its limits from an environment")
 	proxies := fs.String("trusted-proxies", "", "`ADDRS` (addresses or CIDR prefixes, comma-separated) of proxies whose X-Forwarded-For names the client; none: the peer is the client and the header is ignored; no environment variable")
 	memoryBudget := fs.String("memory-budget", envOr("ASSAY_MEMORY_BUDGET", ""), "`MiB` checker runs may hold at once, snapshots included ($ASSAY_MEMORY_BUDGET); runs wait for room (default half the machine's memory)")
@@ -404,7 +404,7 @@ func serveWith(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) e
 		InFlight: &inflight, CORSOrigins: cfg.CORSOrigins,
 		AdvanceMarketClock: advance, ReplayQueue: svc.queue,
 		Metrics: m, LogRequests: cfg.LogRequests,
-		Limits: api.Limits{Rates: cfg.Limits.Rates, TrustedProxies: cfg.TrustedProxies},
+		Limits: api.Limits{Rates: cfg.Limits.Rates, TrustedProxies: cfg.TrustedProxies, ConcurrentDecisions: cfg.Limits.Decisions},
 	})
 	printServing(stdout, ln.Addr(), m != nil, dir, cfg.Store.String(), keys.Current().PublicKey)
 	served := make(chan error, 1)
