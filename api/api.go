@@ -89,6 +89,10 @@ type Config struct {
 	// (cors.go), comma-separated: DefaultCORSOrigins ("*") when empty,
 	// "none" for no cross-origin calls.
 	CORSOrigins string
+	// Limits are the rows' rate limits per caller (limit.go): the zero
+	// Limits limits nothing; assay serve sets DefaultRates unless --limits
+	// says otherwise.
+	Limits Limits
 }
 
 //go:embed skill.md
@@ -110,6 +114,8 @@ type server struct {
 	openapi []byte
 	// mcp serves the rows' MCP tools (mcp.go), when the market runs.
 	mcp fiber.Handler
+	// limits count every row's requests per caller (limit.go).
+	limits *limiter
 }
 
 // New returns the fiber app serving the route table: the operations of
@@ -157,7 +163,7 @@ func newServer(cfg Config, rows []route) (*fiber.App, *server) {
 		IdleTimeout:    120 * time.Second,
 		ReadBufferSize: readBufferBytes,
 	})
-	s := &server{cfg: cfg, started: time.Now(), rows: rows, routes: routes, origins: o}
+	s := &server{cfg: cfg, started: time.Now(), rows: rows, routes: routes, origins: o, limits: newLimiter(cfg.Limits)}
 	if n := cfg.InFlight; n != nil {
 		app.Use(func(c *fiber.Ctx) error {
 			n.Add(1)

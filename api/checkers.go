@@ -25,7 +25,7 @@ func putChecker(s *server, c *call) (answer, error) {
 	if s.cfg.Checkers == nil {
 		return answer{}, fault.New(fault.Unavailable, replays.ECodeCheckersUnavailable, "this server keeps no checkers")
 	}
-	r, err := s.cfg.Checkers.Put(c.ctx, kind, c.body, c.ik)
+	r, err := s.cfg.Checkers.Put(c.ctx, c.actor, kind, c.body, c.ik)
 	return answer{reply: &r}, err
 }
 

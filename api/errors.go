@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,6 +24,7 @@ var statusOf = map[fault.Kind]int{
 	fault.Unauthorized:  http.StatusUnauthorized,
 	fault.Forbidden:     http.StatusForbidden,
 	fault.TooLarge:      http.StatusRequestEntityTooLarge,
+	fault.TooMany:       http.StatusTooManyRequests,
 	fault.Unavailable:   http.StatusServiceUnavailable,
 	fault.Internal:      http.StatusInternalServerError,
 }
@@ -42,6 +44,8 @@ const (
 	codeUnsupportedMediaType = "unsupported_media_type"
 	codeInvalidUTF8          = "invalid_utf8"
 	codeInvalidHeader        = "invalid_header"
+	codeRateLimited          = "rate_limited" // 429: the caller is over its rate class's limit (limit.go)
+	codeBusy                 = "busy"         // 503: the server runs its most decisions at once (limit.go)
 
 	// a body or query that does not decode
 	codeInvalidJSON  = "invalid_json"
@@ -135,6 +139,10 @@ func errorHandler(log *slog.Logger, allow func(path string) string) fiber.ErrorH
 			} else {
 				return writeError(c, fe.Code, codeHTTPError, fe.Message)
 			}
+		}
+		var later retryAfter
+		if errors.As(err, &later) {
+			c.Set(fiber.HeaderRetryAfter, strconv.Itoa(retrySeconds(later.RetryAfter())))
 		}
 		kind := fault.KindOf(err)
 		status, ok := statusOf[kind]

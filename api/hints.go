@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/assayhq/assay/runtime/principal"
 )
 
 // hint is a route's usage note: what a bare GET of a POST route (or of
@@ -84,7 +86,12 @@ func (s *server) hints(app *fiber.App) {
 			r = &d
 		}
 		u := usageOf(r)
-		app.Get(toFiber(r.hintPath()), func(c *fiber.Ctx) error { return c.JSON(u) })
+		app.Get(toFiber(r.hintPath()), func(c *fiber.Ctx) error {
+			if err := s.limits.take(RateReads, principal.Actor{Addr: s.limits.clientAddr(c)}); err != nil {
+				return err
+			}
+			return c.JSON(u)
+		})
 		s.routes.add(hintRoute(r))
 	}
 }

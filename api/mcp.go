@@ -573,6 +573,14 @@ func addTool(s *server, srv *mcp.Server, r *route) {
 // parameters and idempotency key taken out, the rest the body.
 func (s *server) callTool(ctx context.Context, r *route, in json.RawMessage) (json.RawMessage, error) {
 	a := actorOf(ctx)
+	if err := s.limits.take(r.rateClass(), a); err != nil {
+		return nil, err // a tool call is counted in its row's class, besides its HTTP request's
+	}
+	release, err := s.limits.enter(r.rateClass())
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	if r.auth == RouteOperator {
 		if err := s.allowedAs(svcMCP, a); err != nil {
 			return nil, err

@@ -27,11 +27,16 @@ import (
 //     (auth.go): a bad one is refused, never ignored;
 //  3. the row's rule is checked: an operator's row takes the operator;
 //     every other decision on who may act on an object is the service's;
-//  4. the body is read and decoded into the row's request type;
-//  5. its idempotency is made (idem.New: the key in the scope of the
+//  4. the request is counted in the row's rate class, per agent or, for
+//     an anonymous caller (or credentials refused in 2 or 3), per client
+//     address (limit.go): over its rate it is answered 429, before
+//     anything else is read; a decision takes one of the server's places
+//     for decisions at once, or is answered 503;
+//  5. the body is read and decoded into the row's request type;
+//  6. its idempotency is made (idem.New: the key in the scope of the
 //     operation and the actor, the fingerprint of the operation and its
 //     content), and a stored reply answered before any work;
-//  6. the service is called with the actor, and its answer written.
+//  7. the service is called with the actor, and its answer written.
 
 // call is one request to an operation, as the transport read it.
 type call struct {
@@ -226,9 +231,15 @@ func (s *server) rest(r *route) fiber.Handler {
 		if err == nil {
 			err = s.allowed(r, a)
 		}
-		if err != nil {
+		a.Addr = s.limits.clientAddr(c)
+		if err := s.limit(r, a, err); err != nil {
 			return s.refuse(c, r, err)
 		}
+		release, err := s.limits.enter(r.rateClass())
+		if err != nil {
+			return err
+		}
+		defer release()
 		if r.raw != nil {
 			return r.raw(s, c, a)
 		}

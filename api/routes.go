@@ -48,6 +48,9 @@ type route struct {
 	// bodyLimit bounds the body when it is not MaxBodyBytes (a checker's
 	// bytes, a batch of replays).
 	bodyLimit int
+	// rate is the class the row's requests are counted in (limit.go);
+	// "" is a read for a GET and a write for anything else.
+	rate RateClass
 	// tool, when set, serves the operation as an MCP tool too.
 	tool *toolSpec
 	// only, when set, says whether this server serves the row, beyond
@@ -112,9 +115,10 @@ func (r *route) params() []string {
 
 // commonCodes can be answered by every route: the request's edges and
 // fiber's own refusals, a credential that does not verify (every route
-// verifies the credentials a request carries), and an internal error.
+// verifies the credentials a request carries), the caller's rate limit,
+// and an internal error.
 var commonCodes = []string{codeRouteNotFound, codeMethodNotAllowed, codeHTTPError, codeBodyTooLarge, codeHeadersTooLarge,
-	codeURITooLong, codeUnsupportedMediaType, codeInvalidUTF8, codeInvalidHeader, codeInternal,
+	codeURITooLong, codeUnsupportedMediaType, codeInvalidUTF8, codeInvalidHeader, codeInternal, codeRateLimited,
 	codeSignatureMissing, codeSignatureMalformed, codeSignatureExpired, codeSignatureInvalid, codeUnknownKey, codeDigestMismatch,
 	codeNonceReplayed, codeAPIKeyInvalid, codeWrongAuthority}
 
@@ -128,6 +132,9 @@ func (r *route) allCodes() []string {
 		codes = append(codes, bodyCodes...)
 	}
 	codes = append(codes, r.codes...)
+	if r.rateClass() == RateDecisions {
+		codes = append(codes, codeBusy)
+	}
 	switch r.auth {
 	case RouteOperator:
 		codes = append(codes, codeOperatorDisabled, codeUnauthorized)

@@ -90,7 +90,7 @@ type Matters interface {
 
 // Checkers is the checker registry's uploads (*replays.Library).
 type Checkers interface {
-	Put(ctx context.Context, kind string, module []byte, ik idem.Request) (idem.Reply, error)
+	Put(ctx context.Context, a principal.Actor, kind string, module []byte, ik idem.Request) (idem.Reply, error)
 	Info(ctx context.Context, sum string) (replays.Info, error)
 }
 

@@ -143,7 +143,7 @@ func launch(dir string, args, env []string, within time.Duration) (*server, erro
 	if err := os.Symlink(compileCache, filepath.Join(dir, "cache")); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, err
 	}
-	argv := append([]string{"serve", "--addr", "127.0.0.1:0", "--data", dir}, args...)
+	argv := append([]string{"serve", "--addr", "127.0.0.1:0", "--data", dir, "--limits", harnessLimits}, args...)
 	cmd := exec.Command(binary, argv...)
 	cmd.Env = append(os.Environ(), env...)
 	stdout, err := cmd.StdoutPipe()

@@ -44,6 +44,7 @@
 //	ledger/lock/<account>                a counter every debit of the account rewrites (ledger.Lock), whichever service debits it, so that they conflict
 //	idem/<scope>/<key>                   a stored response for an idempotency key (escrow: idem/escrow/<key>)
 //	checker/<sha256>                     checker metadata (checkers.InfoKey); checker-bytes/<sha256> its bytes (checkers.BytesKey), the court's uploads and the market's Python sources alike: checkers.Registry's layout
+//	quota/upload/<counted>               an uploader's upload quota (runtime/replays): bytes left and when; <counted> is "agent:<did>", "operator" or "addr:<address>"
 //	matters/matter/<id>                  a judgment Matter (private projection)
 //	matters/tenant/<sha256(tenant)>/<id> index: every Matter of a tenant
 //	matters/open/<sha256(tenant)>/<id>   index: a tenant's open Matters

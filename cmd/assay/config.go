@@ -8,14 +8,21 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"maps"
+	"math"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/assayhq/assay/api"
 	"github.com/assayhq/assay/internal/metrics"
 	"github.com/assayhq/assay/runtime/receipt"
+	"github.com/assayhq/assay/runtime/replays"
 	"github.com/assayhq/assay/runtime/store"
 	"github.com/assayhq/assay/storage"
 	"github.com/assayhq/assay/storage/postgres"
@@ -201,4 +208,211 @@ func parseStore(spec string) (storeSpec, error) {
 		return storeSpec{}, fmt.Errorf("unknown store %q: want badger:PATH or postgres:URL", kind)
 	}
 	return storeSpec{Kind: kind, Target: target}, nil
+}
+
+// limitsSpec is what --limits sets: the rate of each class of rows, per
+// caller (api.Limits), and the bytes of new checkers an agent and an
+// anonymous client address may store (replays.Quotas).
+type limitsSpec struct {
+	Rates  map[api.RateClass]api.Rate
+	Quotas replays.Quotas
+	// Decisions is api.Limits.ConcurrentDecisions: 0 is no bound.
+	Decisions int
+}
+
+// defaultLimits are what assay serve runs with when --limits is not
+// given: api.DefaultRates and replays.DefaultQuotas.
+func defaultLimits() limitsSpec {
+	return limitsSpec{Rates: maps.Clone(api.DefaultRates), Quotas: replays.DefaultQuotas, Decisions: api.DefaultConcurrentDecisions}
+}
+
+// The --limits names of the quotas.
+const (
+	limitAgentBytes   = "agent-bytes"
+	limitAddressBytes = "address-bytes"
+	limitDecisions    = "concurrent-decisions"
+)
+
+// String writes l as --limits takes it, every limit named.
+func (l limitsSpec) String() string {
+	var parts []string
+	for _, c := range api.RateClasses {
+		parts = append(parts, string(c)+"="+l.Rates[c].String())
+	}
+	parts = append(parts, limitAgentBytes+"="+l.Quotas.Agent.String(), limitAddressBytes+"="+l.Quotas.Address.String())
+	decisions := "off"
+	if l.Decisions > 0 {
+		decisions = strconv.Itoa(l.Decisions)
+	}
+	return strings.Join(append(parts, limitDecisions+"="+decisions), ",")
+}
+
+// off lists the limits l turns off, for the start-up warning.
+func (l limitsSpec) off() []string {
+	var out []string
+	for _, c := range api.RateClasses {
+		if r := l.Rates[c]; r.N <= 0 || r.Per <= 0 {
+			out = append(out, string(c))
+		}
+	}
+	for _, q := range []struct {
+		name string
+		q    replays.Quota
+	}{{limitAgentBytes, l.Quotas.Agent}, {limitAddressBytes, l.Quotas.Address}} {
+		if q.q.Bytes <= 0 || q.q.Per <= 0 {
+			out = append(out, q.name)
+		}
+	}
+	if l.Decisions <= 0 {
+		out = append(out, limitDecisions)
+	}
+	return out
+}
+
+// parseLimits parses --limits: "" (the defaults), "off" (no limit at
+// all), or NAME=VALUE entries separated by commas, each changing one
+// limit of the defaults: reads, writes, decisions and uploads take
+// N/PERIOD (N requests in any PERIOD, a Go duration such as 1s, 1m or
+// 24h, or a bare unit: s, m, h) and agent-bytes and address-bytes take
+// SIZE/PERIOD (SIZE in bytes, or with KiB, MiB or GiB), and
+// concurrent-decisions takes N (the decisions at once on the server); any
+// of them takes off.
+//
+// # Errors
+//
+// An unknown name, a name given twice, or a value that is none of these.
+func parseLimits(s string) (limitsSpec, error) {
+	l := defaultLimits()
+	switch strings.TrimSpace(s) {
+	case "":
+		return l, nil
+	case "off":
+		return limitsSpec{Rates: map[api.RateClass]api.Rate{}}, nil
+	}
+	seen := map[string]bool{}
+	for _, entry := range strings.Split(s, ",") {
+		name, value, ok := strings.Cut(strings.TrimSpace(entry), "=")
+		if !ok || seen[name] {
+			return limitsSpec{}, fmt.Errorf("want NAME=VALUE entries, each name once, not %q", entry)
+		}
+		seen[name] = true
+		class := api.RateClass(name)
+		switch {
+		case slices.Contains(api.RateClasses, class):
+			r, err := parseRate(value, parseCount)
+			if err != nil {
+				return limitsSpec{}, fmt.Errorf("%s: %w", name, err)
+			}
+			l.Rates[class] = api.Rate{N: int(r.n), Per: r.per}
+		case name == limitAgentBytes || name == limitAddressBytes:
+			r, err := parseRate(value, parseSize)
+			if err != nil {
+				return limitsSpec{}, fmt.Errorf("%s: %w", name, err)
+			}
+			q := replays.Quota{Bytes: r.n, Per: r.per}
+			if name == limitAgentBytes {
+				l.Quotas.Agent = q
+			} else {
+				l.Quotas.Address = q
+			}
+		case name == limitDecisions:
+			if value == "off" {
+				l.Decisions = 0
+				continue
+			}
+			n, err := parseCount(value)
+			if err != nil {
+				return limitsSpec{}, fmt.Errorf("%s: %w", name, err)
+			}
+			l.Decisions = int(n)
+		default:
+			return limitsSpec{}, fmt.Errorf("unknown limit %q: the limits are reads, writes, decisions, uploads, %s, %s and %s", name, limitAgentBytes, limitAddressBytes, limitDecisions)
+		}
+	}
+	return l, nil
+}
+
+// amountPer is an amount in a period, as --limits writes one; the zero
+// amountPer is off.
+type amountPer struct {
+	n   int64
+	per time.Duration
+}
+
+// parseRate parses AMOUNT/PERIOD, AMOUNT read by amount, or off.
+func parseRate(s string, amount func(string) (int64, error)) (amountPer, error) {
+	if s == "off" {
+		return amountPer{}, nil
+	}
+	a, p, ok := strings.Cut(s, "/")
+	if !ok {
+		return amountPer{}, fmt.Errorf("want AMOUNT/PERIOD (100/1s, 16MiB/24h) or off, not %q", s)
+	}
+	n, err := amount(a)
+	if err != nil {
+		return amountPer{}, err
+	}
+	if p == "s" || p == "m" || p == "h" {
+		p = "1" + p
+	}
+	per, err := time.ParseDuration(p)
+	if err != nil || per <= 0 {
+		return amountPer{}, fmt.Errorf("the period %q is not a positive duration such as 1s, 1m or 24h", p)
+	}
+	return amountPer{n, per}, nil
+}
+
+// parseCount parses a positive whole number of requests.
+func parseCount(s string) (int64, error) {
+	n, err := strconv.ParseInt(s, 10, 32)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("the count %q is not a positive whole number", s)
+	}
+	return n, nil
+}
+
+// parseSize parses a positive size: bytes, or a whole number of KiB, MiB
+// or GiB.
+func parseSize(s string) (int64, error) {
+	unit := int64(1)
+	for _, u := range []struct {
+		suffix string
+		size   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"B", 1}} {
+		if t, ok := strings.CutSuffix(s, u.suffix); ok {
+			s, unit = t, u.size
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 1 || n > math.MaxInt64/unit {
+		return 0, fmt.Errorf("the size %q is not a positive whole number of B, KiB, MiB or GiB", s)
+	}
+	return n * unit, nil
+}
+
+// parseProxies parses --trusted-proxies: addresses or CIDR prefixes
+// separated by commas; "" for none.
+//
+// # Errors
+//
+// An entry that is neither.
+func parseProxies(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, e := range strings.Split(s, ",") {
+		e = strings.TrimSpace(e)
+		if e == "" {
+			continue
+		}
+		if a, err := netip.ParseAddr(e); err == nil {
+			out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+			continue
+		}
+		p, err := netip.ParsePrefix(e)
+		if err != nil {
+			return nil, fmt.Errorf("%q is neither an address nor a CIDR prefix (10.0.0.0/8)", e)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }

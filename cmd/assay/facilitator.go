@@ -19,6 +19,7 @@ import (
 	"github.com/assayhq/assay/runtime/principal"
 	"github.com/assayhq/assay/runtime/rail"
 	"github.com/assayhq/assay/runtime/rail/x402"
+	"github.com/assayhq/assay/runtime/replays"
 	"github.com/assayhq/assay/runtime/store"
 	"github.com/assayhq/assay/storage"
 )
@@ -196,11 +197,13 @@ func withAuth(court, market, matters principal.Mode) wireOption {
 	return func(w *wiring) { w.court, w.market, w.matters = court, market, matters }
 }
 
-// wiring is what wire's options set: the market's rail and each
-// service's mode.
+// wiring is what wire's options set: the market's rail, each service's
+// mode and the upload quotas.
 type wiring struct {
 	rail                   rail.Rail
 	court, market, matters principal.Mode
+	// quotas are the checker uploads' (withQuotas); none when zero.
+	quotas replays.Quotas
 }
 
 // wireOption adjusts what wire builds.

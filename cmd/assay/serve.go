@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -111,10 +112,14 @@ func cmdServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs.BoolVar(&withMetrics, "metrics", withMetrics, "serve Prometheus metrics at GET /metrics ($ASSAY_METRICS)")
 	debugAddr := fs.String("debug-addr", envOr("ASSAY_DEBUG_ADDR", ""), "serve net/http/pprof at `ADDR` ($ASSAY_DEBUG_ADDR), e.g. 127.0.0.1:6060, never on --addr; empty: off")
 	rails := railFlags(fs)
+	limits := fs.String("limits", "", "the rate `LIMITS` per caller, the upload quotas and the decisions at once: off, or NAME=VALUE,… changing the defaults ("+defaultLimits().String()+
+		"); no environment variable: a server never inherits its limits from an environment")
+	proxies := fs.String("trusted-proxies", "", "`ADDRS` (addresses or CIDR prefixes, comma-separated) of proxies whose X-Forwarded-For names the client; none: the peer is the client and the header is ignored; no environment variable")
 	memoryBudget := fs.String("memory-budget", envOr("ASSAY_MEMORY_BUDGET", ""), "`MiB` checker runs may hold at once, snapshots included ($ASSAY_MEMORY_BUDGET); runs wait for room (default half the machine's memory)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: assay serve [--addr :8080] [--data ./data] [--store badger:PATH|postgres:URL] [--keys DIR] [--memory-budget MiB]")
 		fmt.Fprintln(stderr, "                   [--log-format text|json] [--log-requests=false] [--metrics=false] [--debug-addr 127.0.0.1:6060]")
+		fmt.Fprintln(stderr, "                   [--limits off|NAME=N/PERIOD,...] [--trusted-proxies ADDRS]")
 		fmt.Fprintln(stderr, "\nServes the escrow court until SIGINT or SIGTERM, then lets in-flight requests")
 		fmt.Fprintln(stderr, "finish and closes the store. ASSAY_OPERATOR_TOKEN enables POST /contracts/{id}/resolve.")
 		fmt.Fprintln(stderr, "\nSeveral nodes serve one court from one PostgreSQL database: give each the same")
@@ -164,11 +169,22 @@ func cmdServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "assay serve: --memory-budget: %v\n", err)
 		return exitUsage
 	}
+	limitSpec, err := parseLimits(*limits)
+	if err != nil {
+		fmt.Fprintf(stderr, "assay serve: --limits: %v\n", err)
+		return exitUsage
+	}
+	trusted, err := parseProxies(*proxies)
+	if err != nil {
+		fmt.Fprintf(stderr, "assay serve: --trusted-proxies: %v\n", err)
+		return exitUsage
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cfg := serveConfig{Addr: *addr, Data: c.Data, Store: c.Store, Keys: c.Keys, MattersAuth: api.MattersAuth(*mattersAuth), CORSOrigins: *corsOrigins,
 		MarketAuth: api.Auth(*marketAuth), CourtAuth: api.Auth(*courtAuth), MemoryBudgetMiB: budget,
-		LogFormat: *logFormat, LogRequests: logRequests, Metrics: withMetrics, DebugAddr: *debugAddr, Rail: rails, PublicURLs: publicURLs}
+		LogFormat: *logFormat, LogRequests: logRequests, Metrics: withMetrics, DebugAddr: *debugAddr, Rail: rails, PublicURLs: publicURLs,
+		Limits: limitSpec, TrustedProxies: trusted}
 	if err := serveWith(ctx, cfg, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "assay serve: %v\n", err)
 		return exitNo
@@ -202,6 +218,12 @@ type serveConfig struct {
 	// PublicURLs are the origins signatures may be made for
 	// (api.Config.PublicURLs); none: the listen address and loopback.
 	PublicURLs []string
+	// Limits are the rates per caller and the upload quotas (--limits);
+	// the zero limitsSpec limits nothing.
+	Limits limitsSpec
+	// TrustedProxies are the peers whose X-Forwarded-For names the client
+	// (api.Limits.TrustedProxies).
+	TrustedProxies []netip.Prefix
 }
 
 // parsePublicURLs parses --public-url: URLs separated by commas, each
@@ -323,7 +345,7 @@ func serveWith(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) e
 		return err
 	}
 	svc, err := wire(ctx, db, signer, sb, juror, marketNow, log, m, withRail(marketRail),
-		withAuth(cfg.CourtAuth, cfg.MarketAuth, mattersAuth))
+		withAuth(cfg.CourtAuth, cfg.MarketAuth, mattersAuth), withQuotas(cfg.Limits.Quotas))
 	if err != nil {
 		return err
 	}
@@ -337,6 +359,10 @@ func serveWith(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) e
 		log.Warn("market in open mode: agents are named in request bodies, no signatures are checked, anyone may spend any wallet; for local use only")
 	}
 	log.Info("escrow court", "auth", string(cfg.CourtAuth), "routes", "/contracts")
+	log.Info("limits", "per_caller", cfg.Limits.String(), "trusted_proxies", len(cfg.TrustedProxies))
+	if off := cfg.Limits.off(); len(off) > 0 {
+		log.Warn("limits off: any one caller may send these as fast as it likes; for tests only", "off", strings.Join(off, ","))
+	}
 	if m != nil {
 		if err := registerRunner(m, svc.runner); err != nil {
 			return err
@@ -378,6 +404,7 @@ func serveWith(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) e
 		InFlight: &inflight, CORSOrigins: cfg.CORSOrigins,
 		AdvanceMarketClock: advance, ReplayQueue: svc.queue,
 		Metrics: m, LogRequests: cfg.LogRequests,
+		Limits: api.Limits{Rates: cfg.Limits.Rates, TrustedProxies: cfg.TrustedProxies, ConcurrentDecisions: cfg.Limits.Decisions},
 	})
 	printServing(stdout, ln.Addr(), m != nil, dir, cfg.Store.String(), keys.Current().PublicKey)
 	served := make(chan error, 1)
@@ -453,7 +480,10 @@ func wire(ctx context.Context, db store.Store, keys escrow.Signer, sb *wasm.Sand
 	if err != nil {
 		return nil, err
 	}
-	bazaar, err := market.New(market.Config{Store: db, Signer: keys, Runner: runner, Now: marketNow, Rail: w.rail, Auth: w.market})
+	// Checker uploads and the market's Python sources are charged to
+	// their uploaders' quotas in one library.
+	library := replays.NewLibrary(db, runner, time.Now, replays.WithQuotas(w.quotas))
+	bazaar, err := market.New(market.Config{Store: db, Signer: keys, Runner: runner, Now: marketNow, Rail: w.rail, Auth: w.market, Sources: library})
 	if err != nil {
 		return nil, err
 	}
@@ -466,5 +496,11 @@ func wire(ctx context.Context, db store.Store, keys escrow.Signer, sb *wasm.Sand
 		return nil, err
 	}
 	return &services{runner: runner, court: court, market: bazaar, matters: judgments, identities: reg,
-		replays: batches, checkers: replays.NewLibrary(db, runner, time.Now), queue: queue, worker: worker}, nil
+		replays: batches, checkers: library, queue: queue, worker: worker}, nil
+}
+
+// withQuotas charges checker uploads and the market's Python sources to
+// their uploaders' quotas.
+func withQuotas(q replays.Quotas) wireOption {
+	return func(w *wiring) { w.quotas = q }
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/assayhq/assay/runtime/escrow"
 	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/market"
+	"github.com/assayhq/assay/runtime/principal"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/replays"
 	"github.com/assayhq/assay/storage"
@@ -73,7 +74,7 @@ func TestWire_oneRunner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.checkers.Put(ctx, "wasm", pass, idem.Request{}); err != nil {
+	if _, err := svc.checkers.Put(ctx, principal.Actor{}, "wasm", pass, idem.Request{}); err != nil {
 		t.Fatal(err)
 	}
 	ref := checkers.Ref{SHA256: checkers.SHA256(pass)}

@@ -57,7 +57,7 @@ var anon principal.Actor
 
 // PutChecker uploads a checker to the registry the court reads.
 func (c *court) PutChecker(ctx context.Context, kind string, module []byte, ik idem.Request) (escrow.Reply, error) {
-	return c.lib.Put(ctx, kind, module, ik)
+	return c.lib.Put(ctx, principal.Actor{}, kind, module, ik)
 }
 
 // Checker is a stored checker's metadata.

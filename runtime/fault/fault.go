@@ -21,6 +21,7 @@ const (
 	Unauthorized  Kind = "unauthorized"  // missing or bad credentials; 401
 	Forbidden     Kind = "forbidden"     // authenticated but not allowed; 403
 	TooLarge      Kind = "too_large"     // over a size limit; 413
+	TooMany       Kind = "too_many"      // over a rate limit or a quota; 429
 	Unavailable   Kind = "unavailable"   // a dependency is down; 503
 	Internal      Kind = "internal"      // a bug or a broken host; 500
 )

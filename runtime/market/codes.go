@@ -43,6 +43,7 @@ const (
 	ECodeRailFailed              = "rail_failed"
 	ECodeOperatorOnly            = "operator_only"
 	ECodeStatsOverflow           = "stats_overflow"
+	ECodeScanLimit               = "scan_limit_exceeded" // 422: a browse or search would examine more records than its bound
 	ECodeUnknownChecker          = "unknown_checker"
 	ECodeUnsupportedCheckerKind  = "unsupported_checker_kind"
 	ECodeWalletLimitExceeded     = "wallet_limit_exceeded"

@@ -307,6 +307,15 @@ func (s *Service) runCheckers(ctx context.Context, jobs []checkers.Job) ([]wasm.
 	return outs, memo, nil
 }
 
+// keepSource keeps a listing's Python checker source for a: through
+// Sources, or in the store.
+func (s *Service) keepSource(ctx context.Context, a principal.Actor, source []byte) error {
+	if s.sources != nil {
+		return s.sources.KeepSource(ctx, a, source)
+	}
+	return s.st.Update(ctx, func(tx store.Tx) error { _, err := checkers.PutBytes(tx, source); return err })
+}
+
 // Publish lists an artifact. With a checker, the checker is replayed on
 // the artifact first: a pass publishes at level 1, anything else refuses
 // the listing. Without one, the listing is level 2 and its bond is
@@ -319,7 +328,9 @@ func (s *Service) runCheckers(ctx context.Context, jobs []checkers.Job) ([]wasm.
 // checker_required, invalid_checker, unsupported_checker_kind,
 // unknown_checker (400); artifact_too_large (413); checker_failed (422,
 // with the outcome); insufficient_funds (409, the bond);
-// checkers_unavailable (503); idempotency_conflict.
+// upload_quota_exceeded (429) for a Python checker over the publisher's
+// upload quota (Config.Sources); checkers_unavailable (503);
+// idempotency_conflict.
 func (s *Service) Publish(ctx context.Context, a principal.Actor, req PublishRequest, i idem.Request) (Reply, error) {
 	if req.Agent != "" {
 		if err := validAgent("agent", req.Agent); err != nil {
@@ -343,8 +354,9 @@ func (s *Service) Publish(ctx context.Context, a principal.Actor, req PublishReq
 			// The runner reads the source from the checker registry;
 			// keep it there before the replay. Sources are
 			// content-addressed and immutable, so one kept for a refused
-			// listing harms nothing.
-			if err := s.st.Update(ctx, func(tx store.Tx) error { _, err := checkers.PutBytes(tx, source); return err }); err != nil {
+			// listing harms nothing; it is charged to the publisher's
+			// upload quota all the same.
+			if err := s.keepSource(ctx, a, source); err != nil {
 				return Reply{}, err
 			}
 		}

@@ -131,7 +131,36 @@ type Config struct {
 	// authenticated principal of the request (carried by ctx) belongs
 	// here.
 	Identity func(ctx context.Context, agent string) string
+	// Sources keeps a listing's Python checker source where Runner reads
+	// it, charged to the publisher's upload quota
+	// (*replays.Library.KeepSource). Nil: the source is put in Store
+	// directly, charged to nothing.
+	Sources Sources
 }
+
+// Sources keeps checker sources in the checker registry for the agent
+// that publishes them.
+type Sources interface {
+	// KeepSource stores source for a, unless it is stored already.
+	//
+	// # Errors
+	//
+	// A refusal of a's upload quota (429 or 413), with nothing stored.
+	KeepSource(ctx context.Context, a principal.Actor, source []byte) error
+}
+
+// The work bounds of the market's reads that scan: a browse or a search
+// that would examine more records (a listing, a search record, a posting
+// of the token index, each one) is refused with 422 scan_limit_exceeded,
+// the same request over the same market always at the same point.
+// A page is at most 100 results besides.
+const (
+	// MaxBrowseRecords bounds a browse, which reads every listing.
+	MaxBrowseRecords = 10_000
+	// MaxSearchRecords bounds a search: postings of its words, the
+	// listings they name, search records where the index is incomplete.
+	MaxSearchRecords = 1 << 18
+)
 
 // Service is the artifact market over a store. It is safe for concurrent
 // use.
@@ -147,8 +176,12 @@ type Service struct {
 	platform string
 	ident    func(context.Context, string) string
 	auth     principal.Mode
-	scanOnly bool // tests: search by scanning every search record
-	common   int  // commonPostings; tests lower it
+	sources  Sources
+	// maxBrowse and maxSearch bound the records one browse or search
+	// examines (MaxBrowseRecords, MaxSearchRecords; tests lower them).
+	maxBrowse, maxSearch int
+	scanOnly             bool // tests: search by scanning every search record
+	common               int  // commonPostings; tests lower it
 }
 
 // New returns a Service.
@@ -157,7 +190,8 @@ func New(cfg Config) (*Service, error) {
 		return nil, errors.New("market: Config.Store and Config.Signer are required")
 	}
 	s := &Service{st: cfg.Store, signer: cfg.Signer, runner: cfg.Runner, rail: cfg.Rail, now: cfg.Now, newID: cfg.NewID,
-		rand: cfg.Rand, house: cfg.HousePrefix, platform: cfg.PlatformAccount, ident: cfg.Identity, common: commonPostings, auth: cfg.Auth}
+		rand: cfg.Rand, house: cfg.HousePrefix, platform: cfg.PlatformAccount, ident: cfg.Identity, common: commonPostings, auth: cfg.Auth, sources: cfg.Sources,
+		maxBrowse: MaxBrowseRecords, maxSearch: MaxSearchRecords}
 	if s.auth == "" {
 		s.auth = principal.Open
 	}

@@ -139,6 +139,8 @@ func (s *Service) Search(ctx context.Context, req SearchRequest) (Results, error
 	out := Results{Results: []Result{}}
 	var hits []hit
 	err := s.st.View(ctx, func(tx store.Tx) error {
+		tx = store.Bounded(tx, s.maxSearch, fault.New(fault.Unprocessable, ECodeScanLimit,
+			"this search would examine more than %d records of the market: narrow it with more words, or search by query_fingerprint", s.maxSearch))
 		var err error
 		if req.Query == "" {
 			hits, err = fpHits(tx, fp, nil)
@@ -189,7 +191,9 @@ func (s *Service) Search(ctx context.Context, req SearchRequest) (Results, error
 // browse answers a SearchRequest without a query: the active listings,
 // newest first (by publication time, then by id), req.Limit (default 20)
 // after req.Cursor. It reads every listing record, as Stats does: a page
-// costs in proportion to the market, not to the page.
+// costs in proportion to the market, not to the page, and a market of
+// more than MaxBrowseRecords listings refuses it (scan_limit_exceeded),
+// leaving search.
 func (s *Service) browse(ctx context.Context, req SearchRequest) (Results, error) {
 	after, err := parseCursor(req.Cursor)
 	if err != nil {
@@ -204,6 +208,8 @@ func (s *Service) browse(ctx context.Context, req SearchRequest) (Results, error
 	now := s.now().UTC()
 	out := Results{Results: []Result{}}
 	err = s.st.View(ctx, func(tx store.Tx) error {
+		tx = store.Bounded(tx, s.maxBrowse, fault.New(fault.Unprocessable, ECodeScanLimit,
+			"browsing would examine more than %d records: the market has too many listings to browse; search by words or query_fingerprint instead", s.maxBrowse))
 		var page []cursor
 		err := tx.Scan(keyListing, false, func(_ string, v []byte) error {
 			var l struct {

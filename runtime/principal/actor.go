@@ -24,6 +24,11 @@ type Actor struct {
 	// Principal is the registered key (tenant, roles, scopes) when Kind
 	// is ByPrincipal.
 	Principal Principal
+	// Addr is the client address the request came from, as the transport
+	// read it (the peer, or what a trusted proxy says). It proves nothing:
+	// no service decides who may act from it. Rate limits and upload
+	// quotas count an anonymous caller by it (Counted).
+	Addr string
 }
 
 // Kind is how an Actor proved who it is.
@@ -76,6 +81,20 @@ func (a Actor) Name() string {
 		return string(a.Kind) + ":" + a.KeyID
 	}
 	return ""
+}
+
+// Counted is the key under which rate limits and upload quotas count a's
+// requests: "agent:<agent>" for an agent that proved who it is (by any
+// credential: one agent has one count), "operator" for the operator, and
+// "addr:<address>" for an anonymous caller.
+func (a Actor) Counted() string {
+	switch {
+	case a.Kind == ByOperator:
+		return "operator"
+	case a.Kind != Anonymous && a.Agent != "":
+		return "agent:" + a.Agent
+	}
+	return "addr:" + a.Addr
 }
 
 // Mode is how a service authenticates the agents that act in it.

@@ -220,14 +220,27 @@ type AgentReceipts struct {
 	Count    int               `json:"count"`
 	Total    int               `json:"total"`
 	Receipts []json.RawMessage `json:"receipts"`
+	// More is true when the agent has more receipts than Total, which
+	// counts at most MaxAgentReceiptsCounted.
+	More bool `json:"more,omitempty"`
 }
 
+// MaxAgentReceiptsCounted bounds the index entries one ByAgent examines
+// to count an agent's receipts: its work is at most this many entries and
+// MaxAgentReceipts receipts, however many the agent has.
+const MaxAgentReceiptsCounted = 10_000
+
 // ByAgent returns the newest limit receipts (1 to MaxAgentReceipts) that
-// did was a party to, and how many there are.
+// did was a party to, and how many there are, up to
+// MaxAgentReceiptsCounted (More says there are more).
 func ByAgent(tx store.Tx, did string, limit int) (AgentReceipts, error) {
 	limit = max(1, min(limit, MaxAgentReceipts))
 	out := AgentReceipts{Agent: did, Receipts: []json.RawMessage{}}
 	err := tx.Scan(agentPrefix(did), true, func(_ string, v []byte) error {
+		if out.Total == MaxAgentReceiptsCounted {
+			out.More = true
+			return store.ErrStop
+		}
 		out.Total++
 		if len(out.Receipts) == limit {
 			return nil

@@ -10,6 +10,7 @@ import (
 	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/idem"
+	"github.com/assayhq/assay/runtime/principal"
 	"github.com/assayhq/assay/runtime/store"
 )
 
@@ -47,34 +48,49 @@ const (
 // uploads every service names by sha256 (the court's criteria, the
 // market's listings, POST /replays), validated before they are stored.
 type Library struct {
-	st    store.Store
-	valid Validator
-	now   func() time.Time
+	st     store.Store
+	valid  Validator
+	now    func() time.Time
+	quotas Quotas
 }
+
+// LibraryOption configures NewLibrary.
+type LibraryOption func(*Library)
+
+// WithQuotas charges every checker stored for the first time to its
+// uploader's quota (quota.go). Without it nothing is charged.
+func WithQuotas(q Quotas) LibraryOption { return func(l *Library) { l.quotas = q } }
 
 // NewLibrary returns the library of checkers kept in st, validating
 // uploads with valid (nil: uploads are refused, checkers_unavailable);
 // now is its clock (time.Now when nil).
-func NewLibrary(st store.Store, valid Validator, now func() time.Time) *Library {
+func NewLibrary(st store.Store, valid Validator, now func() time.Time, opts ...LibraryOption) *Library {
 	if now == nil {
 		now = time.Now
 	}
-	return &Library{st: st, valid: valid, now: now}
+	l := &Library{st: st, valid: valid, now: now}
+	for _, o := range opts {
+		o(l)
+	}
+	return l
 }
 
 var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
-// Put validates a checker of the given kind and stores it by the SHA-256
-// of its bytes. Storing a checker that is already stored answers its
-// metadata again (Reply.Created false).
+// Put validates a checker of the given kind that a uploads and stores it
+// by the SHA-256 of its bytes, charged to a's quota (WithQuotas). Storing
+// a checker that is already stored answers its metadata again
+// (Reply.Created false) and costs nothing.
 //
 // # Errors
 //
 // unsupported_checker_kind for a kind other than wasm or python,
 // checker_too_large, invalid_checker when the Validator rejects the module
 // (nothing is stored), checkers_unavailable when there is no Validator;
-// idempotency_conflict.
-func (l *Library) Put(ctx context.Context, kind string, module []byte, ik idem.Request) (idem.Reply, error) {
+// upload_quota_exceeded (429, a *QuotaError) when a's quota has not the
+// bytes (checked before the module is validated, and again when it is
+// stored: nothing is stored); idempotency_conflict.
+func (l *Library) Put(ctx context.Context, a principal.Actor, kind string, module []byte, ik idem.Request) (idem.Reply, error) {
 	switch {
 	case kind != checkers.KindWasm && kind != checkers.KindPython:
 		return idem.Reply{}, fault.New(fault.Invalid, ECodeUnsupportedKind, "checker kind %q is not supported; send a wasm module as application/wasm or Python source as text/x-python", kind)
@@ -90,6 +106,10 @@ func (l *Library) Put(ctx context.Context, kind string, module []byte, ik idem.R
 		body, _ := json.Marshal(info)
 		return idem.Mutate(ctx, l.st, ik, func(store.Tx) (idem.Reply, error) { return idem.Reply{Body: body}, nil })
 	}
+	quota := l.quotas.of(a)
+	if err := l.st.View(ctx, func(tx store.Tx) error { return quota.charge(tx, a, int64(len(module)), l.now(), false) }); err != nil {
+		return idem.Reply{}, err
+	}
 	if err := l.valid.Validate(ctx, kind, module); err != nil {
 		if ctx.Err() != nil {
 			return idem.Reply{}, ctx.Err()
@@ -103,6 +123,9 @@ func (l *Library) Put(ctx context.Context, kind string, module []byte, ik idem.R
 		}
 		body, err := json.Marshal(info)
 		if err != nil {
+			return idem.Reply{}, err
+		}
+		if err := quota.charge(tx, a, int64(len(module)), l.now(), true); err != nil {
 			return idem.Reply{}, err
 		}
 		if _, err := checkers.PutBytes(tx, module); err != nil {
@@ -127,4 +150,28 @@ func (l *Library) Info(ctx context.Context, sum string) (checkers.Info, error) {
 		return info, fault.New(fault.NotFound, ECodeCheckerNotFound, "no checker with sha256 %s", sum)
 	}
 	return info, err
+}
+
+// KeepSource stores a checker's source that a names (a market listing's
+// Python checker) by its SHA-256, charged to a's quota as an upload is,
+// unless it is stored already. It is not validated: the runner that runs
+// it says what it is.
+//
+// # Errors
+//
+// upload_quota_exceeded (429, a *QuotaError) or checker_too_large (413)
+// from a's quota: nothing is stored.
+func (l *Library) KeepSource(ctx context.Context, a principal.Actor, source []byte) error {
+	return l.st.Update(ctx, func(tx store.Tx) error {
+		if _, err := tx.Get(checkers.BytesKey(checkers.SHA256(source))); err == nil {
+			return nil
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		if err := l.quotas.of(a).charge(tx, a, int64(len(source)), l.now(), true); err != nil {
+			return err
+		}
+		_, err := checkers.PutBytes(tx, source)
+		return err
+	})
 }
