@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/assayhq/assay/runtime/matters"
 	"github.com/assayhq/assay/runtime/principal"
 )
 
@@ -48,6 +50,28 @@ var docRaw = map[string]*jsonschema.Schema{
 	"amount_usd":     amountSchema("the amount"),
 }
 
+// docAny is the schema of a property the answers declare as any Go
+// value, by its name ("name[]" for a list's items), or nil. For derives
+// the empty schema for such a property, which JSON Schema writes as the
+// boolean true and which generators of clients refuse (oapi-codegen:
+// "cannot unmarshal bool").
+func docAny(name string) *jsonschema.Schema {
+	switch name {
+	case "matter", "matters[]":
+		return matterSchema()
+	}
+	return nil
+}
+
+// matterSchema is a Matter as one caller may see it (matters.View): the
+// private record, or the redacted projection.
+func matterSchema() *jsonschema.Schema {
+	return &jsonschema.Schema{
+		Description: "the Matter: its private record for a caller with economic:private, else its redacted projection (redacted: true)",
+		AnyOf:       []*jsonschema.Schema{schemaFn[matters.Matter](), schemaFn[matters.Public]()},
+	}
+}
+
 func resolveDocRaw(s *jsonschema.Schema, where string) {
 	if s == nil {
 		return
@@ -61,24 +85,54 @@ func resolveDocRaw(s *jsonschema.Schema, where string) {
 		}
 		panic(fmt.Sprintf("api: %s.%s is raw JSON with no schema in docRaw or rawSchemas", where, name))
 	}
+	anyValue := func(name string) *jsonschema.Schema {
+		if a := docAny(name); a != nil {
+			return a
+		}
+		panic(fmt.Sprintf("api: %s.%s is any Go value with no schema in docAny", where, name))
+	}
 	for name, p := range s.Properties {
 		switch {
 		case isRaw(p):
 			s.Properties[name] = raw(name)
 			continue
+		case isEmpty(p):
+			s.Properties[name] = anyValue(name)
+			continue
 		case p.Items != nil && isRaw(p.Items):
 			p.Items = raw(name + "[]")
+		case isEmpty(p.Items):
+			p.Items = anyValue(name + "[]")
 		}
 		resolveDocRaw(p, where+"."+name)
 	}
+	if isEmpty(s.Items) {
+		panic(fmt.Sprintf("api: %s[] is any Go value with no schema", where))
+	}
 	resolveDocRaw(s.Items, where+"[]")
-	if isRaw(s.AdditionalProperties) {
-		panic(fmt.Sprintf("api: %s{} is raw JSON with no schema", where))
+	if isRaw(s.AdditionalProperties) || isEmpty(s.AdditionalProperties) {
+		panic(fmt.Sprintf("api: %s{} is raw JSON or any Go value with no schema", where))
 	}
 	resolveDocRaw(s.AdditionalProperties, where+"{}")
 	for _, b := range s.AnyOf {
 		resolveDocRaw(b, where)
 	}
+}
+
+// isNull reports whether s is {"type": "null"} and nothing more.
+func isNull(s *jsonschema.Schema) bool {
+	b, err := json.Marshal(s)
+	return err == nil && string(b) == `{"type":"null"}`
+}
+
+// isEmpty reports whether s is the empty schema, which encodes as true:
+// what For derives for an interface type.
+func isEmpty(s *jsonschema.Schema) bool {
+	if s == nil || s.Type != "" || len(s.Types) > 0 || len(s.Properties) > 0 || s.Items != nil || len(s.AnyOf) > 0 {
+		return false
+	}
+	b, err := json.Marshal(s)
+	return err == nil && string(b) == "true"
 }
 
 func textSchema() *jsonschema.Schema  { return &jsonschema.Schema{Type: "string"} }
@@ -121,6 +175,50 @@ func agentFactsSchema() *jsonschema.Schema {
 			"capabilities": {Type: "object"}, "certification": {Type: "object"}, "provider": {Type: "object"},
 			"judgment_matters": {AnyOf: []*jsonschema.Schema{{Type: "string"}, {Type: "object"}}},
 		}}
+}
+
+// docSchema is s as the document spells it: a copy in which each nullable
+// type that splitNullable spelled as anyOf a null branch and a typed one
+// (for the MCP tools, whose clients want one type to a schema) is one
+// schema again, with the type array OpenAPI 3.1 takes: {"type": ["array",
+// "null"], "items": …}. Generators of clients read the type array, where
+// anyOf may lose the type (oapi-codegen makes a nullable list of objects
+// one object, which no answer decodes into).
+func docSchema(s *jsonschema.Schema) *jsonschema.Schema {
+	s = s.CloneSchemas()
+	joinNullable(s)
+	return s
+}
+
+// joinNullable undoes splitNullable under s, in place, where the typed
+// branch has no enum or const (which null would have to join).
+func joinNullable(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	for _, p := range s.Properties {
+		joinNullable(p)
+	}
+	joinNullable(s.Items)
+	joinNullable(s.AdditionalProperties)
+	for _, b := range s.AnyOf {
+		joinNullable(b)
+	}
+	if len(s.AnyOf) != 2 {
+		return
+	}
+	null, typed := s.AnyOf[0], s.AnyOf[1]
+	rest := *s
+	rest.Description, rest.AnyOf = "", nil
+	if !isEmpty(&rest) || !isNull(null) || typed.Type == "" || typed.Type == "null" || typed.Enum != nil || typed.Const != nil {
+		return
+	}
+	joined := *typed
+	joined.Types, joined.Type = []string{typed.Type, "null"}, ""
+	if s.Description != "" {
+		joined.Description = s.Description
+	}
+	*s = joined
 }
 
 // matterReq is a judgment body's schema: its idempotency_key may come
@@ -263,7 +361,7 @@ func openAPIOperation(r *route, matters MattersAuth) map[string]any {
 		}
 		op["requestBody"] = map[string]any{"required": true, "content": content}
 	case r.req != nil:
-		op["requestBody"] = map[string]any{"required": !r.bodyOptional, "content": map[string]any{"application/json": map[string]any{"schema": r.req()}}}
+		op["requestBody"] = map[string]any{"required": !r.bodyOptional, "content": map[string]any{"application/json": map[string]any{"schema": docSchema(r.req())}}}
 	}
 	status := r.status
 	if status == 0 {
@@ -278,7 +376,7 @@ func openAPIOperation(r *route, matters MattersAuth) map[string]any {
 		}
 		for _, t := range types {
 			t, _, _ = strings.Cut(t, ";")
-			content[t] = map[string]any{"schema": r.resp()}
+			content[t] = map[string]any{"schema": docSchema(r.resp())}
 		}
 		ok["content"] = content
 	}

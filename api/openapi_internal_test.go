@@ -3,6 +3,8 @@ package api
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -143,6 +145,66 @@ func TestOpenAPI_Document(t *testing.T) {
 		if item := doc.Paths.Find(p); item == nil || item.Get == nil {
 			t.Errorf("the usage note GET %s is not in the document", p)
 		}
+	}
+}
+
+// TestOpenAPI_NoBooleanSchemas: no schema of the document is a boolean
+// (true or false where a schema goes), which JSON Schema allows and OpenAPI
+// 3.0 tooling refuses; additionalProperties, a boolean in OpenAPI 3.0 too,
+// is the exception.
+func TestOpenAPI_NoBooleanSchemas(t *testing.T) {
+	app, _ := fullServer(t)
+	res, err := app.Test(httptest.NewRequest("GET", OpenAPIPath, nil), -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc any
+	if err := json.NewDecoder(res.Body).Decode(&doc); err != nil {
+		t.Fatal(err)
+	}
+	schemaKeys := map[string]bool{"schema": true, "items": true, "not": true, "contains": true, "if": true, "then": true, "else": true,
+		"propertyNames": true, "unevaluatedItems": true, "unevaluatedProperties": true, "additionalItems": true, "contentSchema": true}
+	listKeys := map[string]bool{"anyOf": true, "allOf": true, "oneOf": true, "prefixItems": true}
+	mapKeys := map[string]bool{"properties": true, "patternProperties": true, "$defs": true, "dependentSchemas": true}
+	seen := 0
+	var walk func(v any, at string)
+	walk = func(v any, at string) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, c := range v {
+				_, isBool := c.(bool)
+				switch {
+				case isBool && schemaKeys[k]:
+					t.Errorf("%s/%s is the boolean schema %v", at, k, c)
+				case listKeys[k]:
+					for i, e := range c.([]any) {
+						if _, ok := e.(bool); ok {
+							t.Errorf("%s/%s/%d is the boolean schema %v", at, k, i, e)
+						}
+					}
+				case mapKeys[k]:
+					if m, ok := c.(map[string]any); ok {
+						for name, e := range m {
+							if _, ok := e.(bool); ok {
+								t.Errorf("%s/%s/%s is the boolean schema %v", at, k, name, e)
+							}
+						}
+					}
+				}
+				if schemaKeys[k] {
+					seen++
+				}
+				walk(c, at+"/"+k)
+			}
+		case []any:
+			for i, e := range v {
+				walk(e, fmt.Sprintf("%s/%d", at, i))
+			}
+		}
+	}
+	walk(doc, "#")
+	if seen < 100 {
+		t.Fatalf("the walk met %d schemas: it did not walk the document", seen)
 	}
 }
 

@@ -403,9 +403,16 @@ func (s *server) register(app *fiber.App) {
 	s.hints(app)
 	for _, r := range served {
 		h := s.rest(r)
-		if r.anyMethod {
+		switch {
+		case r.anyMethod:
 			app.All(r.fiberPath(), h)
-		} else {
+		case r.method == http.MethodGet:
+			// HEAD is GET without the body (RFC 9110): the same
+			// operation, its status and header fields, which fasthttp
+			// sends without the body it wrote.
+			app.Add(http.MethodGet, r.fiberPath(), h)
+			app.Add(http.MethodHead, r.fiberPath(), h)
+		default:
 			app.Add(r.method, r.fiberPath(), h)
 		}
 	}

@@ -29,7 +29,7 @@ import (
 const chromiumPath = "/usr/bin/chromium"
 
 // updateScreenshot, when set in the environment, makes TestConsole write its
-// screenshot of the console to docs/console.png (the README's image).
+// screenshot of the console to docs/console.png (the image in docs/receipts.md).
 const updateScreenshot = "ASSAY_UPDATE_SCREENSHOT"
 
 // chrome is the headless Chromium the package's tests share: started by
@@ -433,8 +433,9 @@ func subjectReceipt(tb testing.TB, text string) map[string]any {
 }
 
 // saveScreenshot keeps a screenshot as the test's artifact and, for the
-// README's image with updateScreenshot set, as docs/console.png.
-func saveScreenshot(t *testing.T, name string, png []byte, readme bool) {
+// image of docs/receipts.md (shown) with updateScreenshot set, as
+// docs/console.png.
+func saveScreenshot(t *testing.T, name string, png []byte, shown bool) {
 	t.Helper()
 	if len(png) < 8 || string(png[1:4]) != "PNG" {
 		t.Fatalf("screenshot %s is not a PNG (%d bytes)", name, len(png))
@@ -444,7 +445,7 @@ func saveScreenshot(t *testing.T, name string, png []byte, readme bool) {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot %s (%d bytes)", p, len(png))
-	if readme && os.Getenv(updateScreenshot) != "" {
+	if shown && os.Getenv(updateScreenshot) != "" {
 		if err := os.WriteFile(filepath.Join("..", "docs", "console.png"), png, 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -9,13 +9,13 @@ import (
 	"time"
 )
 
-// TestMatters_nodeClient runs the README's few lines of Node.js against a
-// real server in signed mode: a request they sign is accepted, and the same
-// lines with another key are refused.
+// TestMatters_nodeClient runs the few lines of Node.js that docs/matters.md
+// shows against a real server in signed mode: a request they sign is
+// accepted, and the same lines with another key are refused.
 func TestMatters_nodeClient(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node is not installed: the README's Node.js client is not tested")
+		t.Skip("node is not installed: the Node.js client of docs/matters.md is not tested")
 	}
 	dir := t.TempDir()
 	addPrincipal(t, dir, "carol", "acme", "requester", 9)

@@ -17,13 +17,24 @@ func withActor(a principal.Actor, subject map[string]any) map[string]any {
 
 // actsFor decides whether a may act as agent, the agent a request spends,
 // lists, withdraws, deactivates or challenges as: in a signed market only
-// the agent itself (principal.ActsFor); in an open one, anyone.
+// the agent itself (principal.ActsFor); in an open one, anyone. A request
+// that proved nothing is told how to sign, and that a market for local
+// use may run open.
 func (s *Service) actsFor(a principal.Actor, agent string) error {
 	if s.auth != principal.Signed {
 		return nil
 	}
-	return principal.ActsFor(a, agent)
+	err := principal.ActsFor(a, agent)
+	if fault.CodeOf(err) == principal.ECodeSignatureMissing {
+		return fault.New(fault.Unauthorized, principal.ECodeSignatureMissing, "%s; %s", fault.MessageOf(err), openHow)
+	}
+	return err
 }
+
+// openHow is what a refusal for want of a signature adds on the market.
+const openHow = "assay sign --key FILE -d BODY URL prints a request's signature headers for curl (/skill.md says how to sign); " +
+	"for local use only, a server can run the market open, taking each body's agent at its word: " +
+	"assay serve --market-auth open, or make run ARGS='--market-auth open'"
 
 // depositsFor decides whether a may deposit into agent's wallet: the
 // agent itself, or the operator.

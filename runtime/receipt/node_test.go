@@ -8,9 +8,10 @@ import (
 	"testing"
 )
 
-// TestNodeVerify proves that the README's offline verification in another
-// language works on real receipts: testdata/verify.mjs, with nothing but
-// Node's standard library, accepts a receipt and rejects tampered ones.
+// TestNodeVerify proves that the offline verification in another language
+// that docs/receipts.md shows works on real receipts: testdata/verify.mjs,
+// with nothing but Node's standard library, accepts a receipt and rejects
+// tampered ones.
 func TestNodeVerify(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
