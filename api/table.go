@@ -24,6 +24,7 @@ const (
 	svcReplays  = "replays"
 	svcMarket   = "market"
 	svcMCP      = "mcp"
+	svcA2A      = "a2a"
 	svcMatters  = "matters"
 	svcConsole  = "console"
 )
@@ -36,7 +37,8 @@ var services = []struct{ name, desc string }{
 	{svcCheckers, "Checkers (WebAssembly modules or Python source) that acceptance criteria and the market name by sha256."},
 	{svcReplays, "One stored checker replayed on many artifacts, in parallel, with memoised outcomes."},
 	{svcMarket, "The artifact market: verified listings, purchases, challenges and wallets (when the server runs it)."},
-	{svcMCP, "The market's operations as Model Context Protocol tools (streamable HTTP, JSON responses)."},
+	{svcMCP, "Every service's operations as Model Context Protocol tools (streamable HTTP, stateless: the 2026-07-28 revision and the ones before it)."},
+	{svcA2A, "The Agent2Agent (A2A v1.0) interface: the signed Agent Card, and a dispute run as a task whose artifact is the verdict receipt."},
 	{svcMatters, "Judgment matters: one accountable verdict before a spend, a publication or an irreversible action (when the server runs them)."},
 	{svcMeta, "The server's manual, health, keys, capability metadata, metrics and this document."},
 	{svcConsole, "The web console: static files, and the routes above from a browser."},
@@ -159,10 +161,20 @@ var routeTable = []route{
 	{method: "GET", path: "/metrics", raw: (*server).metrics, only: func(s *server) bool { return s.cfg.Metrics != nil }, service: svcMeta, auth: RouteOpen, summary: "Prometheus metrics (when the server records them)",
 		resp: textSchema, respTypes: []string{"text/plain; version=0.0.4; charset=utf-8"}},
 
+	{method: "GET", path: protectedResourcePath, raw: (*server).protectedResource, service: svcMCP, auth: RouteOpen, summary: "OAuth protected-resource metadata (RFC 9728) of the MCP endpoint: how to send a bearer token, and where the manual says how to get one",
+		resp: protectedResourceSchema},
+	{method: "GET", path: protectedResourcePath + MCPPath, raw: (*server).protectedResource, service: svcMCP, auth: RouteOpen, summary: "the same as " + protectedResourcePath + " (RFC 9728's path for the resource " + MCPPath + ")",
+		resp: protectedResourceSchema},
+	{method: "GET", path: AgentCardPath, raw: (*server).agentCard, service: svcA2A, auth: RouteOpen, summary: "the A2A Agent Card: the services as skills, the A2A endpoint, the security schemes; signed by the court (JWS over its RFC 8785 form)",
+		resp: agentCardSchema},
+	{method: "POST", path: A2APath, raw: (*server).a2aEndpoint, service: svcA2A, auth: RouteOpen, summary: "A2A v1.0 JSON-RPC: SendMessage with a data part {contract_id, reason} disputes as the buyer, and the task's artifact is the verdict receipt; GetTask reads it back",
+		req: jsonRPCSchema, resp: jsonRPCSchema},
+	{method: "GET", path: JWKSPath, raw: (*server).jwks, service: svcMeta, auth: RouteOpen, summary: "every key the court has signed with, as a JSON Web Key Set (kid: its did:key)", resp: jwksSchema},
+
 	// the escrow court
-	{method: "GET", path: "/activity", op: view((*server).activity), service: svcCourt, auth: RouteOpen, summary: "the court's recent events, newest first",
+	{method: "GET", path: "/activity", tool: &toolSpec{name: "court_activity", title: "The court's activity", kind: read, desc: "The court's recent events, newest first, with the court's public key."}, op: view((*server).activity), service: svcCourt, auth: RouteOpen, summary: "the court's recent events, newest first",
 		query: []param{limitQuery}, resp: schemaFn[activityOut], codes: []string{codeInvalidLimit}},
-	{method: "POST", path: "/contracts", op: mutate((*server).create), idem: idemHeader, service: svcCourt, auth: RouteOpen, summary: "create a contract: buyer, seller, price and the acceptance criteria",
+	{method: "POST", path: "/contracts", tool: &toolSpec{name: "create_contract", title: "Create an escrow contract", kind: additive, desc: "Create an escrow contract between a buyer and a seller: the price and the acceptance criteria (schema, assertions, checkers by sha256) that the court replays on a dispute. Answers contract_id; the buyer funds it next."}, op: mutate((*server).create), idem: idemHeader, service: svcCourt, auth: RouteOpen, summary: "create a contract: buyer, seller, price and the acceptance criteria",
 		req: schemaFn[escrow.CreateRequest], resp: schemaFn[escrow.Created],
 		codes: with(idemCodes, []string{escrow.ECodeInvalidDID, escrow.ECodeSameParty, escrow.ECodeInvalidPrice, escrow.ECodeInvalidCurrency,
 			escrow.ECodeInvalidDeadlineTick, escrow.ECodeInvalidDeliverBy, escrow.ECodeInvalidReviewWindow, escrow.ECodeSellerBanned, escrow.ECodeMissingField,
@@ -172,54 +184,54 @@ var routeTable = []route{
 				"acceptance": map[string]any{"assertions": []any{map[string]any{"path": "rows", "op": "gte", "value": 100}}}},
 			returns: `{"contract_id", "contract_hash", "status": "created"}`,
 			also:    map[string]step{"fetch": {Method: "GET", Path: "/contracts/{contract_id}", Returns: "the contract: terms, status, hashes, verdict, receipt ids"}}}},
-	{method: "GET", path: "/contracts/{id}", op: view((*server).contract), service: svcCourt, auth: RouteOpen, summary: "a contract: its terms, status, hashes, verdict and receipt ids",
+	{method: "GET", path: "/contracts/{id}", tool: &toolSpec{name: "get_contract", title: "Get a contract", kind: read, desc: "A contract: its terms, status (created, funded, delivered, escalated, resolved), hashes, verdict and receipt ids.", args: []toolArg{{"id", "contract_id", "the contract's id, e.g. esc-01M8TPH5D3SNQHND4Q02GH4ZCF"}}}, op: view((*server).contract), service: svcCourt, auth: RouteOpen, summary: "a contract: its terms, status, hashes, verdict and receipt ids",
 		resp: schemaFn[escrow.Contract], codes: []string{escrow.ECodeContractNotFound}},
-	{method: "POST", path: "/contracts/{id}/fund", op: mutate((*server).fund), idem: idemHeader, service: svcCourt, auth: RouteParty, summary: "lock the price in escrow", bodyOptional: true,
+	{method: "POST", path: "/contracts/{id}/fund", tool: &toolSpec{name: "fund_contract", title: "Fund a contract", kind: destructive, desc: "The buyer locks the price in escrow (from its wallet when the currency is backed).", args: []toolArg{{"id", "contract_id", "the contract to fund"}}}, op: mutate((*server).fund), idem: idemHeader, service: svcCourt, auth: RouteParty, summary: "lock the price in escrow", bodyOptional: true,
 		req: schemaFn[struct{}], resp: schemaFn[statusOut], codes: with(idemCodes, contractCodes),
 		hint: &hint{verb: "fund", detail: "lock the price in escrow", body: map[string]any{}, returns: `{"status": "funded"}`}},
-	{method: "POST", path: "/contracts/{id}/deliver", op: mutate((*server).deliver), idem: idemHeader, service: svcCourt, auth: RouteParty, summary: "the seller submits the work product (and optional evidence)",
+	{method: "POST", path: "/contracts/{id}/deliver", tool: &toolSpec{name: "deliver_work", title: "Deliver the work", kind: additive, desc: "The seller submits the work product (deliverable) and optional evidence; the buyer then accepts or disputes within the review window.", args: []toolArg{{"id", "contract_id", "the contract delivered on"}}}, op: mutate((*server).deliver), idem: idemHeader, service: svcCourt, auth: RouteParty, summary: "the seller submits the work product (and optional evidence)",
 		req: schemaFn[escrow.DeliverRequest], resp: schemaFn[deliveredOut], codes: with(idemCodes, contractCodes, []string{escrow.ECodeInvalidDeliverable, escrow.ECodeMissingField}),
 		hint: &hint{verb: "deliver", detail: "the seller submits the work product",
 			body: map[string]any{"deliverable": map[string]any{"rows": 120}, "evidence": map[string]any{}}, returns: `{"status": "delivered", "evidence_hash"}`}},
-	{method: "POST", path: "/contracts/{id}/accept", op: mutate((*server).accept), idem: idemHeader, service: svcCourt, auth: RouteParty, summary: "the buyer accepts; escrow releases to the seller; answers the signed receipt", bodyOptional: true,
+	{method: "POST", path: "/contracts/{id}/accept", tool: &toolSpec{name: "accept_delivery", title: "Accept the delivery", kind: destructive, desc: "The buyer accepts: escrow releases to the seller. Answers the signed verdict receipt (verdict release, tier buyer-accept).", args: []toolArg{{"id", "contract_id", "the contract accepted"}}}, op: mutate((*server).accept), idem: idemHeader, service: svcCourt, auth: RouteParty, summary: "the buyer accepts; escrow releases to the seller; answers the signed receipt", bodyOptional: true,
 		req: schemaFn[struct{}], resp: receiptFn, codes: with(idemCodes, contractCodes),
 		hint: &hint{verb: "accept", detail: "the buyer accepts; escrow releases to the seller", body: map[string]any{}, returns: "a signed verdict receipt, verdict release, tier buyer-accept"}},
-	{method: "POST", path: "/contracts/{id}/dispute", op: mutate((*server).dispute), idem: idemHeader, service: svcCourt, auth: RouteParty, summary: "the buyer disputes; the court replays the criteria and answers the signed verdict receipt", bodyOptional: true,
+	{method: "POST", path: "/contracts/{id}/dispute", tool: &toolSpec{name: "dispute_delivery", title: "Dispute the delivery", kind: destructive, desc: "The buyer disputes: the court replays the acceptance criteria on the deliverable (schema and assertions, then checkers in a sandbox, a jury only for semantic criteria) and answers the signed verdict receipt: credentialSubject.verdict (release or refund), tier, checks and payout.", args: []toolArg{{"id", "contract_id", "the contract disputed"}}}, op: mutate((*server).dispute), idem: idemHeader, service: svcCourt, auth: RouteParty, summary: "the buyer disputes; the court replays the criteria and answers the signed verdict receipt", bodyOptional: true,
 		req: schemaFn[escrow.DisputeRequest], resp: receiptFn, codes: with(idemCodes, contractCodes, []string{escrow.ECodeCheckersUnavailable}, invalidText("reason")),
 		hint: &hint{verb: "dispute", detail: "the buyer disputes; the court replays the acceptance criteria",
 			body: map[string]any{"reason": "far fewer rows than agreed"}, returns: "a signed verdict receipt: credentialSubject.verdict, tier, checks, payout"}},
-	{method: "POST", path: "/contracts/{id}/resolve", op: mutate((*server).resolve), idem: idemHeader, service: svcCourt, auth: RouteOperator, summary: "an operator decides an escalated dispute",
+	{method: "POST", path: "/contracts/{id}/resolve", tool: &toolSpec{name: "resolve_dispute", title: "Resolve an escalated dispute (operator)", kind: destructive, desc: "Operator only (Authorization: Bearer <operator token> on the HTTP request): decide an escalated dispute, release or refund. Answers the final signed verdict receipt.", args: []toolArg{{"id", "contract_id", "the escalated contract"}}}, op: mutate((*server).resolve), idem: idemHeader, service: svcCourt, auth: RouteOperator, summary: "an operator decides an escalated dispute",
 		req: schemaFn[escrow.ResolveRequest], resp: receiptFn, codes: with(idemCodes, contractCodes, []string{escrow.ECodeInvalidVerdict}, invalidText("reason")),
 		hint: &hint{verb: "resolve", detail: "an operator decides an escalated dispute (Authorization: Bearer <ASSAY_OPERATOR_TOKEN>)",
 			body: map[string]any{"verdict": "refund", "reason": "the summary invents facts"}, returns: "the final signed verdict receipt, tier operator"}},
-	{method: "GET", path: "/agents/{did}/receipts", op: view((*server).agentReceipts), service: svcCourt, auth: RouteOpen, summary: "the receipts an agent was party to, newest first",
+	{method: "GET", path: "/agents/{did}/receipts", tool: &toolSpec{name: "agent_receipts", title: "An agent's receipts", kind: read, desc: "The signed receipts an agent was party to, newest first.", args: []toolArg{{"did", "agent", "the agent's id, e.g. did:nanda:seller or a did:key"}}}, op: view((*server).agentReceipts), service: svcCourt, auth: RouteOpen, summary: "the receipts an agent was party to, newest first",
 		query: []param{limitQuery}, resp: schemaFn[receipt.AgentReceipts], codes: []string{escrow.ECodeInvalidDID, codeInvalidLimit}},
-	{method: "GET", path: "/agents/{did}/reputation", op: view((*server).reputation), service: svcCourt, auth: RouteOpen, summary: "an agent's standing and Beta reputation as seller and as buyer",
+	{method: "GET", path: "/agents/{did}/reputation", tool: &toolSpec{name: "agent_reputation", title: "An agent's court reputation", kind: read, desc: "An agent's standing (bans) and Beta reputation as seller and as buyer, from the court's verdicts.", args: []toolArg{{"did", "agent", "the agent's id, e.g. did:nanda:seller or a did:key"}}}, op: view((*server).reputation), service: svcCourt, auth: RouteOpen, summary: "an agent's standing and Beta reputation as seller and as buyer",
 		resp: schemaFn[escrow.Reputation], codes: []string{escrow.ECodeInvalidDID}},
-	{method: "GET", path: "/accounts/{id}", op: view((*server).account), service: svcCourt, auth: RouteOpen, summary: "a ledger account: rail:dev, hold:escrow:{contract_id}, agent:{did}, mint:{currency}:{did}",
+	{method: "GET", path: "/accounts/{id}", tool: &toolSpec{name: "get_account", title: "A ledger account", kind: read, desc: "A ledger account with its balances and entries: rail:dev, hold:escrow:{contract_id}, agent:{did}, mint:{currency}:{did}.", args: []toolArg{{"id", "account", "the account's id, e.g. hold:escrow:esc-01M8TPH5D3SNQHND4Q02GH4ZCF"}}}, op: view((*server).account), service: svcCourt, auth: RouteOpen, summary: "a ledger account: rail:dev, hold:escrow:{contract_id}, agent:{did}, mint:{currency}:{did}",
 		resp: schemaFn[ledger.Account], codes: []string{escrow.ECodeInvalidAccount},
 		hint: &hint{verb: "fetch", at: "/accounts", detail: "fetch a ledger account with GET /accounts/{id}: rail:dev, hold:escrow:{contract_id}, agent:{did}",
 			returns: `{"id", "balances", "entries"}`}},
-	{method: "GET", path: "/ledger", op: view((*server).ledger), service: svcCourt, auth: RouteOpen, summary: "the sum of every account per currency (zero when sound)", resp: schemaFn[ledger.Audit]},
+	{method: "GET", path: "/ledger", tool: &toolSpec{name: "ledger_audit", title: "Audit the ledger", kind: read, desc: "The sum of every account per currency: zero in each when the books balance."}, op: view((*server).ledger), service: svcCourt, auth: RouteOpen, summary: "the sum of every account per currency (zero when sound)", resp: schemaFn[ledger.Audit]},
 
 	// receipts
-	{method: "GET", path: "/receipts/{id}", raw: (*server).receipt, service: svcReceipts, auth: RouteOpen, summary: "a stored receipt in its signed bytes; ?format=di as a W3C Data Integrity credential",
+	{method: "GET", path: "/receipts/{id}", op: view((*server).receipt), tool: &toolSpec{name: "get_receipt", title: "Get a receipt", kind: read, desc: "A stored receipt of any service in the bytes that were signed; format di answers its W3C Data Integrity form (eddsa-jcs-2022).", args: []toolArg{{"id", "receipt_id", "the receipt's id, e.g. urn:assay:receipt:8f3a…"}}, out: receiptOrCredential}, service: svcReceipts, auth: RouteOpen, summary: "a stored receipt in its signed bytes; ?format=di as a W3C Data Integrity credential",
 		query: []param{{name: "format", desc: `absent (the receipt) or "di" (its W3C Data Integrity form, eddsa-jcs-2022)`, schema: &jsonschema.Schema{Type: "string", Enum: []any{"di"}}}},
 		resp:  looseObject, codes: []string{codeReceiptNotFound, codeInvalidFormat}},
-	{method: "POST", path: "/verify", raw: (*server).verify, service: svcReceipts, auth: RouteOpen, summary: "check a receipt's signature against this court's keys: {\"receipt\": …} or the bare receipt",
+	{method: "POST", path: "/verify", op: (*server).verify, tool: &toolSpec{name: "verify_receipt", title: "Verify a receipt", kind: read, desc: "Check a receipt's signature against this court's keys (every key it has signed with, each in its window): valid, or the reason it is not.", in: verifyToolIn}, service: svcReceipts, auth: RouteOpen, summary: "check a receipt's signature against this court's keys: {\"receipt\": …} or the bare receipt",
 		req: verifyBodySchema, resp: schemaFn[receipt.Result], codes: []string{codeNotAReceipt},
 		hint: &hint{verb: "verify", detail: "check a receipt's signature against this court's keys; a body that is not a receipt answers 422 not_a_receipt",
 			body: map[string]any{"receipt": "<the receipt object>"}, returns: `{"valid": true|false, "reason"}`}},
 
 	// checkers and replays
-	{method: "POST", path: "/checkers", op: putChecker, idem: idemHeader, bodyLimit: replays.MaxCheckerBytes, service: svcCheckers, auth: RouteOpen, summary: "upload a checker: raw WebAssembly (application/wasm) or Python source (text/x-python)",
+	{method: "POST", path: "/checkers", op: putChecker, idem: idemHeader, tool: &toolSpec{name: "upload_checker", title: "Upload a checker", kind: additive, desc: "Upload a checker that acceptance criteria and listings name by sha256: a WebAssembly module (wasip1 command) as wasm_base64, or Python assertion source as python. Answers its sha256, kind and size.", in: checkerToolIn, request: checkerToolRequest}, bodyLimit: replays.MaxCheckerBytes, service: svcCheckers, auth: RouteOpen, summary: "upload a checker: raw WebAssembly (application/wasm) or Python source (text/x-python)",
 		reqTypes: []string{"application/wasm", "text/x-python"}, resp: schemaFn[replays.Info], created: true,
 		codes: with(idemCodes, []string{codeUnsupportedCheckerKind, escrow.ECodeInvalidChecker, replays.ECodeCheckerTooLarge, replays.ECodeUnsupportedKind}),
 		hint: &hint{verb: "upload", detail: "upload a wasm checker as the raw body with Content-Type: application/wasm, or Python source with text/x-python; name it in acceptance.checkers by sha256",
 			returns: `{"sha256", "kind", "size"}`}},
-	{method: "GET", path: "/checkers/{sha256}", op: view((*server).checker), service: svcCheckers, auth: RouteOpen, summary: "a stored checker's metadata",
+	{method: "GET", path: "/checkers/{sha256}", op: view((*server).checker), tool: &toolSpec{name: "get_checker", title: "Get a checker", kind: read, desc: "A stored checker's metadata: sha256, kind, size.", args: []toolArg{{"sha256", "sha256", "the checker's sha256, 64 hex digits"}}}, service: svcCheckers, auth: RouteOpen, summary: "a stored checker's metadata",
 		resp: schemaFn[replays.Info], codes: []string{escrow.ECodeInvalidSHA256, escrow.ECodeCheckerNotFound}},
-	{method: "POST", path: "/replays", raw: (*server).replays, service: svcReplays, auth: RouteOpen, summary: "replay one stored checker on many artifacts; ?spread=true spreads the batch over every node",
+	{method: "POST", path: "/replays", op: (*server).replays, bodyLimit: replays.MaxBodyBytes, tool: &toolSpec{name: "replay_checker", title: "Replay a checker", kind: read, desc: "Replay one stored checker on many artifacts in parallel, in the sandbox under fuel and memory limits; outcomes are memoised (no_memo runs every one). Answers one outcome per artifact, in order: kind (pass, fail, trap, fuel_exhausted, …), exit code, fuel used, output."}, service: svcReplays, auth: RouteOpen, summary: "replay one stored checker on many artifacts; ?spread=true spreads the batch over every node",
 		query: []param{{name: "spread", desc: "true spreads the batch over every node sharing the store", schema: &jsonschema.Schema{Type: "boolean"}}},
 		req:   schemaFn[replays.Request], resp: schemaFn[replays.Response],
 		codes: []string{replays.ECodeArtifactTooLarge, replays.ECodeBatchTimeout, replays.ECodeBatchTooLarge, replays.ECodeCheckerNotFound, replays.ECodeCheckersUnavailable,
@@ -281,12 +293,12 @@ var routeTable = []route{
 		query: []param{{name: "text", desc: "the problem statement", schema: &jsonschema.Schema{Type: "string"}}}, resp: schemaFn[fingerprintOut]},
 	{method: "POST", path: "/market/clock", op: viewBody((*server).clock), only: func(s *server) bool { return s.cfg.AdvanceMarketClock != nil }, service: svcMarket, auth: RouteOperator, summary: "tests only (ASSAY_TEST_CLOCK=1): move the market's clock forward",
 		req: schemaFn[clockIn], resp: schemaFn[clockOut], codes: []string{codeInvalidDuration}},
-	{method: "POST", path: MCPPath, raw: (*server).mcpEndpoint, anyMethod: true, service: svcMCP, auth: RouteOpen, summary: "the market's tools over MCP (JSON-RPC 2.0; streamable HTTP, JSON responses); resolve_challenge takes the operator's bearer token",
+	{method: "POST", path: MCPPath, raw: (*server).mcpEndpoint, anyMethod: true, service: svcMCP, auth: RouteOpen, summary: "every service's tools over MCP (JSON-RPC 2.0; streamable HTTP, stateless, JSON responses; 2026-07-28 and earlier revisions); credentials as the REST routes take them",
 		req: jsonRPCSchema, resp: jsonRPCSchema, respTypes: []string{"application/json"},
 		codes: with([]string{codeInvalidRequest, codeNotAcceptable, codeSessionNotFound, codeInvalidArguments, codeAgentMismatch, codeInsufficientScope}, mattersAuthCodes)},
 
 	// judgment matters
-	{method: "POST", path: mattersBase + "/open", op: judgment(Matters.Open), idem: idemBody, service: svcMatters, auth: RoutePrincipal, summary: "open a Matter before a spend, publication or irreversible action",
+	{method: "POST", path: mattersBase + "/open", tool: &toolSpec{name: "open_matter", title: "Open a Matter", kind: additive, desc: "Open a judgment Matter before a spend, a publication or an irreversible action: the question, the action_digest (sha256 hex of the exact action), stakes, a deadline, a risk class and the verdict_schema the one verdict must match. Signed mode binds requester_id to the caller's key."}, op: judgment(Matters.Open), idem: idemBody, service: svcMatters, auth: RoutePrincipal, summary: "open a Matter before a spend, publication or irreversible action",
 		req: matterReq[matters.OpenRequest], resp: schemaFn[matters.Changed], created: true, codes: matterCodes,
 		hint: &hint{verb: "open", detail: "open a Matter before a spend, publication or irreversible action; signed mode binds requester_id to your key id and requires action_digest (sign every request: RFC 9421 Ed25519 covering @method @path @authority content-digest, with created, keyid, nonce; see /skill.md)",
 			body: map[string]any{"action_digest": "<sha256 hex of the exact action>", "question": "may we pay invoice 42?", "stakes_usdc": "12.5",
@@ -294,61 +306,79 @@ var routeTable = []route{
 				"verdict_schema":  map[string]any{"type": "object", "required": []any{"approve"}, "properties": map[string]any{"approve": map[string]any{"type": "boolean"}}},
 				"idempotency_key": "1 to 256 bytes"},
 			returns: `201 {"matter": <redacted projection>, "receipt": <matter_opened>}`}},
-	{method: "POST", path: mattersBase + "/assign", op: judgment(Matters.Assign), idem: idemBody, service: svcMatters, auth: RoutePrincipal, summary: "the requester or an operator assigns the one solver",
+	{method: "POST", path: mattersBase + "/assign", tool: &toolSpec{name: "assign_solver", title: "Assign the solver", kind: additive, desc: "The requester or an operator assigns the one solver (a solver principal of the tenant), asserting conflict_free."}, op: judgment(Matters.Assign), idem: idemBody, service: svcMatters, auth: RoutePrincipal, summary: "the requester or an operator assigns the one solver",
 		req: matterReq[matters.AssignRequest], resp: schemaFn[matters.Changed], codes: matterCodes,
 		hint: &hint{verb: "assign", detail: "the requester or an operator assigns the one solver (a solver principal of the tenant), asserting conflict_free",
 			body:    map[string]any{"matter_id": "mat-…", "solver_id": "<solver key id>", "solver_kind": "human|model", "qualification": "optional, at most 1024 bytes", "conflict_free": true, "idempotency_key": "…"},
 			returns: `{"matter", "receipt": <solver_assigned>}`}},
-	{method: "POST", path: mattersBase + "/accept", op: judgment(Matters.Accept), idem: idemBody, service: svcMatters, auth: RoutePrincipal, summary: "the assigned solver accepts the assignment",
+	{method: "POST", path: mattersBase + "/accept", tool: &toolSpec{name: "accept_assignment", title: "Accept an assignment", kind: additive, desc: "The assigned solver accepts the assignment."}, op: judgment(Matters.Accept), idem: idemBody, service: svcMatters, auth: RoutePrincipal, summary: "the assigned solver accepts the assignment",
 		req: matterReq[matters.AcceptRequest], resp: schemaFn[matters.Changed], codes: matterCodes,
 		hint: &hint{verb: "accept", detail: "the assigned solver accepts the assignment", body: map[string]any{"matter_id": "mat-…", "idempotency_key": "…"}, returns: `{"matter", "receipt": <solver_accepted>}`}},
-	{method: "POST", path: mattersBase + "/verdict", op: judgment(Matters.Verdict), idem: idemBody, service: svcMatters, auth: RoutePrincipal, summary: "the accepted solver submits the one verdict",
+	{method: "POST", path: mattersBase + "/verdict", tool: &toolSpec{name: "submit_verdict", title: "Submit the verdict", kind: additive, desc: "The accepted solver submits the one verdict: it must match verdict_schema and carry the Matter's action_digest; the first valid one wins and the Matter is judged."}, op: judgment(Matters.Verdict), idem: idemBody, service: svcMatters, auth: RoutePrincipal, summary: "the accepted solver submits the one verdict",
 		req: matterReq[matters.VerdictRequest], resp: schemaFn[matters.Changed], codes: matterCodes,
 		hint: &hint{verb: "submit_verdict", detail: "the accepted solver submits the one verdict; it must match verdict_schema and carry the Matter's action_digest; the first valid one wins",
 			body:    map[string]any{"matter_id": "mat-…", "solver_kind": "human|model", "action_digest": "<the Matter's>", "verdict": map[string]any{"approve": true}, "idempotency_key": "…"},
 			returns: `{"matter", "receipt": <verdict_submitted, verdict_schema_ok true>}`}},
-	{method: "POST", path: mattersBase + "/settle", op: judgment(Matters.Settle), idem: idemBody, service: svcMatters, auth: RoutePrincipal, summary: "the requester or an operator marks a judged Matter settled",
+	{method: "POST", path: mattersBase + "/settle", tool: &toolSpec{name: "settle_matter", title: "Settle a Matter", kind: destructive, desc: "The requester or an operator marks a judged Matter settled (solver_paid is a flag; no funds move)."}, op: judgment(Matters.Settle), idem: idemBody, service: svcMatters, auth: RoutePrincipal, summary: "the requester or an operator marks a judged Matter settled",
 		req: matterReq[matters.SettleRequest], resp: schemaFn[matters.Changed], codes: matterCodes,
 		hint: &hint{verb: "settle", detail: "the requester or an operator marks a judged Matter settled: solver_paid is a flag, no funds move",
 			body: map[string]any{"matter_id": "mat-…", "idempotency_key": "…"}, returns: `{"matter", "receipt": <matter_settled>}`}},
-	{method: "POST", path: mattersBase + "/dispute", op: judgment(Matters.Dispute), idem: idemBody, service: svcMatters, auth: RoutePrincipal, summary: "the requester or an operator disputes an open or judged Matter (terminal)",
+	{method: "POST", path: mattersBase + "/dispute", tool: &toolSpec{name: "dispute_matter", title: "Dispute a Matter", kind: destructive, desc: "The requester or an operator disputes an open or judged Matter (terminal)."}, op: judgment(Matters.Dispute), idem: idemBody, service: svcMatters, auth: RoutePrincipal, summary: "the requester or an operator disputes an open or judged Matter (terminal)",
 		req: matterReq[matters.DisputeRequest], resp: schemaFn[matters.Changed], codes: matterCodes,
 		hint: &hint{verb: "dispute", detail: "the requester or an operator disputes an open or judged Matter (terminal)",
 			body:    map[string]any{"matter_id": "mat-…", "reason": "1 to 2048 bytes", "action_digest": "<the Matter's>", "idempotency_key": "…"},
 			returns: `{"matter", "receipt": <matter_disputed>}`}},
-	{method: "POST", path: mattersBase + "/tick", op: judgment(Matters.Tick), idem: idemBody, service: svcMatters, auth: RoutePrincipal, summary: "an operator expires the tenant's open Matters at or past their deadline",
+	{method: "POST", path: mattersBase + "/tick", tool: &toolSpec{name: "expire_matters", title: "Expire overdue Matters", kind: destructive, desc: "An operator expires the tenant's open Matters at or past their deadline."}, op: judgment(Matters.Tick), idem: idemBody, service: svcMatters, auth: RoutePrincipal, summary: "an operator expires the tenant's open Matters at or past their deadline",
 		req: matterReq[matters.TickRequest], resp: schemaFn[matters.Ticked], codes: matterCodes,
 		hint: &hint{verb: "tick", detail: "an operator expires the tenant's open Matters at or past their deadline; a replay answers the original receipts",
 			body: map[string]any{"idempotency_key": "…"}, returns: `{"evaluated_at", "expired", "receipts": <matter_expired…>}`}},
-	{method: "GET", path: mattersBase, op: matterList(false), service: svcMatters, auth: RoutePrincipal, summary: "the caller's open Matters", resp: schemaFn[matterListOut], codes: matterCodes},
-	{method: "GET", path: mattersBase + "/all", op: matterList(true), service: svcMatters, auth: RoutePrincipal, summary: "every Matter the caller may see", resp: schemaFn[matterListOut], codes: matterCodes},
-	{method: "GET", path: mattersBase + "/{id}", op: view((*server).matterGet), service: svcMatters, auth: RoutePrincipal, summary: "a Matter: the private record for its parties, else the redacted projection", resp: schemaFn[matterOut], codes: matterCodes},
-	{method: "GET", path: mattersBase + "/{id}/receipts", op: view((*server).matterReceipts), service: svcMatters, auth: RoutePrincipal, summary: "a Matter's receipt chain, oldest first", resp: schemaFn[matterReceiptsOut], codes: matterCodes},
+	{method: "GET", path: mattersBase, tool: &toolSpec{name: "list_matters", title: "The caller's open Matters", kind: read, desc: "The caller's open Matters."}, op: matterList(false), service: svcMatters, auth: RoutePrincipal, summary: "the caller's open Matters", resp: matterListSchema, codes: matterCodes},
+	{method: "GET", path: mattersBase + "/all", tool: &toolSpec{name: "list_all_matters", title: "Every Matter the caller may see", kind: read, desc: "Every Matter the caller may see: the private record for its parties, else the redacted projection."}, op: matterList(true), service: svcMatters, auth: RoutePrincipal, summary: "every Matter the caller may see", resp: matterListSchema, codes: matterCodes},
+	{method: "GET", path: mattersBase + "/{id}", tool: &toolSpec{name: "get_matter", title: "Get a Matter", kind: read, desc: "A Matter: the private record for its parties, else the redacted projection.", args: []toolArg{{"id", "matter_id", "the Matter's id, e.g. mat-01J…"}}}, op: view((*server).matterGet), service: svcMatters, auth: RoutePrincipal, summary: "a Matter: the private record for its parties, else the redacted projection", resp: matterOutSchema, codes: matterCodes},
+	{method: "GET", path: mattersBase + "/{id}/receipts", tool: &toolSpec{name: "matter_receipts", title: "A Matter's receipt chain", kind: read, desc: "A Matter's signed receipts, oldest first: each names the one before it.", args: []toolArg{{"id", "matter_id", "the Matter's id, e.g. mat-01J…"}}}, op: view((*server).matterReceipts), service: svcMatters, auth: RoutePrincipal, summary: "a Matter's receipt chain, oldest first", resp: schemaFn[matterReceiptsOut], codes: matterCodes},
 
 	// the judgment exchange (exchange.go)
-	{method: "POST", path: mattersBase + "/exchange/solvers", op: judgment(Matters.RegisterSolver), idem: idemBody, service: svcMatters, auth: RoutePrincipal, summary: "register or update a solver of the exchange: kind, lineage, qualifications, conflicts",
+	{method: "POST", path: mattersBase + "/exchange/solvers", tool: &toolSpec{name: "register_solver", title: "Register a solver", kind: additive, desc: "Register or update a solver of the judgment exchange: kind, lineage, qualifications, conflicts."}, op: judgment(Matters.RegisterSolver), idem: idemBody, service: svcMatters, auth: RoutePrincipal, summary: "register or update a solver of the exchange: kind, lineage, qualifications, conflicts",
 		req: matterReq[matters.RegisterSolverRequest], resp: looseObject, created: true, codes: exchangeCodes},
-	{method: "GET", path: mattersBase + "/exchange/solvers/{id}", op: view((*server).solverProfile), service: svcMatters, auth: RoutePrincipal, summary: "a solver's profile: registration, stakes and calibration",
+	{method: "GET", path: mattersBase + "/exchange/solvers/{id}", tool: &toolSpec{name: "solver_profile", title: "A solver's profile", kind: read, desc: "A solver's profile: registration, stakes and calibration.", args: []toolArg{{"id", "solver_id", "the solver's principal key id"}}}, op: view((*server).solverProfile), service: svcMatters, auth: RoutePrincipal, summary: "a solver's profile: registration, stakes and calibration",
 		resp: looseObject, codes: exchangeCodes},
-	{method: "POST", path: mattersBase + "/exchange/open", op: judgment(Matters.OpenQuorum), idem: idemBody, service: svcMatters, auth: RoutePrincipal, summary: "open a quorum Matter: several solvers, commit-reveal, stakes",
+	{method: "POST", path: mattersBase + "/exchange/open", tool: &toolSpec{name: "open_quorum_matter", title: "Open a quorum Matter", kind: additive, desc: "Open a quorum Matter: several solvers, commit-reveal, stakes."}, op: judgment(Matters.OpenQuorum), idem: idemBody, service: svcMatters, auth: RoutePrincipal, summary: "open a quorum Matter: several solvers, commit-reveal, stakes",
 		req: matterReq[matters.QuorumOpenRequest], resp: looseObject, created: true, codes: exchangeCodes},
-	{method: "POST", path: mattersBase + "/exchange/assign", op: judgment(Matters.AssignSeat), idem: idemBody, service: svcMatters, auth: RoutePrincipal, summary: "seat a solver on a quorum Matter",
+	{method: "POST", path: mattersBase + "/exchange/assign", tool: &toolSpec{name: "assign_seat", title: "Seat a solver", kind: additive, desc: "Seat a solver on a quorum Matter."}, op: judgment(Matters.AssignSeat), idem: idemBody, service: svcMatters, auth: RoutePrincipal, summary: "seat a solver on a quorum Matter",
 		req: matterReq[matters.SeatRequest], resp: looseObject, codes: exchangeCodes},
-	{method: "POST", path: mattersBase + "/exchange/accept", op: judgment(Matters.AcceptSeat), idem: idemBody, service: svcMatters, auth: RoutePrincipal, summary: "a seated solver accepts its seat",
+	{method: "POST", path: mattersBase + "/exchange/accept", tool: &toolSpec{name: "accept_seat", title: "Accept a seat", kind: additive, desc: "A seated solver accepts its seat."}, op: judgment(Matters.AcceptSeat), idem: idemBody, service: svcMatters, auth: RoutePrincipal, summary: "a seated solver accepts its seat",
 		req: matterReq[matters.AcceptRequest], resp: looseObject, codes: exchangeCodes},
-	{method: "POST", path: mattersBase + "/exchange/commit", op: judgment(Matters.Commit), idem: idemBody, service: svcMatters, auth: RoutePrincipal, summary: "a seated solver commits to its verdict (a hash)",
+	{method: "POST", path: mattersBase + "/exchange/commit", tool: &toolSpec{name: "commit_verdict", title: "Commit to a verdict", kind: additive, desc: "A seated solver commits to its verdict: a hash of the verdict and a salt."}, op: judgment(Matters.Commit), idem: idemBody, service: svcMatters, auth: RoutePrincipal, summary: "a seated solver commits to its verdict (a hash)",
 		req: matterReq[matters.CommitRequest], resp: looseObject, codes: exchangeCodes},
-	{method: "POST", path: mattersBase + "/exchange/reveal", op: judgment(Matters.Reveal), idem: idemBody, service: svcMatters, auth: RoutePrincipal, summary: "a solver reveals the verdict it committed to, with its salt",
+	{method: "POST", path: mattersBase + "/exchange/reveal", tool: &toolSpec{name: "reveal_verdict", title: "Reveal a verdict", kind: additive, desc: "A solver reveals the verdict it committed to, with its salt."}, op: judgment(Matters.Reveal), idem: idemBody, service: svcMatters, auth: RoutePrincipal, summary: "a solver reveals the verdict it committed to, with its salt",
 		req: matterReq[matters.RevealRequest], resp: looseObject, codes: exchangeCodes},
-	{method: "POST", path: mattersBase + "/exchange/appeal", op: judgment(Matters.Appeal), idem: idemBody, service: svcMatters, auth: RoutePrincipal, summary: "appeal a judged quorum Matter to the court",
+	{method: "POST", path: mattersBase + "/exchange/appeal", tool: &toolSpec{name: "appeal_matter", title: "Appeal a quorum Matter", kind: destructive, desc: "Appeal a judged quorum Matter to the court; the appeal fee is taken from the appellant."}, op: judgment(Matters.Appeal), idem: idemBody, service: svcMatters, auth: RoutePrincipal, summary: "appeal a judged quorum Matter to the court",
 		req: matterReq[matters.AppealRequest], resp: looseObject, codes: exchangeCodes},
-	{method: "POST", path: mattersBase + "/exchange/observe", op: judgment(Matters.Observe), idem: idemBody, service: svcMatters, auth: RoutePrincipal, summary: "record the observed outcome of a judged Matter, for the solvers' calibration",
+	{method: "POST", path: mattersBase + "/exchange/observe", tool: &toolSpec{name: "observe_outcome", title: "Record an observed outcome", kind: additive, desc: "Record the observed outcome of a judged Matter, for the solvers' calibration."}, op: judgment(Matters.Observe), idem: idemBody, service: svcMatters, auth: RoutePrincipal, summary: "record the observed outcome of a judged Matter, for the solvers' calibration",
 		req: matterReq[matters.ObserveRequest], resp: looseObject, codes: exchangeCodes},
 
 	// the web console
 	{method: "GET", path: "/console", raw: (*server).console, service: svcConsole, auth: RouteOpen, summary: "the web console", resp: textSchema, respTypes: []string{"text/html; charset=utf-8"}},
 	{method: "GET", path: "/console/{file}", raw: (*server).consoleFile, service: svcConsole, auth: RouteOpen, summary: "one of the console's files",
 		resp: textSchema, respTypes: []string{"text/html; charset=utf-8", "text/css; charset=utf-8", "text/javascript; charset=utf-8"}},
+}
+
+// matterSchema is a Matter as the judgment routes answer it: the
+// private record for its parties, else the redacted projection.
+func matterSchema() *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "object", Description: "a Matter: the private record for its parties, else the redacted projection (matter_id, status, question_sha256, …)"}
+}
+
+func matterOutSchema() *jsonschema.Schema {
+	s := schemaFn[matterOut]()
+	s.Properties["matter"] = matterSchema()
+	return s
+}
+
+func matterListSchema() *jsonschema.Schema {
+	s := schemaFn[matterListOut]()
+	s.Properties["matters"] = &jsonschema.Schema{Type: "array", Items: matterSchema()}
+	return s
 }
 
 // criteriaCodes are the refusals of acceptance criteria, by adjudicate.
