@@ -67,6 +67,24 @@ func (s *server) toolsOf(svcs ...string) []*route {
 	return out
 }
 
+// toolList is the manual's list of tools: each with its route and its
+// arguments from the path.
+func toolList(tools []*route) string {
+	if len(tools) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\n| tool | route | path arguments |\n|---|---|---|\n")
+	for _, r := range tools {
+		var args []string
+		for _, a := range r.tool.args {
+			args = append(args, "`"+a.name+"`")
+		}
+		fmt.Fprintf(&b, "| `%s` | `%s %s` | %s |\n", r.tool.name, r.method, r.path, strings.Join(args, ", "))
+	}
+	return b.String()
+}
+
 // instructions are the MCP server's instructions: what each service is
 // and which tools are its, how to authenticate, and where the manual is.
 func (s *server) instructions() string {
@@ -90,6 +108,28 @@ func (s *server) instructions() string {
 	return b.String()
 }
 
+// protocolFacts says, for /agentfacts, how agents reach this server:
+// the MCP tools by service, and the A2A card and skills.
+func (s *server) protocolFacts(base string) map[string]any {
+	tools := map[string][]string{}
+	var ids []string
+	for _, sk := range skills {
+		ts := s.toolsOf(sk.services...)
+		if len(ts) == 0 {
+			continue
+		}
+		ids = append(ids, sk.id)
+		for _, r := range ts {
+			tools[sk.id] = append(tools[sk.id], r.tool.name)
+		}
+	}
+	return map[string]any{
+		"mcp": map[string]any{"endpoint": base + MCPPath, "revisions": []string{"2026-07-28", "2025-11-25"}, "tools": tools,
+			"protected_resource": base + protectedResourcePath + MCPPath},
+		"a2a": map[string]any{"agent_card": base + AgentCardPath, "endpoint": base + A2APath, "protocol_version": "1.0", "skills": ids},
+	}
+}
+
 // protectedResource is the OAuth protected-resource metadata (RFC 9728)
 // of the MCP endpoint. The bearer tokens it takes are API keys that an
 // operator issues (assay principals issue-key), not tokens of an OAuth
@@ -101,7 +141,7 @@ func (s *server) protectedResource(c *fiber.Ctx, _ principal.Actor) error {
 		"resource":                 base + MCPPath,
 		"resource_name":            "Assay MCP server",
 		"bearer_methods_supported": []string{"header"},
-		"resource_documentation":   base + "/skill.md#authentication",
+		"resource_documentation":   base + "/skill.md#proving-who-you-are",
 		"assay_token_issuance":     "bearer tokens are API keys issued to an agent id by the operator: assay principals issue-key --agent <id>; or sign each request with RFC 9421 instead",
 	})
 }
@@ -174,8 +214,13 @@ func (s *server) agentCard(c *fiber.Ctx, _ principal.Actor) error {
 }
 
 // card is the Agent Card of this server reached at base, unsigned. It
-// holds no field at its default value (no empty string, list or false),
-// as the A2A canonical form leaves those out.
+// holds no empty string, list or object anywhere: the canonical form that
+// @a2a-js/sdk signs and verifies leaves those out (even where the A2A
+// text calls a field required), so a card without them reads the same
+// to every verifier. Security requirements are left out for that reason
+// (a scheme without scopes is an empty list); the schemes say what each
+// credential is, and which operations take one is the manual's and the
+// tools' to say.
 func (s *server) card(base string) map[string]any {
 	var skillList []any
 	for _, sk := range skills {
@@ -190,12 +235,6 @@ func (s *server) card(base string) map[string]any {
 		}
 		skill := map[string]any{"id": sk.id, "name": sk.name, "description": serviceDesc(sk.services[0]),
 			"tags": tags, "examples": examples, "inputModes": []string{"application/json"}, "outputModes": []string{"application/json"}}
-		if s.signedSkill(tools) {
-			skill["securityRequirements"] = []any{
-				map[string]any{"schemes": map[string]any{"apiKey": map[string]any{}}},
-				map[string]any{"schemes": map[string]any{"httpSignature": map[string]any{}}},
-			}
-		}
 		skillList = append(skillList, skill)
 	}
 	return map[string]any{
@@ -207,7 +246,7 @@ func (s *server) card(base string) map[string]any {
 		"provider":            map[string]any{"organization": "Assay", "url": "https://github.com/assayhq/assay"},
 		"version":             s.cardVersion(),
 		"documentationUrl":    base + "/skill.md",
-		"capabilities":        map[string]any{},
+		"capabilities":        map[string]any{"streaming": false, "pushNotifications": false},
 		"securitySchemes": map[string]any{
 			"apiKey": map[string]any{"httpAuthSecurityScheme": map[string]any{"scheme": "Bearer",
 				"description": "an API key issued to an agent id by the operator (assay principals issue-key): Authorization: Bearer <key>"}},
@@ -227,17 +266,6 @@ func (s *server) cardVersion() string {
 		return "dev"
 	}
 	return s.cfg.Version
-}
-
-// signedSkill reports whether any of a skill's tools takes credentials
-// on this server.
-func (s *server) signedSkill(tools []*route) bool {
-	for _, r := range tools {
-		if r.auth != RouteOpen {
-			return true
-		}
-	}
-	return false
 }
 
 // signedCard is the card for base with its signature: a JWS (RFC 7515)

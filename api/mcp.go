@@ -113,37 +113,38 @@ func init() { rawSchemas["receipt"] = receiptSchema }
 // carry without a description, by "tool.path" or by path, where a path
 // is a property's name, or its parent's and its own joined by a dot.
 var argDescriptions = map[string]string{
-	"publish_listing.agent":    "the seller's agent id; a level-2 bond is escrowed from its wallet",
-	"purchase.agent":           "the buyer's agent id; its wallet pays price + 3% fee",
-	"deactivate_listing.agent": "the seller that published the listing",
-	"challenge_listing.agent":  "the buyer that bought the listing",
-	"challenge_listing.reason": "why the artifact fails, for the record and the operator",
-	"resolve_challenge.reason": "the operator's reasons, recorded in the resolution",
-	"title":                    "a one-line title buyers see",
-	"problem_statement":        "the problem the artifact solves, as text; buyers find it by its fingerprint (sha256 of the normalised token set) or by words",
-	"encoding":                 "how artifact is sent: json (the default) or base64",
-	"artifact_type":            "what the artifact is",
-	"license_terms":            "the license, in free text; house agents' listings get seed=true",
-	"checker":                  "a checker, for level 1: the market replays it on the artifact before publication and on challenges; omit for level 2 (bonded)",
-	"checker.kind":             "python or wasm; inferred from source or sha256 when omitted",
-	"checker.source":           "python assertion source: completion is pass, an exception fails",
-	"checker.sha256":           "the sha256 of a checker uploaded with POST /checkers",
-	"checker.fuel":             "the fuel limit of a run (instructions, deterministic); the default when omitted",
-	"checker.memory_mib":       "the memory limit of a run in MiB; the default when omitted",
-	"verification_level":       "1 (a checker) or 2 (a bond); inferred when omitted; 3 is earned by replays, 4 is reserved",
-	"purpose":                  "the purpose memo, written into the receipt for the operator's compliance record",
-	"verdict":                  "uphold (refund the buyer, pay the bond, pull the listing) or reject (the purchase settles)",
-	"query":                    "the problem as text, matched by its words and constraints",
-	"query_fingerprint":        "sha256 of the normalised token set of the problem, computed locally so that the text never leaves the caller",
-	"limit":                    "the most results to answer; the market's default when omitted",
-	"cursor":                   "without query and query_fingerprint, the active listings are browsed newest first: next_cursor of one page asks for the next",
+	"publish_listing.agent":     "the seller's agent id; a level-2 bond is escrowed from its wallet",
+	"purchase.agent":            "the buyer's agent id; its wallet pays price + 3% fee",
+	"deactivate_listing.agent":  "the seller that published the listing",
+	"challenge_listing.agent":   "the buyer that bought the listing",
+	"challenge_listing.reason":  "why the artifact fails, for the record and the operator",
+	"resolve_challenge.reason":  "the operator's reasons, recorded in the resolution",
+	"title":                     "a one-line title buyers see",
+	"problem_statement":         "the problem the artifact solves, as text; buyers find it by its fingerprint (sha256 of the normalised token set) or by words",
+	"encoding":                  "how artifact is sent: json (the default) or base64",
+	"artifact_type":             "what the artifact is",
+	"license_terms":             "the license, in free text; house agents' listings get seed=true",
+	"checker":                   "a checker, for level 1: the market replays it on the artifact before publication and on challenges; omit for level 2 (bonded)",
+	"checker.kind":              "python or wasm; inferred from source or sha256 when omitted",
+	"checker.source":            "python assertion source: completion is pass, an exception fails",
+	"checker.sha256":            "the sha256 of a checker uploaded with POST /checkers",
+	"checker.fuel":              "the fuel limit of a run (instructions, deterministic); the default when omitted",
+	"checker.memory_mib":        "the memory limit of a run in MiB; the default when omitted",
+	"verification_level":        "1 (a checker) or 2 (a bond); inferred when omitted; 3 is earned by replays, 4 is reserved",
+	"purpose":                   "the purpose memo, written into the receipt for the operator's compliance record",
+	"resolve_challenge.verdict": "uphold (refund the buyer, pay the bond, pull the listing) or reject (the purchase settles)",
+	"query":                     "the problem as text, matched by its words and constraints",
+	"query_fingerprint":         "sha256 of the normalised token set of the problem, computed locally so that the text never leaves the caller",
+	"limit":                     "the most results to answer; the market's default when omitted",
+	"cursor":                    "without query and query_fingerprint, the active listings are browsed newest first: next_cursor of one page asks for the next",
 
 	// the court
-	"buyer":      "the buyer's agent id (a did:key when the court is signed): it funds, and accepts or disputes",
-	"seller":     "the seller's agent id: it delivers, and is paid on release",
-	"currency":   "the price's currency: credits (notional) when omitted, or usd-micro, backed by the buyer's market wallet",
-	"deliver_by": "RFC 3339: after it, a funded contract with nothing delivered returns the escrow to the buyer",
-	"reason":     "why, in a sentence, for the record",
+	"buyer":                   "the buyer's agent id (a did:key when the court is signed): it funds, and accepts or disputes",
+	"seller":                  "the seller's agent id: it delivers, and is paid on release",
+	"currency":                "the price's currency: credits (notional) when omitted, or usd-micro, backed by the buyer's market wallet",
+	"deliver_by":              "RFC 3339: after it, a funded contract with nothing delivered returns the escrow to the buyer",
+	"reason":                  "why, in a sentence, for the record",
+	"resolve_dispute.verdict": "release (pay the seller) or refund (return the escrow to the buyer)",
 
 	// judgment matters
 	"idempotency_key":              "1 to 256 bytes: a retry with the same key and body answers the first call's result",
@@ -244,10 +245,11 @@ func describeResults(s *jsonschema.Schema) *jsonschema.Schema {
 
 // enums are the closed sets some arguments are drawn from.
 var enums = map[string][]any{
-	"encoding":      {market.EncodingJSON, market.EncodingBase64},
-	"artifact_type": anys(market.ArtifactTypes),
-	"checker.kind":  {"python", "wasm"},
-	"verdict":       {"uphold", "reject"},
+	"encoding":                  {market.EncodingJSON, market.EncodingBase64},
+	"artifact_type":             anys(market.ArtifactTypes),
+	"checker.kind":              {"python", "wasm"},
+	"resolve_challenge.verdict": {"uphold", "reject"},
+	"resolve_dispute.verdict":   {"release", "refund"},
 }
 
 func anys(ss []string) []any {
@@ -359,6 +361,9 @@ func toolInput(r *route) *jsonschema.Schema {
 	case r.req != nil:
 		s = r.req()
 	}
+	// The row's schema may share subschemas with others (docRaw,
+	// rawSchemas): the tool annotates its own copy.
+	s = s.CloneSchemas()
 	if s.Properties == nil {
 		s.Properties = map[string]*jsonschema.Schema{}
 	}
@@ -407,7 +412,9 @@ func toolInput(r *route) *jsonschema.Schema {
 				} else if d, ok := argDescriptions[path]; ok && p.Description == "" {
 					p.Description = d
 				}
-				if e, ok := enums[path]; ok {
+				if e, ok := enums[tool+"."+path]; ok {
+					p.Enum = e
+				} else if e, ok := enums[path]; ok {
 					p.Enum = e
 				}
 			}
