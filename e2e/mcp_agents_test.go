@@ -203,7 +203,7 @@ func TestMCP_agentsGo(t *testing.T) {
 	// A signed Matter to a judged verdict.
 	deadline := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
 	open := map[string]any{"action_digest": mattersDigest, "question": "publish?", "stakes_usdc": "1", "deadline": deadline, "risk_class": "publish",
-		"verdict_schema": map[string]any{"type": "object", "required": []any{"ok"}, "properties": map[string]any{"ok": map[string]any{"type": "boolean"}}},
+		"verdict_schema":  map[string]any{"type": "object", "required": []any{"ok"}, "properties": map[string]any{"ok": map[string]any{"type": "boolean"}}},
 		"idempotency_key": "go-open"}
 	if _, code := anon.call("open_matter", open); code != "signature_missing" {
 		t.Fatalf("an unsigned open_matter: %q", code)
