@@ -9,7 +9,8 @@
 // The caller has created, funded and delivered CONTRACT_ID on a signed
 // court whose buyer is BUYER_DID_KEY; every A2A request is signed by it
 // (RFC 9421), and the same dispute unsigned is refused.
-import { createHash, createPrivateKey, randomUUID, sign } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
+import { signingFetch as signer } from '../httpsig.mjs';
 import { AGENT_CARD_PATH, verifyAgentCardSignature, Role, TaskState } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 import * as jose from 'jose';
@@ -64,24 +65,6 @@ try {
 }
 check(!forgedVerifies, 'a changed card still verifies');
 
-// signer signs every request as the buyer (RFC 9421, Ed25519, did:key).
-function signer(keyid, seedBase64) {
-  const key = createPrivateKey({ format: 'der', type: 'pkcs8',
-    key: Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), Buffer.from(seedBase64, 'base64')]) });
-  return async (input, init = {}) => {
-    const u = new URL(input instanceof Request ? input.url : input);
-    const method = (init.method ?? 'GET').toUpperCase();
-    const body = typeof init.body === 'string' ? init.body : '';
-    const digest = `sha-256=:${createHash('sha256').update(body).digest('base64')}:`;
-    const params = `("@method" "@path" "@authority" "content-digest");created=${Math.floor(Date.now() / 1000)};keyid="${keyid}";nonce="${randomUUID()}";alg="ed25519"`;
-    const sigBase = `"@method": ${method}\n"@path": ${u.pathname}\n"@authority": ${u.host}\n"content-digest": ${digest}\n"@signature-params": ${params}`;
-    const headers = new Headers(init.headers);
-    headers.set('Content-Digest', digest);
-    headers.set('Signature-Input', `sig1=${params}`);
-    headers.set('Signature', `sig1=:${sign(null, Buffer.from(sigBase), key).toString('base64')}:`);
-    return fetch(u, { ...init, headers });
-  };
-}
 
 async function clientWith(fetchImpl) {
   const factory = new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {

@@ -13,7 +13,8 @@
 // CONFIG_JSON: {"wasm": path of squares.wasm, "requester": {"id", "seed"},
 // "solver": {"id", "seed"}, "tag": a word that makes ids unique}; seeds
 // are base64 Ed25519 seeds of principals the caller registered.
-import { createHash, createPrivateKey, randomUUID, sign } from 'node:crypto';
+import { createHash } from 'node:crypto';
+import { signingFetch as signer } from '../httpsig.mjs';
 import { readFileSync } from 'node:fs';
 import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client';
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
@@ -32,26 +33,6 @@ function check(cond, msg) {
   if (!cond) fail(msg);
 }
 
-// signer is a fetch that signs every request as RFC 9421 asks of the
-// judgment routes: ("@method" "@path" "@authority" "content-digest") with
-// created, keyid, nonce and alg, by the principal's Ed25519 key.
-function signer(keyid, seedBase64) {
-  const key = createPrivateKey({ format: 'der', type: 'pkcs8',
-    key: Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), Buffer.from(seedBase64, 'base64')]) });
-  return async (input, init = {}) => {
-    const u = new URL(input instanceof Request ? input.url : input);
-    const method = (init.method ?? 'GET').toUpperCase();
-    const body = typeof init.body === 'string' ? init.body : '';
-    const digest = `sha-256=:${createHash('sha256').update(body).digest('base64')}:`;
-    const params = `("@method" "@path" "@authority" "content-digest");created=${Math.floor(Date.now() / 1000)};keyid="${keyid}";nonce="${randomUUID()}";alg="ed25519"`;
-    const base = `"@method": ${method}\n"@path": ${u.pathname}\n"@authority": ${u.host}\n"content-digest": ${digest}\n"@signature-params": ${params}`;
-    const headers = new Headers(init.headers);
-    headers.set('Content-Digest', digest);
-    headers.set('Signature-Input', `sig1=${params}`);
-    headers.set('Signature', `sig1=:${sign(null, Buffer.from(base), key).toString('base64')}:`);
-    return fetch(u, { ...init, headers });
-  };
-}
 
 // connect opens a client of the revision under test; fetchImpl, when
 // set, carries (and signs) its every HTTP request.
