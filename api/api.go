@@ -181,7 +181,7 @@ func newServer(cfg Config, rows []route) (*fiber.App, *server) {
 	app.Use(edges)
 	app.Use(s.cors())
 	s.register(app)
-	s.manual = strings.Replace(skill, "{{ROUTES}}", routeList(routes), 1)
+	s.manual = strings.Replace(strings.Replace(skill, "{{ROUTES}}", routeList(routes), 1), "{{TOOLS}}", toolList(s.tools()), 1)
 	doc, err := json.Marshal(openAPI(routes, cfg.Version, s.mattersMode()))
 	if err != nil {
 		panic("api: the OpenAPI document: " + err.Error())
@@ -243,6 +243,10 @@ var factEndpoints = []struct{ name, at, route string }{
 	{"replays", "/replays", "POST /replays"},
 	{"market", "/market", "GET /market/listings"},
 	{"mcp", MCPPath, "POST " + MCPPath},
+	{"mcp_protected_resource", protectedResourcePath + MCPPath, "GET " + protectedResourcePath + MCPPath},
+	{"agent_card", AgentCardPath, "GET " + AgentCardPath},
+	{"a2a", A2APath, "POST " + A2APath},
+	{"jwks", JWKSPath, "GET " + JWKSPath},
 	{"judgment_matters", mattersBase, "GET " + mattersBase},
 	{"console", "/console", "GET /console"},
 }
@@ -274,6 +278,7 @@ func (s *server) agentFacts(c *fiber.Ctx, _ principal.Actor) error {
 			"authentication": s.authFacts(), // auth.go; the operator's routes take its bearer token
 		},
 		"judgment_matters": s.mattersFacts(base),
+		"agent_protocols":  s.protocolFacts(base),
 		"certification": fiber.Map{
 			"receipt_signature_suite":  receipt.Suite,
 			"receipt_canonicalization": "RFC 8785 (JCS) over credentialSubject; Ed25519",

@@ -221,8 +221,15 @@ func challenge(c *fiber.Ctx, realm string) {
 	c.Set(fiber.HeaderWWWAuthenticate, `Signature realm="`+realm+`", Bearer realm="`+realm+`"`)
 }
 
+// mcpChallenge is MCP's WWW-Authenticate: the bearer challenge names the
+// OAuth protected-resource metadata (RFC 9728 section 5.1), which says
+// how to get a bearer token.
+func mcpChallenge(c *fiber.Ctx, realm string) {
+	c.Set(fiber.HeaderWWWAuthenticate, `Signature realm="`+realm+`", Bearer realm="`+realm+`", resource_metadata="`+c.BaseURL()+protectedResourcePath+MCPPath+`"`)
+}
+
 // realms name each service in the WWW-Authenticate challenge of a 401.
-var realms = map[string]string{svcCourt: "assay-court", svcMarket: "assay-market", svcMCP: "assay-market", svcMatters: "assay-matters",
+var realms = map[string]string{svcCourt: "assay-court", svcMarket: "assay-market", svcMCP: "assay", svcA2A: "assay", svcMatters: "assay-matters",
 	svcCheckers: "assay", svcReplays: "assay", svcReceipts: "assay", svcMeta: "assay", svcConsole: "assay"}
 
 // RouteAuth is who may make a route's request in a signed mode: the

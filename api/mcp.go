@@ -24,8 +24,14 @@ import (
 	"github.com/assayhq/assay/runtime/receipt"
 )
 
-// MCPPath is where the market's MCP tools are served (streamable HTTP).
+// MCPPath is where every service's MCP tools are served (streamable
+// HTTP, stateless: the 2026-07-28 revision and the ones before it).
 const MCPPath = "/mcp"
+
+// toolListTTL is how long a client may keep tools/list and
+// server/discover answers (2026-07-28's ttlMs): the tools change only
+// when the server restarts with other services.
+const toolListTTL = 10 * time.Minute
 
 // The MCP tools' outputs where the service answers a map.
 type (
@@ -107,30 +113,71 @@ func init() { rawSchemas["receipt"] = receiptSchema }
 // carry without a description, by "tool.path" or by path, where a path
 // is a property's name, or its parent's and its own joined by a dot.
 var argDescriptions = map[string]string{
-	"publish_listing.agent":    "the seller's agent id; a level-2 bond is escrowed from its wallet",
-	"purchase.agent":           "the buyer's agent id; its wallet pays price + 3% fee",
-	"deactivate_listing.agent": "the seller that published the listing",
-	"challenge_listing.agent":  "the buyer that bought the listing",
-	"challenge_listing.reason": "why the artifact fails, for the record and the operator",
-	"resolve_challenge.reason": "the operator's reasons, recorded in the resolution",
-	"title":                    "a one-line title buyers see",
-	"problem_statement":        "the problem the artifact solves, as text; buyers find it by its fingerprint (sha256 of the normalised token set) or by words",
-	"encoding":                 "how artifact is sent: json (the default) or base64",
-	"artifact_type":            "what the artifact is",
-	"license_terms":            "the license, in free text; house agents' listings get seed=true",
-	"checker":                  "a checker, for level 1: the market replays it on the artifact before publication and on challenges; omit for level 2 (bonded)",
-	"checker.kind":             "python or wasm; inferred from source or sha256 when omitted",
-	"checker.source":           "python assertion source: completion is pass, an exception fails",
-	"checker.sha256":           "the sha256 of a checker uploaded with POST /checkers",
-	"checker.fuel":             "the fuel limit of a run (instructions, deterministic); the default when omitted",
-	"checker.memory_mib":       "the memory limit of a run in MiB; the default when omitted",
-	"verification_level":       "1 (a checker) or 2 (a bond); inferred when omitted; 3 is earned by replays, 4 is reserved",
-	"purpose":                  "the purpose memo, written into the receipt for the operator's compliance record",
-	"verdict":                  "uphold (refund the buyer, pay the bond, pull the listing) or reject (the purchase settles)",
-	"query":                    "the problem as text, matched by its words and constraints",
-	"query_fingerprint":        "sha256 of the normalised token set of the problem, computed locally so that the text never leaves the caller",
-	"limit":                    "the most results to answer; the market's default when omitted",
-	"cursor":                   "without query and query_fingerprint, the active listings are browsed newest first: next_cursor of one page asks for the next",
+	"publish_listing.agent":     "the seller's agent id; a level-2 bond is escrowed from its wallet",
+	"purchase.agent":            "the buyer's agent id; its wallet pays price + 3% fee",
+	"deactivate_listing.agent":  "the seller that published the listing",
+	"challenge_listing.agent":   "the buyer that bought the listing",
+	"challenge_listing.reason":  "why the artifact fails, for the record and the operator",
+	"resolve_challenge.reason":  "the operator's reasons, recorded in the resolution",
+	"title":                     "a one-line title buyers see",
+	"problem_statement":         "the problem the artifact solves, as text; buyers find it by its fingerprint (sha256 of the normalised token set) or by words",
+	"encoding":                  "how artifact is sent: json (the default) or base64",
+	"artifact_type":             "what the artifact is",
+	"license_terms":             "the license, in free text; house agents' listings get seed=true",
+	"checker":                   "a checker, for level 1: the market replays it on the artifact before publication and on challenges; omit for level 2 (bonded)",
+	"checker.kind":              "python or wasm; inferred from source or sha256 when omitted",
+	"checker.source":            "python assertion source: completion is pass, an exception fails",
+	"checker.sha256":            "the sha256 of a checker uploaded with POST /checkers",
+	"checker.fuel":              "the fuel limit of a run (instructions, deterministic); the default when omitted",
+	"checker.memory_mib":        "the memory limit of a run in MiB; the default when omitted",
+	"verification_level":        "1 (a checker) or 2 (a bond); inferred when omitted; 3 is earned by replays, 4 is reserved",
+	"purpose":                   "the purpose memo, written into the receipt for the operator's compliance record",
+	"resolve_challenge.verdict": "uphold (refund the buyer, pay the bond, pull the listing) or reject (the purchase settles)",
+	"query":                     "the problem as text, matched by its words and constraints",
+	"query_fingerprint":         "sha256 of the normalised token set of the problem, computed locally so that the text never leaves the caller",
+	"limit":                     "the most results to answer; the market's default when omitted",
+	"cursor":                    "without query and query_fingerprint, the active listings are browsed newest first: next_cursor of one page asks for the next",
+
+	// the court
+	"buyer":                   "the buyer's agent id (a did:key when the court is signed): it funds, and accepts or disputes",
+	"seller":                  "the seller's agent id: it delivers, and is paid on release",
+	"currency":                "the price's currency: credits (notional) when omitted, or usd-micro, backed by the buyer's market wallet",
+	"deliver_by":              "RFC 3339: after it, a funded contract with nothing delivered returns the escrow to the buyer",
+	"reason":                  "why, in a sentence, for the record",
+	"resolve_dispute.verdict": "release (pay the seller) or refund (return the escrow to the buyer)",
+
+	// judgment matters
+	"idempotency_key":              "1 to 256 bytes: a retry with the same key and body answers the first call's result",
+	"matter_id":                    "the Matter's id, e.g. mat-01J…",
+	"action_digest":                "sha256 hex of the exact action the Matter is about: the verdict is bound to it",
+	"question":                     "the question the solver answers, in plain text",
+	"stakes_usdc":                  "what is at stake, in USDC, as a decimal string",
+	"deadline":                     "when the Matter expires unjudged, RFC 3339",
+	"risk_class":                   "spend, publish or irreversible",
+	"requester_id":                 "the requester; in signed mode the caller's key id, filled from the signature when omitted",
+	"solver_id":                    "the solver's principal key id; in signed mode the caller's own, filled from the signature when omitted",
+	"solver_kind":                  "human or model",
+	"qualification":                "why the solver is qualified, at most 1024 bytes",
+	"qualifications":               "the solver's qualifications",
+	"conflict_free":                "the assigner asserts that the solver has no conflict of interest",
+	"conflicts":                    "the requester ids the solver will not judge for",
+	"lineage":                      "a model solver's provider and base_model, for a quorum's lineage diversity",
+	"commitment":                   "sha256 hex of the verdict's canonical JSON and the salt",
+	"salt":                         "the salt committed to with the verdict",
+	"fee_usdc":                     "the appeal fee, in USDC, taken from the appellant",
+	"quorum":                       "the quorum's terms",
+	"quorum.solvers":               "N, the seats",
+	"quorum.agree":                 "M, how many identical verdicts judge the Matter (more than half of N)",
+	"quorum.agree_on":              "the verdict's top-level fields two verdicts must share to agree; the schema's required fields when empty",
+	"quorum.bond_usdc":             "each solver's bond, decimal dollars; empty for an unstaked Matter",
+	"quorum.pay_usdc":              "each solver's pay, decimal dollars; empty for an unstaked Matter",
+	"quorum.lineages":              "K, the fewest distinct lineages among the model solvers (0: no rule)",
+	"quorum.reveal_window_seconds": "how long solvers have to reveal once the quorum closed; an hour when 0",
+
+	// replays
+	"artifacts":             "the artifacts to replay the checker on, in order: a string is given as its text, anything else as its JSON text",
+	"no_memo":               "true runs every artifact, memoised or not",
+	"checker.artifact_type": "what the artifacts are, for a python checker (code runs the checker after the artifact's source)",
 }
 
 // resultDescriptions describe the fields of the tools' answers that an
@@ -198,10 +245,11 @@ func describeResults(s *jsonschema.Schema) *jsonschema.Schema {
 
 // enums are the closed sets some arguments are drawn from.
 var enums = map[string][]any{
-	"encoding":      {market.EncodingJSON, market.EncodingBase64},
-	"artifact_type": anys(market.ArtifactTypes),
-	"checker.kind":  {"python", "wasm"},
-	"verdict":       {"uphold", "reject"},
+	"encoding":                  {market.EncodingJSON, market.EncodingBase64},
+	"artifact_type":             anys(market.ArtifactTypes),
+	"checker.kind":              {"python", "wasm"},
+	"resolve_challenge.verdict": {"uphold", "reject"},
+	"resolve_dispute.verdict":   {"release", "refund"},
 }
 
 func anys(ss []string) []any {
@@ -291,19 +339,31 @@ type toolSpec struct {
 	// post reworks the row's answer into the tool's (resolve_challenge
 	// adds the challenge's receipt).
 	post func(s *server, ctx context.Context, body json.RawMessage) (json.RawMessage, error)
+	// in and request serve a row whose body is not JSON (a checker's
+	// bytes): in is the tool's input schema, and request turns its
+	// arguments into the REST request's body and Content-Type.
+	in      func() *jsonschema.Schema
+	request func(args map[string]json.RawMessage) (body []byte, contentType string, err error)
 }
 
 // toolArg is a path parameter as a tool's argument.
 type toolArg struct{ param, name, desc string }
 
 // toolInput is a tool's input schema: the row's body, its path
-// parameters and, for a mutation, idempotency_key; the arguments
-// described (argDescriptions) and closed sets enumerated (enums).
+// parameters, its query parameters and, for a mutation, idempotency_key;
+// the arguments described (argDescriptions) and closed sets enumerated
+// (enums).
 func toolInput(r *route) *jsonschema.Schema {
 	s := &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{}}
-	if r.req != nil {
+	switch {
+	case r.tool.in != nil:
+		s = r.tool.in()
+	case r.req != nil:
 		s = r.req()
 	}
+	// The row's schema may share subschemas with others (docRaw,
+	// rawSchemas): the tool annotates its own copy.
+	s = s.CloneSchemas()
 	if s.Properties == nil {
 		s.Properties = map[string]*jsonschema.Schema{}
 	}
@@ -312,9 +372,30 @@ func toolInput(r *route) *jsonschema.Schema {
 		s.Properties[a.name] = &jsonschema.Schema{Type: "string", Description: a.desc}
 		required = append(required, a.name)
 	}
+	for _, q := range r.query {
+		if _, clash := s.Properties[q.name]; clash {
+			panic("api: " + r.key() + ": the query parameter " + q.name + " is also a body field, so it cannot be a tool argument")
+		}
+		qs := &jsonschema.Schema{Type: "string"}
+		if q.schema != nil {
+			qs = q.schema.CloneSchemas()
+		}
+		qs.Description = q.desc
+		s.Properties[q.name] = qs
+	}
 	s.Required = append(required, s.Required...)
-	if r.idem == idemHeader {
+	if r.req == nil && r.tool.in == nil {
+		// No body: the arguments are the parameters alone.
+		s.AdditionalProperties = &jsonschema.Schema{Not: &jsonschema.Schema{}}
+	}
+	switch r.idem {
+	case idemHeader:
 		s.Properties["idempotency_key"] = &jsonschema.Schema{Type: "string", Description: "retries with the same key and arguments answer the first call's result"}
+	case idemBody:
+		// REST may carry it in a header; a tool call has only its arguments.
+		if !slices.Contains(s.Required, "idempotency_key") {
+			s.Required = append(s.Required, "idempotency_key")
+		}
 	}
 	tool := r.tool.name
 	var walk func(s *jsonschema.Schema, parent string)
@@ -331,7 +412,9 @@ func toolInput(r *route) *jsonschema.Schema {
 				} else if d, ok := argDescriptions[path]; ok && p.Description == "" {
 					p.Description = d
 				}
-				if e, ok := enums[path]; ok {
+				if e, ok := enums[tool+"."+path]; ok {
+					p.Enum = e
+				} else if e, ok := enums[path]; ok {
 					p.Enum = e
 				}
 			}
@@ -352,28 +435,40 @@ func toolInput(r *route) *jsonschema.Schema {
 	return s
 }
 
-// registerMCP serves the seed's nine tools over MCP at MCPPath: each calls
-// the market.Service method its REST route calls, and answers the REST
-// body as structured content, which the tool's output schema describes.
-// A refusal by the market or of arguments that do not fit the input
-// schema is a tool error (isError) whose text is the REST error body; a
+// mcpHandler serves the tools of every row that names one over MCP at
+// MCPPath: each runs its row's operation through the same pipeline as
+// its REST route, and answers the REST body as structured content, which
+// the tool's output schema describes. The endpoint is stateless, so one
+// endpoint speaks the 2026-07-28 revision (no handshake: every request
+// carries its version, server/discover answers the capabilities) and the
+// revisions before it (initialize), as the Go SDK serves them.
+//
+// A refusal by a service, or of arguments that do not fit the input
+// schema, is a tool error (isError) whose text is the REST error body; a
 // request the protocol refuses is a JSON-RPC error (-32601 for a method
 // not offered: only tools are; -32602 for bad params or an unknown tool).
-// resolve_challenge takes the operator's bearer token in the HTTP
-// Authorization header, as the REST route does. With Config.MarketAuth
-// signed, the tools that act as an agent (purchase, publish_listing,
-// deactivate_listing, challenge_listing) take the same credentials as the
-// REST routes on the HTTP request that carries the call: an RFC 9421
-// signature, or Authorization: Bearer <API key>.
+// Credentials are those of the HTTP request that carries the call, as
+// the REST routes take them: an RFC 9421 signature, Authorization:
+// Bearer <API key>, or the operator's bearer token.
 func (s *server) mcpHandler() fiber.Handler {
 	srv := newMCPServer(s)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
 		// Each POST is answered in full: fiber's adaptor buffers responses,
 		// so no request holds a stream open.
 		Stateless: true, JSONResponse: true, Logger: s.cfg.Logger,
-		MaxRequestBodyBytes: int64(max(s.cfg.MaxBodyBytes, market.MaxArtifactBytes+market.MaxProblemBytes)),
+		MaxRequestBodyBytes: s.mcpBodyLimit(),
 	})
 	return adaptor.HTTPHandler(h)
+}
+
+// mcpBodyLimit bounds a request to MCPPath: the largest body of a tool's
+// row, with room for base64 and the JSON-RPC envelope.
+func (s *server) mcpBodyLimit() int64 {
+	n := max(s.cfg.MaxBodyBytes, market.MaxArtifactBytes+market.MaxProblemBytes)
+	for _, r := range s.tools() {
+		n = max(n, r.bodyLimit)
+	}
+	return int64(n)*4/3 + 64<<10
 }
 
 // mcpEndpoint is MCP's endpoint: the pipeline has authenticated the HTTP
@@ -382,7 +477,7 @@ func (s *server) mcpEndpoint(c *fiber.Ctx, a principal.Actor) error {
 	c.Context().SetUserValue(actorKey{}, a)
 	if c.Method() == fiber.MethodPost && strings.HasPrefix(c.Get(fiber.HeaderContentType), fiber.MIMEApplicationJSON) {
 		if id, jerr := refusedCall(c.Body()); jerr != nil {
-			return writeRPCError(c, id, jerr)
+			return writeRPCError(c, rpcStatus(c.Get("MCP-Protocol-Version"), jerr), id, jerr)
 		}
 	}
 	if err := s.mcp(c); err != nil {
@@ -438,15 +533,30 @@ func refusedCall(body []byte) (jsonrpc.ID, *jsonrpc.Error) {
 	return jsonrpc.ID{}, nil
 }
 
-// writeRPCError answers a JSON-RPC error response, with HTTP 200 as the
-// SDK answers its own.
-func writeRPCError(c *fiber.Ctx, id jsonrpc.ID, jerr *jsonrpc.Error) error {
+// rpcStatus is the HTTP status of a JSON-RPC error answered to a request
+// of protocol version: from 2026-07-28 on, 404 for a method not found and
+// 400 for invalid params, as that revision's transport requires; 200
+// before it, as the SDK answers its own.
+func rpcStatus(version string, jerr *jsonrpc.Error) int {
+	if version >= "2026-07-28" {
+		switch jerr.Code {
+		case jsonrpc.CodeMethodNotFound:
+			return http.StatusNotFound
+		case jsonrpc.CodeInvalidParams:
+			return http.StatusBadRequest
+		}
+	}
+	return http.StatusOK
+}
+
+// writeRPCError answers a JSON-RPC error response with status.
+func writeRPCError(c *fiber.Ctx, status int, id jsonrpc.ID, jerr *jsonrpc.Error) error {
 	b, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: jerr})
 	if err != nil {
 		return err
 	}
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
-	return c.Status(http.StatusOK).Send(b)
+	return c.Status(status).Send(b)
 }
 
 // offeredOnly answers -32601 for a method that the SDK knows but this
@@ -509,8 +619,15 @@ func codedToolErrors(next mcp.MethodHandler) mcp.MethodHandler {
 }
 
 func newMCPServer(s *server) *mcp.Server {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "assay-market", Title: "Assay artifact market (SOLVED v0.2.3)", Version: s.cfg.Version},
-		&mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}}) // tools only: no logging, resources or prompts
+	srv := mcp.NewServer(&mcp.Implementation{Name: "assay", Title: "Assay: escrow court, judgment matters, artifact market and checker replays", Version: s.cfg.Version},
+		&mcp.ServerOptions{
+			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}, // tools only: no logging, resources or prompts
+			Instructions: s.instructions(),
+			// Every caller sees the same tools: a shared cache may keep them.
+			SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
+				c.TTLMs, c.CacheScope = int(toolListTTL.Milliseconds()), "public"
+			},
+		})
 	srv.AddReceivingMiddleware(offeredOnly, codedToolErrors)
 	for _, r := range s.tools() {
 		addTool(s, srv, r)
@@ -519,12 +636,11 @@ func newMCPServer(s *server) *mcp.Server {
 }
 
 // tools are the rows this server serves as MCP tools, in the table's
-// order.
+// order, each with its auth on this server.
 func (s *server) tools() []*route {
 	var out []*route
-	for i := range s.rows {
-		r := &s.rows[i]
-		if r.tool != nil && s.serves(r) {
+	for _, r := range s.routes.routes {
+		if r.tool != nil {
 			out = append(out, r)
 		}
 	}
@@ -569,8 +685,11 @@ func addTool(s *server, srv *mcp.Server, r *route) {
 	})
 }
 
-// callTool runs row r for a tool call with arguments in: its path
-// parameters and idempotency key taken out, the rest the body.
+// callTool runs row r for a tool call with arguments in, as the
+// pipeline runs its REST route: the row's rule checked on the actor of
+// the HTTP request that carries the call; its path parameters, query
+// parameters and (for a key the row takes beside its body) idempotency
+// key taken out of the arguments; the rest the body.
 func (s *server) callTool(ctx context.Context, r *route, in json.RawMessage) (json.RawMessage, error) {
 	a := actorOf(ctx)
 	if err := s.limits.take(r.rateClass(), a); err != nil {
@@ -585,6 +704,8 @@ func (s *server) callTool(ctx context.Context, r *route, in json.RawMessage) (js
 		if err := s.allowedAs(svcMCP, a); err != nil {
 			return nil, err
 		}
+	} else if err := s.allowed(r, a); err != nil {
+		return nil, err
 	}
 	args := map[string]json.RawMessage{}
 	if len(in) > 0 {
@@ -601,7 +722,20 @@ func (s *server) callTool(ctx context.Context, r *route, in json.RawMessage) (js
 		}
 		return str, nil
 	}
-	c := &call{ctx: ctx, actor: a, params: map[string]string{}, query: func(string) string { return "" }, header: func(string) string { return "" }}
+	query := map[string]string{}
+	for _, q := range r.query {
+		if v, ok := args[q.name]; ok {
+			delete(args, q.name)
+			var str string
+			if json.Unmarshal(v, &str) != nil {
+				str = string(bytes.TrimSpace(v)) // a number or a boolean, as a query string spells it
+			}
+			query[q.name] = str
+		}
+	}
+	header := map[string]string{}
+	c := &call{ctx: ctx, actor: a, params: map[string]string{},
+		query: func(k string) string { return query[k] }, header: func(k string) string { return header[strings.ToLower(k)] }}
 	for _, p := range r.tool.args {
 		v, err := text(p.name)
 		if err != nil {
@@ -609,12 +743,28 @@ func (s *server) callTool(ctx context.Context, r *route, in json.RawMessage) (js
 		}
 		c.params[p.param] = v
 	}
-	key, err := text("idempotency_key")
-	if err != nil {
+	var key string
+	if r.idem == idemHeader {
+		var err error
+		if key, err = text("idempotency_key"); err != nil {
+			return nil, err
+		}
+	}
+	if r.tool.request != nil {
+		var ct string
+		if c.body, ct, err = r.tool.request(args); err != nil {
+			return nil, err
+		}
+		header[strings.ToLower(fiber.HeaderContentType)] = ct
+	} else if c.body, err = json.Marshal(args); err != nil {
 		return nil, err
 	}
-	if c.body, err = json.Marshal(args); err != nil {
-		return nil, err
+	limit := s.cfg.MaxBodyBytes
+	if r.bodyLimit > 0 {
+		limit = r.bodyLimit
+	}
+	if len(c.body) > limit {
+		return nil, fault.New(fault.TooLarge, codeBodyTooLarge, "the request is %d bytes; %s takes at most %d", len(c.body), r.tool.name, limit)
 	}
 	if c.ik, err = idempotency(r, c, key); err != nil {
 		return nil, err
@@ -631,6 +781,8 @@ func (s *server) callTool(ctx context.Context, r *route, in json.RawMessage) (js
 		}
 		if ans.reply != nil {
 			body = ans.reply.Body
+		} else if raw, ok := ans.value.(json.RawMessage); ok {
+			body = raw
 		} else if body, err = receipt.Marshal(ans.value); err != nil {
 			return nil, err
 		}

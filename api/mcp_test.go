@@ -13,15 +13,16 @@ import (
 	"github.com/assayhq/assay/api"
 )
 
-// TestMCP_Schemas lists the tools and wants what stock clients need:
+// TestMCP_Schemas lists the tools of a server running every service and
+// wants what stock clients need: a tool for each service's operations,
 // every schema (input, output, and every schema inside them) an object
 // schema with a type or a union of typed branches, every argument
 // described, a title and the three hints on every tool, and tools the one
 // capability advertised.
 func TestMCP_Schemas(t *testing.T) {
-	m := serveMarket(t)
+	c := mustCorpus(t, api.MattersSigned)
 	cl := mcp.NewClient(&mcp.Implementation{Name: "schemas", Version: "test"}, nil)
-	cs, err := cl.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: m.base + api.MCPPath, MaxRetries: -1}, nil)
+	cs, err := cl.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: c.base + api.MCPPath, MaxRetries: -1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,15 +31,29 @@ func TestMCP_Schemas(t *testing.T) {
 	if err := json.Unmarshal(mustJSON(cs.InitializeResult().Capabilities), &caps); err != nil || len(caps) != 1 || caps["tools"] == nil {
 		t.Errorf("capabilities %v: want tools only", caps)
 	}
+	if ins := cs.InitializeResult().Instructions; !strings.Contains(ins, "dispute_delivery") || !strings.Contains(ins, "open_matter") {
+		t.Errorf("the instructions do not name the tools: %s", ins)
+	}
 	res, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Tools) != 9 {
-		t.Fatalf("%d tools, want the seed's 9", len(res.Tools))
+	names := map[string]bool{}
+	for _, tl := range res.Tools {
+		names[tl.Name] = true
+	}
+	for _, want := range []string{
+		"create_contract", "fund_contract", "deliver_work", "accept_delivery", "dispute_delivery", "get_contract", "agent_reputation", "agent_receipts", "verify_receipt", "get_receipt",
+		"open_matter", "assign_solver", "accept_assignment", "submit_verdict", "settle_matter", "get_matter", "matter_receipts", "register_solver", "commit_verdict", "reveal_verdict",
+		"upload_checker", "replay_checker",
+		"agent_profile", "challenge_listing", "deactivate_listing", "get_listing", "marketplace_stats", "publish_listing", "purchase", "resolve_challenge", "search_listings",
+	} {
+		if !names[want] {
+			t.Errorf("no tool %s among %d", want, len(res.Tools))
+		}
 	}
 	for _, tl := range res.Tools {
-		if tl.Title == "" || tl.Annotations == nil || tl.Annotations.DestructiveHint == nil || tl.Annotations.Title == "" {
+		if tl.Title == "" || tl.Description == "" || tl.Annotations == nil || tl.Annotations.DestructiveHint == nil || tl.Annotations.Title == "" {
 			t.Errorf("%s: title %q, annotations %+v", tl.Name, tl.Title, tl.Annotations)
 		}
 		if tl.Annotations != nil && tl.Annotations.ReadOnlyHint && *tl.Annotations.DestructiveHint {

@@ -24,7 +24,7 @@ var operatorScopes = map[string]operatorScope{
 	},
 	svcMCP: {
 		disabled:     "operator tools are disabled on this server: start it with ASSAY_OPERATOR_TOKEN set",
-		unauthorized: "resolve_challenge takes the operator's bearer token: Authorization: Bearer <token> on the MCP HTTP request",
+		unauthorized: "this tool takes the operator's bearer token: Authorization: Bearer <token> on the MCP HTTP request",
 	},
 }
 

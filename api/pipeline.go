@@ -277,6 +277,11 @@ func (s *server) rest(r *route) fiber.Handler {
 		if err != nil {
 			return s.refuse(c, r, err)
 		}
+		if raw, ok := ans.value.(json.RawMessage); ok {
+			// Stored bytes (a receipt as it was signed), sent as they are.
+			c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+			return c.Send(raw)
+		}
 		if ans.reply == nil {
 			return c.JSON(ans.value)
 		}
@@ -303,9 +308,12 @@ func (s *server) replayed(ctx context.Context, ik idem.Request) (*idem.Reply, er
 // realm (WWW-Authenticate).
 func (s *server) refuse(c *fiber.Ctx, r *route, err error) error {
 	if fault.KindOf(err) == fault.Unauthorized {
-		if r.auth == RouteOperator {
+		switch {
+		case r.auth == RouteOperator:
 			c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="assay-operator"`)
-		} else {
+		case r.service == svcMCP:
+			mcpChallenge(c, realms[r.service])
+		default:
 			challenge(c, realms[r.service])
 		}
 	}

@@ -4,37 +4,30 @@ import (
 	"bytes"
 	"encoding/json"
 
-	"github.com/gofiber/fiber/v2"
+	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/assayhq/assay/runtime/fault"
-	"github.com/assayhq/assay/runtime/principal"
 	"github.com/assayhq/assay/runtime/receipt"
 )
 
-// receipt serves a receipt of any service from the receipt repository, in
-// the bytes that were signed.
-func (s *server) receipt(c *fiber.Ctx, _ principal.Actor) error {
-	b, err := s.cfg.Court.SignedReceipt(c.UserContext(), c.Params("id"))
+// receipt is a receipt of any service from the receipt repository, in
+// the bytes that were signed, or its W3C Data Integrity form.
+func (s *server) receipt(c *call) (json.RawMessage, error) {
+	b, err := s.cfg.Court.SignedReceipt(c.ctx, c.param("id"))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	switch c.Query("format") {
+	switch c.query("format") {
 	case "":
-		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
-		return c.Send(b)
+		return b, nil
 	case "di":
 		var r receipt.Receipt
 		if err := json.Unmarshal(b, &r); err != nil {
-			return err
+			return nil, err
 		}
-		b, err := s.cfg.Keys.Credential(r)
-		if err != nil {
-			return err
-		}
-		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
-		return c.Send(b)
+		return s.cfg.Keys.Credential(r)
 	}
-	return fault.New(fault.Invalid, codeInvalidFormat, `format must be absent (the receipt) or "di" (its W3C Data Integrity form)`)
+	return nil, fault.New(fault.Invalid, codeInvalidFormat, `format must be absent (the receipt) or "di" (its W3C Data Integrity form)`)
 }
 
 // verify answers whether a receipt is this court's: {"valid": true}, or
@@ -42,18 +35,28 @@ func (s *server) receipt(c *fiber.Ctx, _ principal.Actor) error {
 // JSON is refused with 400 invalid_json; JSON that is not a receipt (no
 // credentialSubject and proof objects, bare or under "receipt") with 422
 // not_a_receipt, as the seed's service answers it.
-func (s *server) verify(c *fiber.Ctx, _ principal.Actor) error {
-	b, err := body(c, s.cfg.MaxBodyBytes)
-	if err != nil {
-		return err
+func (s *server) verify(c *call) (answer, error) {
+	if !json.Valid(c.body) {
+		return answer{}, fault.New(fault.Invalid, codeInvalidJSON, `the body is not JSON: send a receipt, bare or as {"receipt": …}`)
 	}
-	if !json.Valid(b) {
-		return fault.New(fault.Invalid, codeInvalidJSON, `the body is not JSON: send a receipt, bare or as {"receipt": …}`)
+	if !receiptShaped(c.body) {
+		return answer{}, fault.New(fault.Unprocessable, codeNotAReceipt, `the body is not a receipt: send the receipt object (with credentialSubject and proof), bare or as {"receipt": …}`)
 	}
-	if !receiptShaped(b) {
-		return fault.New(fault.Unprocessable, codeNotAReceipt, `the body is not a receipt: send the receipt object (with credentialSubject and proof), bare or as {"receipt": …}`)
-	}
-	return c.JSON(s.cfg.Keys.Verifier().Verify(b))
+	return answer{value: s.cfg.Keys.Verifier().Verify(c.body)}, nil
+}
+
+// verifyToolIn is verify_receipt's input: the receipt under "receipt".
+func verifyToolIn() *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "object", Required: []string{"receipt"}, Properties: map[string]*jsonschema.Schema{
+		"receipt": {Type: "object", Description: "the receipt object, as a service answered it: credentialSubject and proof"}}}
+}
+
+// receiptOrCredential is get_receipt's output: a receipt, or its Data
+// Integrity form.
+func receiptOrCredential() *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "object", Description: "the signed receipt (W3C VC shape: credentialSubject, proof), or with format di a W3C VC 2.0 credential with a DataIntegrityProof",
+		Properties: map[string]*jsonschema.Schema{"credentialSubject": {Type: "object", Description: "what the receipt attests"},
+			"proof": {Type: "object", Description: "the signature: subjectHash, signature and publicKey, or a DataIntegrityProof"}}}
 }
 
 // receiptShaped reports whether a JSON text is a receipt, bare or as

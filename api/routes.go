@@ -362,8 +362,13 @@ func (s *server) serves(r *route) bool {
 		if s.cfg.Court == nil {
 			return false
 		}
-	case svcMarket, svcMCP:
+	case svcMarket:
 		if s.cfg.Market == nil {
+			return false
+		}
+	case svcMCP, svcA2A:
+		// Served with any service whose rows are tools or skills.
+		if s.cfg.Court == nil && s.cfg.Market == nil && s.cfg.Matters == nil {
 			return false
 		}
 	case svcMatters:
@@ -377,9 +382,6 @@ func (s *server) serves(r *route) bool {
 // register serves the rows of the table this server serves, and their
 // usage notes, and indexes them (s.routes) for everything derived.
 func (s *server) register(app *fiber.App) {
-	if s.cfg.Market != nil {
-		s.mcp = s.mcpHandler()
-	}
 	keys := map[string]bool{}
 	for i := range s.rows {
 		r := s.rows[i] // a copy: its auth is this server's
@@ -394,8 +396,12 @@ func (s *server) register(app *fiber.App) {
 		if r.op == nil && r.raw == nil {
 			panic("api: " + r.key() + " runs nothing")
 		}
+		if r.tool != nil && r.op == nil {
+			panic("api: " + r.key() + " names a tool but is raw: a tool runs the row's op")
+		}
 		s.routes.add(&r)
 	}
+	s.mcp = s.mcpHandler()
 	// The usage notes first: a note's path is literal, and a route with a
 	// parameter in its place (GET /api/v1/economic/matters/{id}) must not
 	// take it.

@@ -94,11 +94,12 @@ func TestMarketMCP(t *testing.T) {
 			t.Errorf("%s lacks a schema", tl.Name)
 		}
 	}
-	slices.Sort(names)
-	want := []string{"agent_profile", "challenge_listing", "deactivate_listing", "get_listing", "marketplace_stats",
-		"publish_listing", "purchase", "resolve_challenge", "search_listings"}
-	if !slices.Equal(names, want) {
-		t.Fatalf("tools %q, want %q", names, want)
+	// Every service's tools are listed; the seed's nine are the market's.
+	for _, want := range []string{"agent_profile", "challenge_listing", "deactivate_listing", "get_listing", "marketplace_stats",
+		"publish_listing", "purchase", "resolve_challenge", "search_listings"} {
+		if !slices.Contains(names, want) {
+			t.Fatalf("no tool %s among %q", want, names)
+		}
 	}
 
 	wasmBytes, err := os.ReadFile("../fixtures/checkers/squares.wasm")

@@ -205,6 +205,17 @@ func (k *Keyring) Rotate() (Key, error) {
 	return publish(keys[len(keys)-1:])[0], nil
 }
 
+// SignDocument signs msg with the current key, for a document the court
+// publishes that is not a receipt (the JWS of its A2A Agent Card): the
+// key that signed, as /.well-known/assay-keys publishes it, and the
+// Ed25519 signature.
+func (k *Keyring) SignDocument(msg []byte) (Key, []byte) {
+	k.mu.RLock()
+	cur := k.keys[len(k.keys)-1]
+	k.mu.RUnlock()
+	return publish([]ringKey{cur})[0], ed25519.Sign(cur.priv, msg)
+}
+
 // Credential returns r as a W3C VC 2.0 credential secured with an
 // eddsa-jcs-2022 DataIntegrityProof by the current key, for generic VC
 // tooling. r must be a valid receipt of this keyring, so that Credential
