@@ -363,15 +363,24 @@ var routeTable = []route{
 		resp: textSchema, respTypes: []string{"text/html; charset=utf-8", "text/css; charset=utf-8", "text/javascript; charset=utf-8"}},
 }
 
+// looseMatterSchema is a Matter as the judgment routes and their tools
+// answer it: the private record for its parties, else the redacted
+// projection. It names no fields, because the MCP SDK takes an output
+// schema only when no part of it appears twice, and the precise one
+// (matterSchema) shares the verdict's schema between its branches.
+func looseMatterSchema() *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "object", Description: "a Matter: the private record for its parties, else the redacted projection (matter_id, status, question_sha256, …)"}
+}
+
 func matterOutSchema() *jsonschema.Schema {
 	s := schemaFn[matterOut]()
-	s.Properties["matter"] = matterSchema()
+	s.Properties["matter"] = looseMatterSchema()
 	return s
 }
 
 func matterListSchema() *jsonschema.Schema {
 	s := schemaFn[matterListOut]()
-	s.Properties["matters"] = &jsonschema.Schema{Type: "array", Items: matterSchema()}
+	s.Properties["matters"] = &jsonschema.Schema{Type: "array", Items: looseMatterSchema()}
 	return s
 }
 
