@@ -189,8 +189,15 @@ func (s *Service) Deposit(ctx context.Context, a principal.Actor, did string, re
 	if err != nil {
 		return Reply{}, err
 	}
-	asker, perRequest := s.asker()
-	if s.rail.Name() != (rail.Dev{}).Name() && !perRequest {
+	id := "dep-" + s.newID()
+	p := rail.Payment{ID: id, Agent: did, Amount: int64(amount), Currency: Currency, Proof: req.Pay.Proof, Resource: req.Pay.Resource,
+		Description: "deposit to the wallet of " + did}
+	dkey := "deposit/" + did + "/" + amount.String()
+	deposit := func(USD) any { return depositArgs{ID: id, Agent: did, Amount: amount, Idem: i} }
+	if r, found, err := s.payAgain(ctx, p, opDeposit, dkey, deposit); found {
+		return r, err
+	}
+	if s.pay == nil && s.rail.Name() != (rail.Dev{}).Name() {
 		return Reply{}, fault.New(fault.Forbidden, ECodeDepositUnavailable, "deposits are for the dev rail; this server settles on %s", s.rail.Name())
 	}
 	// Refuse what the bounds refuse before the rail collects anything;
@@ -198,14 +205,10 @@ func (s *Service) Deposit(ctx context.Context, a principal.Actor, did string, re
 	if err := s.st.View(ctx, func(tx store.Tx) error { _, err := s.depositBounds(tx, did, amount); return err }); err != nil {
 		return Reply{}, err
 	}
-	id := "dep-" + s.newID()
-	var settled *rail.Settled
+	if s.pay != nil {
+		return s.payFor(ctx, p, opDeposit, dkey, deposit(amount))
+	}
 	collect := func() (string, error) {
-		if perRequest {
-			ref, st, err := s.collect(ctx, asker, id, did, amount, req.Pay, "deposit to the wallet of "+did)
-			settled = &st
-			return ref, err
-		}
 		ref, err := s.rail.Collect(ctx, rail.Payment{ID: id, Agent: did, Amount: int64(amount), Currency: Currency})
 		if err != nil {
 			return "", railFailed("the deposit could not be collected", err)
@@ -213,12 +216,13 @@ func (s *Service) Deposit(ctx context.Context, a principal.Actor, did string, re
 		return ref, nil
 	}
 	now := s.now().UTC()
-	return rail.Charge(ctx, s.rail, int64(amount), collect, func(ref string) (Reply, error) { return s.deposit(ctx, did, amount, id, ref, settled, now, i) })
+	return rail.Charge(ctx, s.rail, int64(amount), collect, func(ref string) (Reply, error) { return s.deposit(ctx, did, amount, id, ref, nil, now, i, nil) })
 }
 
 // deposit records in the ledger a deposit collected on the rail as ref
-// (settled, on a rail paid per request).
-func (s *Service) deposit(ctx context.Context, did string, amount USD, id, ref string, settled *rail.Settled, now time.Time, i idem.Request) (Reply, error) {
+// (settled, on a rail paid per request). On a rail that keeps intents,
+// done resolves the payment's intent in the same transaction.
+func (s *Service) deposit(ctx context.Context, did string, amount USD, id, ref string, settled *rail.Settled, now time.Time, i idem.Request, done rail.Done) (Reply, error) {
 	return idem.Mutate(ctx, s.st, i, func(tx store.Tx) (Reply, error) {
 		if err := lockWallet(tx, did); err != nil {
 			return Reply{}, err
@@ -233,8 +237,12 @@ func (s *Service) deposit(ctx context.Context, did string, amount USD, id, ref s
 		if err := touchAgent(tx, did, now); err != nil {
 			return Reply{}, err
 		}
+		memo := "deposit " + ref
+		if settled != nil {
+			memo += " from " + settled.Payer
+		}
 		if err := ledger.Post(tx, ledger.Transfer{ID: id, From: s.rail.Account(), To: ledger.AgentAccount(did),
-			Amount: int64(amount), Currency: Currency, Memo: "deposit " + ref, At: now}); err != nil {
+			Amount: int64(amount), Currency: Currency, Memo: memo, At: now}); err != nil {
 			return Reply{}, err
 		}
 		out := map[string]any{"agent": did, "amount_usd": amount, "balance_usd": bal, "payment_ref": ref, "rail": s.rail.Name()}
@@ -242,7 +250,14 @@ func (s *Service) deposit(ctx context.Context, did string, amount USD, id, ref s
 			out["payment"] = settled
 		}
 		body, err := json.Marshal(out)
-		return Reply{Body: body, Created: true}, err
+		if err != nil {
+			return Reply{}, err
+		}
+		rep := Reply{Body: body, Created: true}
+		if done != nil {
+			err = done(tx, rep)
+		}
+		return rep, err
 	})
 }
 
@@ -275,7 +290,7 @@ func (s *Service) Withdraw(ctx context.Context, a principal.Actor, did string, r
 	// until the rail has paid it out, so that the posting to the rail's
 	// account can carry the payout's reference.
 	out := s.rail.Account()
-	if _, ok := s.asker(); ok {
+	if s.pay != nil {
 		out = "hold:withdraw:" + id
 	}
 	r, err := idem.Mutate(ctx, s.st, i, func(tx store.Tx) (Reply, error) {
@@ -423,10 +438,19 @@ func (s *Service) Buy(ctx context.Context, a principal.Actor, listingID string, 
 	}
 	now := s.now().UTC()
 	pid := "pur_" + s.newID()
+	pkey := "purchase/" + listingID + "/" + req.Agent
+	purchase := func(amount USD) any {
+		return purchaseArgs{Listing: listingID, Agent: req.Agent, Purpose: req.Purpose, ID: pid, Amount: amount, Actor: a, Idem: i}
+	}
+	p := rail.Payment{ID: pid + ".in", Agent: req.Agent, Currency: Currency, Proof: req.Pay.Proof, Resource: req.Pay.Resource,
+		Description: "purchase of listing " + listingID}
+	if r, found, err := s.payAgain(ctx, p, opPurchase, pkey, purchase); found {
+		return r, err
+	}
 	// On a rail paid per request, a wallet that cannot cover the purchase
 	// is paid by the request's own payment: collected before the
 	// transaction, once what the transaction would refuse is refused.
-	if asker, perRequest := s.asker(); perRequest {
+	if s.pay != nil {
 		var collected USD
 		covered := false
 		err := s.st.View(ctx, func(tx store.Tx) error {
@@ -445,18 +469,11 @@ func (s *Service) Buy(ctx context.Context, a principal.Actor, listingID string, 
 			return Reply{}, err
 		}
 		if !covered {
-			pay := &paid{amount: collected}
-			collect := func() (string, error) {
-				ref, st, err := s.collect(ctx, asker, pid+".in", req.Agent, collected, req.Pay, "purchase of listing "+listingID)
-				pay.ref, pay.settled = ref, &st
-				return ref, err
-			}
-			return rail.Charge(ctx, s.rail, int64(collected), collect, func(string) (Reply, error) {
-				return s.buy(ctx, a, listingID, req, i, pid, now, pay)
-			})
+			p.Amount = int64(collected)
+			return s.payFor(ctx, p, opPurchase, pkey, purchase(collected))
 		}
 	}
-	return s.buy(ctx, a, listingID, req, i, pid, now, nil)
+	return s.buy(ctx, a, listingID, req, i, pid, now, nil, nil)
 }
 
 // paid is a purchase's own payment on a rail paid per request: its
@@ -469,8 +486,9 @@ type paid struct {
 
 // buy records purchase pid of listingID by req.Agent in one transaction:
 // paid from the wallet, or by pay (nil: the wallet alone), which is posted
-// into the wallet first.
-func (s *Service) buy(ctx context.Context, a principal.Actor, listingID string, req PurchaseRequest, i idem.Request, pid string, now time.Time, pay *paid) (Reply, error) {
+// into the wallet first, and whose intent done resolves in the same
+// transaction.
+func (s *Service) buy(ctx context.Context, a principal.Actor, listingID string, req PurchaseRequest, i idem.Request, pid string, now time.Time, pay *paid, done rail.Done) (Reply, error) {
 	var (
 		ref       string
 		settled   *rail.Settled
@@ -559,7 +577,14 @@ func (s *Service) buy(ctx context.Context, a principal.Actor, listingID string, 
 			return Reply{}, fault.New(fault.Conflict, ECodeArtifactNotDeliverable, "listing %s holds an artifact that is not valid UTF-8 and cannot be delivered; nothing was charged", l.ID)
 		}
 		body, err := receipt.Marshal(Bought{Purchase: p, Artifact: art, Encoding: l.encoding(), TotalUSD: total, Recourse: rec, Receipt: rc, Payment: settled})
-		return Reply{Body: body, Created: true}, err
+		if err != nil {
+			return Reply{}, err
+		}
+		rep := Reply{Body: body, Created: true}
+		if done != nil {
+			err = done(tx, rep)
+		}
+		return rep, err
 	})
 }
 
