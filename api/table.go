@@ -282,7 +282,7 @@ var routeTable = []route{
 		codes: with(paidCodes, paidIdem, []string{market.ECodeInvalidAmount, market.ECodeAmountTooLarge, market.ECodeDepositUnavailable, market.ECodeWalletLimitExceeded, market.ECodeMarketLimitExceeded, market.ECodeMissingField}, invalidText("agent"))},
 	{method: "POST", path: "/market/wallets/{agent}/withdraw", op: mutate((*server).withdraw), idem: idemHeader, service: svcMarket, auth: RouteAgent, write: true, summary: "withdraw from a wallet to the rail",
 		req: schemaFn[market.AmountRequest], resp: schemaFn[walletMovedOut], created: true,
-		codes: with(marketIdem, []string{market.ECodeInvalidAmount, market.ECodeAmountTooLarge, market.ECodeInsufficientFunds, market.ECodeMissingField}, invalidText("agent"))},
+		codes: with(paidIdem, []string{market.ECodeInvalidAmount, market.ECodeAmountTooLarge, market.ECodeInsufficientFunds, market.ECodeMissingField}, invalidText("agent"))},
 	{method: "GET", path: "/market/fingerprint", op: view((*server).fingerprint), service: svcMarket, auth: RouteOpen, summary: "the fingerprint, tokens and constraints of a problem text, as the market computes them",
 		query: []param{{name: "text", desc: "the problem statement", schema: &jsonschema.Schema{Type: "string"}}}, resp: schemaFn[fingerprintOut]},
 	{method: "POST", path: "/market/clock", op: viewBody((*server).clock), only: func(s *server) bool { return s.cfg.AdvanceMarketClock != nil }, service: svcMarket, auth: RouteOperator, summary: "tests only (ASSAY_TEST_CLOCK=1): move the market's clock forward",

@@ -103,7 +103,8 @@ func (s *Service) completePurchase(ctx context.Context, in rail.Intent, done rai
 // Recover resolves, at start-up, what a crash left unresolved on a rail
 // that settles remotely: every pending payment is found out and
 // completed once or released (rail.Payments.Recover), and every refund
-// owed is paid (PayBack). On another rail it does nothing.
+// and withdrawal owed is paid (PayBack, PayOut); Unresolved counts what
+// is left. On another rail it does nothing.
 //
 // # Errors
 //
@@ -117,8 +118,14 @@ func (s *Service) Recover(ctx context.Context) (rail.Resolution, error) {
 	if err != nil {
 		return res, err
 	}
-	_, err = s.PayBack(ctx)
-	return res, err
+	_, backErr := s.PayBack(ctx)
+	_, outErr := s.PayOut(ctx)
+	n, err := rail.CountUnresolved(ctx, s.st, s.rail.Name())
+	if err != nil {
+		return res, err
+	}
+	res.Unresolved = n
+	return res, firstOf(backErr, outErr)
 }
 
 // Intents counts how the payment intents ended since start (nil: the

@@ -424,6 +424,9 @@ type Ticked struct {
 	// PaidBack counts refunds paid back on a rail paid per request that
 	// were owed when the tick began.
 	PaidBack int `json:"paid_back,omitempty"`
+	// PaidOut counts withdrawals paid out on a rail that settles
+	// remotely that were owed when the tick began.
+	PaidOut int `json:"paid_out,omitempty"`
 	// Intents is what the tick did with the payments left unresolved on
 	// a rail that settles remotely (x402).
 	Intents *rail.Resolution `json:"intents,omitempty"`
@@ -453,6 +456,10 @@ func (s *Service) Tick(ctx context.Context, req TickRequest) (Ticked, error) {
 		}
 		t.Intents = &res
 		t.PaidBack, owed = s.PayBack(ctx)
+		var outErr error
+		if t.PaidOut, outErr = s.PayOut(ctx); outErr != nil {
+			owed = firstOf(owed, outErr)
+		}
 	}
 	if req.Samples == 0 {
 		return t, owed

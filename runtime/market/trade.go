@@ -264,12 +264,16 @@ func (s *Service) deposit(ctx context.Context, did string, amount USD, id, ref s
 // railFailed is rail.Failed: the error a client gets when the rail refused.
 func railFailed(what string, cause error) error { return rail.Failed(what, cause) }
 
-// Withdraw pays money out of an agent's wallet on the rail.
+// Withdraw pays money out of an agent's wallet on the rail. On a rail
+// that settles remotely the withdrawal is recorded as owed in the
+// transaction that debits the wallet, and paid out after it (payOut).
 //
 // # Errors
 //
 // invalid_agent, invalid_amount (400); insufficient_funds (409);
-// rail_failed (503); idempotency_conflict.
+// rail_failed (503: not paid, the money is back in the wallet);
+// payment_pending (503: whether it was paid is not known yet, and a tick
+// finds out); idempotency_conflict.
 func (s *Service) Withdraw(ctx context.Context, a principal.Actor, did string, req AmountRequest, i idem.Request) (Reply, error) {
 	if err := validAgent("agent", did); err != nil {
 		return Reply{}, err
@@ -293,6 +297,7 @@ func (s *Service) Withdraw(ctx context.Context, a principal.Actor, did string, r
 	if s.pay != nil {
 		out = "hold:withdraw:" + id
 	}
+	owed := payout{ID: id, Agent: did, Amount: amount, Idem: i, At: now}
 	r, err := idem.Mutate(ctx, s.st, i, func(tx store.Tx) (Reply, error) {
 		if err := debit(tx, did, amount, "a withdrawal"); err != nil {
 			return Reply{}, err
@@ -304,6 +309,11 @@ func (s *Service) Withdraw(ctx context.Context, a principal.Actor, did string, r
 			Amount: int64(amount), Currency: Currency, Memo: "withdrawal", At: now}); err != nil {
 			return Reply{}, err
 		}
+		if s.pay != nil {
+			if err := store.SetJSON(tx, keyPayout+id, owed); err != nil {
+				return Reply{}, err
+			}
+		}
 		bal, err := ledger.Balance(tx, ledger.AgentAccount(did), Currency)
 		if err != nil {
 			return Reply{}, err
@@ -314,37 +324,129 @@ func (s *Service) Withdraw(ctx context.Context, a principal.Actor, did string, r
 	if err != nil || r.Replayed {
 		return r, err
 	}
-	ref, perr := s.rail.Payout(ctx, rail.Payment{ID: id, Agent: did, Amount: int64(amount), Currency: Currency})
-	if perr != nil {
+	if s.pay != nil {
+		return r, s.payOut(ctx, owed)
+	}
+	if _, perr := s.rail.Payout(ctx, rail.Payment{ID: id, Agent: did, Amount: int64(amount), Currency: Currency}); perr != nil {
 		// The payout did not happen: put the money back in the wallet,
 		// and forget the stored success so that a retry with the same key
 		// runs again.
-		rerr := s.st.Update(context.WithoutCancel(ctx), func(tx store.Tx) error {
-			if err := idem.Forget(tx, i); err != nil {
-				return err
-			}
-			if err := s.addTotal(tx, amount); err != nil {
-				return err
-			}
-			return ledger.Post(tx, ledger.Transfer{ID: id + ".reversed", From: out, To: ledger.AgentAccount(did),
-				Amount: int64(amount), Currency: Currency, Memo: "withdrawal reversed: payout failed", At: now})
-		})
-		if rerr != nil {
+		if rerr := s.reverse(ctx, owed, out); rerr != nil {
 			return Reply{}, fault.Wrap(fault.Internal, ECodeRailFailed,
 				fmt.Errorf("market: withdrawal %s debited, not paid out, and not reversed: %w", id, errors.Join(perr, rerr)))
 		}
 		return Reply{}, railFailed("the withdrawal could not be paid out", perr)
 	}
-	if out != s.rail.Account() {
-		// Paid out: the money leaves through the rail's account, with the
-		// payout's reference. Should this fail, the agent was still paid,
-		// and the hold shows the money that left.
-		_ = s.st.Update(context.WithoutCancel(ctx), func(tx store.Tx) error {
-			return ledger.Post(tx, ledger.Transfer{ID: id + ".out", From: out, To: s.rail.Account(),
-				Amount: int64(amount), Currency: Currency, Memo: s.rail.Name() + " payout " + ref, At: now})
-		})
-	}
 	return r, nil
+}
+
+// keyPayout holds withdrawals owed on a rail that settles remotely:
+// <withdrawal> -> payout. The withdrawal's transaction writes one, with
+// the money in the hold "hold:withdraw:<withdrawal>"; payOut pays it on
+// the rail (an intent of the rail's own, so that it is paid at most
+// once) and deletes it, or, when the rail says it was not and will not
+// be paid, returns the money to the wallet. Tick pays what a failure or
+// a crash left owed.
+const keyPayout = "market/payout/"
+
+type payout struct {
+	ID     string       `json:"id"`
+	Agent  string       `json:"agent"`
+	Amount USD          `json:"amount_usd"`
+	Idem   idem.Request `json:"idem,omitzero"`
+	At     time.Time    `json:"at"`
+}
+
+// payOut pays withdrawal po on the rail and records it: the money leaves
+// its hold through the rail's account, with the payout's reference.
+//
+// # Errors
+//
+// rail_failed (503) when the rail refused it (the money is back in the
+// wallet); payment_pending (503) when its outcome is not known yet: it
+// stays owed, and a tick pays it or returns it.
+func (s *Service) payOut(ctx context.Context, po payout) error {
+	hold := "hold:withdraw:" + po.ID
+	ref, err := s.rail.Payout(ctx, rail.Payment{ID: po.ID, Agent: po.Agent, Amount: int64(po.Amount), Currency: Currency})
+	var refused *rail.Refused
+	switch {
+	case errors.As(err, &refused):
+		if rerr := s.reverse(ctx, po, hold); rerr != nil {
+			return fault.Wrap(fault.Internal, ECodeRailFailed, fmt.Errorf("market: withdrawal %s was not paid out and not reversed: %w", po.ID, errors.Join(err, rerr)))
+		}
+		return railFailed("the withdrawal could not be paid out", err)
+	case err != nil:
+		return &fault.Error{Kind: fault.Unavailable, Code: rail.ECodePaymentPending,
+			Message: "the payout of withdrawal " + po.ID + " is not known to have been made yet; a tick pays it, or returns it to the wallet", Err: err}
+	}
+	return s.st.Update(context.WithoutCancel(ctx), func(tx store.Tx) error {
+		if _, err := tx.Get(keyPayout + po.ID); errors.Is(err, store.ErrNotFound) {
+			return nil // recorded already
+		} else if err != nil {
+			return err
+		}
+		if err := ledger.Post(tx, ledger.Transfer{ID: po.ID + ".out", From: hold, To: s.rail.Account(),
+			Amount: int64(po.Amount), Currency: Currency, Memo: s.rail.Name() + " payout " + ref + " to " + po.Agent, At: s.now().UTC()}); err != nil {
+			return err
+		}
+		return tx.Delete(keyPayout + po.ID)
+	})
+}
+
+// reverse returns withdrawal po, which was not paid out, from from to the
+// wallet, and forgets its stored answer so that a retry with the same
+// key runs again.
+func (s *Service) reverse(ctx context.Context, po payout, from string) error {
+	return s.st.Update(context.WithoutCancel(ctx), func(tx store.Tx) error {
+		if s.pay != nil {
+			if _, err := tx.Get(keyPayout + po.ID); errors.Is(err, store.ErrNotFound) {
+				return nil // settled already
+			} else if err != nil {
+				return err
+			}
+			if err := tx.Delete(keyPayout + po.ID); err != nil {
+				return err
+			}
+		}
+		if err := idem.Forget(tx, po.Idem); err != nil {
+			return err
+		}
+		if err := s.addTotal(tx, po.Amount); err != nil {
+			return err
+		}
+		return ledger.Post(tx, ledger.Transfer{ID: po.ID + ".reversed", From: from, To: ledger.AgentAccount(po.Agent),
+			Amount: int64(po.Amount), Currency: Currency, Memo: "withdrawal reversed: payout failed", At: s.now().UTC()})
+	})
+}
+
+// PayOut pays every withdrawal still owed on a rail that settles
+// remotely, and answers how many it paid.
+//
+// # Errors
+//
+// The first failure; the others are still tried, and what is not paid
+// stays owed.
+func (s *Service) PayOut(ctx context.Context) (int, error) {
+	var owed []payout
+	err := s.st.View(ctx, func(tx store.Tx) error {
+		return tx.Scan(keyPayout, false, func(_ string, v []byte) error {
+			var po payout
+			if err := json.Unmarshal(v, &po); err != nil {
+				return err
+			}
+			owed = append(owed, po)
+			return nil
+		})
+	})
+	n := 0
+	for _, po := range owed {
+		if perr := s.payOut(ctx, po); perr != nil {
+			err = firstOf(err, perr)
+			continue
+		}
+		n++
+	}
+	return n, err
 }
 
 // Purchase is a purchase of record.

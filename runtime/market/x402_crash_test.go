@@ -189,9 +189,10 @@ func (w *crashWorld) chainBalance(tb testing.TB, address string) int64 {
 // ledgers sum to zero; each payer's charge at the facilitator (what it
 // was funded less what it holds) is exactly what the market's ledger
 // credited from it (the rail's postings that name it: payments in less
-// refunds paid back); no settlement is credited twice; and the operator
+// refunds paid back, less payouts to the agents it paid for); no
+// settlement is credited twice; and the operator
 // holds at the facilitator exactly the money the market holds.
-func (w *crashWorld) settledUp(tb testing.TB, what string, funded map[string]int64) {
+func (w *crashWorld) settledUp(tb testing.TB, what string, funded map[string]int64, payerOf map[string]string) {
 	tb.Helper()
 	ctx := context.Background()
 	for name, st := range map[string]store.Store{"market": w.db, "facilitator": w.chain} {
@@ -211,8 +212,10 @@ func (w *crashWorld) settledUp(tb testing.TB, what string, funded map[string]int
 	}
 	var acct ledger.Account
 	err := w.db.View(ctx, func(tx store.Tx) error {
-		if err := tx.Scan("market/payback/", false, func(k string, _ []byte) error { return fmt.Errorf("%s still owed", k) }); err != nil {
-			return err
+		for _, owed := range []string{"market/payback/", "market/payout/"} {
+			if err := tx.Scan(owed, false, func(k string, _ []byte) error { return fmt.Errorf("%s still owed", k) }); err != nil {
+				return err
+			}
 		}
 		var err error
 		acct, err = ledger.Get(tx, x402.Account)
@@ -235,6 +238,13 @@ func (w *crashWorld) settledUp(tb testing.TB, what string, funded map[string]int
 		}
 		for payer := range funded {
 			if strings.Contains(memo, strings.ToLower(payer)) {
+				credited[payer] -= leg.Amount
+			}
+		}
+		// A payout names its agent; it is paid to the address the agent
+		// paid from.
+		for agent, payer := range payerOf {
+			if strings.Contains(memo, " payout ") && strings.HasSuffix(memo, " to "+agent) {
 				credited[payer] -= leg.Amount
 			}
 		}
@@ -321,6 +331,10 @@ func crashRun(t *testing.T, w *crashWorld, seed uint64, ops int) {
 		funded[a] = 200_000_000
 	}
 	agents := []string{"b0", "b1", "b2"}
+	payerOf := map[string]string{}
+	for i, a := range agents {
+		payerOf[a] = crypto.PubkeyToAddress(payers[i].PublicKey).Hex()
+	}
 	var listings []string
 	var bought [][2]string
 	var payments []*sent
@@ -353,7 +367,7 @@ func crashRun(t *testing.T, w *crashWorld, seed uint64, ops int) {
 			w.lose.Store(true)
 		}
 	}
-	lost, lostNow := 0, false
+	lost, lostNow, withdrawals := 0, false, 0
 	// call runs f on the node; after a crash it restarts a node and
 	// resolves, and checks that everything is settled up. An answer lost
 	// leaves the payment pending: a tick resolves it.
@@ -372,7 +386,7 @@ func crashRun(t *testing.T, w *crashWorld, seed uint64, ops int) {
 		}
 		crashes[p]++
 		w.recover(t, rng.IntN(2) == 0)
-		w.settledUp(t, fmt.Sprintf("seed %d step %d: %s crashed at %s, then resolved", seed, step, what, p), funded)
+		w.settledUp(t, fmt.Sprintf("seed %d step %d: %s crashed at %s, then resolved", seed, step, what, p), funded, payerOf)
 		return false
 	}
 	for step := range ops {
@@ -407,7 +421,9 @@ func crashRun(t *testing.T, w *crashWorld, seed uint64, ops int) {
 			payments = append(payments, s)
 			maybeCrash(collectPoints)
 			var r idem.Reply
-			if call(step, "a purchase", func() { r, err = w.svc.Buy(ctx, anon, listing, market.PurchaseRequest{Agent: buyer, Pay: s.pay}, idem.Request{}) }) {
+			if call(step, "a purchase", func() {
+				r, err = w.svc.Buy(ctx, anon, listing, market.PurchaseRequest{Agent: buyer, Pay: s.pay}, idem.Request{})
+			}) {
 				switch {
 				case err == nil:
 					s.first = r.Body
@@ -431,6 +447,25 @@ func crashRun(t *testing.T, w *crashWorld, seed uint64, ops int) {
 				case !lostNow || fault.CodeOf(err) != rail.ECodePaymentPending:
 					t.Fatalf("seed %d step %d: deposit: %v", seed, step, err)
 				}
+			}
+		case op == 10: // a withdrawal, paid out to the address the agent paid from
+			agent := agents[rng.IntN(len(agents))]
+			wl, err := w.svc.WalletOf(ctx, agent)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if wl.Balance == 0 {
+				continue
+			}
+			if rng.IntN(3) == 0 {
+				w.lose.Store(true)
+			}
+			withdrawals++
+			call(step, "a withdrawal", func() {
+				_, err = w.svc.Withdraw(ctx, anon, agent, market.AmountRequest{AmountUSD: raw(fmt.Sprintf(`"%s"`, market.USD(1+rng.Int64N(int64(wl.Balance)))))}, idem.Request{})
+			})
+			if err != nil && !(lostNow && fault.CodeOf(err) == rail.ECodePaymentPending) {
+				t.Fatalf("seed %d step %d: withdraw: %v", seed, step, err)
 			}
 		case op <= 11: // a challenge that the checker upholds: a refund on the rail
 			if len(bought) == 0 {
@@ -494,7 +529,7 @@ func crashRun(t *testing.T, w *crashWorld, seed uint64, ops int) {
 				t.Fatalf("seed %d step %d: tick: %v", seed, step, err)
 			}
 		}
-		w.settledUp(t, fmt.Sprintf("seed %d step %d", seed, step), funded)
+		w.settledUp(t, fmt.Sprintf("seed %d step %d", seed, step), funded, payerOf)
 	}
-	t.Logf("seed %d: %d payments, crashes by point %v, %d answers lost", seed, len(payments), crashes, lost)
+	t.Logf("seed %d: %d payments, %d withdrawals, crashes by point %v, %d answers lost", seed, len(payments), withdrawals, crashes, lost)
 }

@@ -573,6 +573,12 @@ func (r *Rail) Refund(ctx context.Context, ref string, amount int64) (string, er
 
 // Payout implements rail.Rail: a transfer from the operator's address to
 // the address the agent last paid from, once per payment id.
+//
+// # Errors
+//
+// *rail.Refused when nothing was sent and nothing will be (no address is
+// known, no operator key, the facilitator refused it); any other error
+// when whether it was sent is not known: the same call later finds out.
 func (r *Rail) Payout(ctx context.Context, p rail.Payment) (string, error) {
 	if p.Amount <= 0 {
 		return "", fmt.Errorf("x402: pay out a positive amount, not %d", p.Amount)
@@ -584,7 +590,7 @@ func (r *Rail) Payout(ctx context.Context, p rail.Payment) (string, error) {
 		return err
 	})
 	if errors.Is(err, store.ErrNotFound) {
-		return "", fmt.Errorf("x402: agent %s never paid over x402, so no address is known to pay it", p.Agent)
+		return "", &rail.Refused{Err: fmt.Errorf("x402: agent %s never paid over x402, so no address is known to pay it", p.Agent)}
 	} else if err != nil {
 		return "", err
 	}
@@ -596,7 +602,7 @@ func (r *Rail) Payout(ctx context.Context, p rail.Payment) (string, error) {
 // is asked to settle it.
 func (r *Rail) send(ctx context.Context, kind, purpose, agent string, to common.Address, amount int64) (string, error) {
 	if r.cfg.Operator == nil {
-		return "", errors.New("x402: no operator key: refunds and payouts cannot be signed")
+		return "", &rail.Refused{Err: errors.New("x402: no operator key: refunds and payouts cannot be signed")}
 	}
 	from := crypto.PubkeyToAddress(r.cfg.Operator.PublicKey)
 	var nonce [32]byte
@@ -651,10 +657,13 @@ func (r *Rail) send(ctx context.Context, kind, purpose, agent string, to common.
 			return nil
 		})
 		var other *rail.Resolved
-		if errors.As(err, &other) && other.Intent.State == rail.StateDone {
+		switch {
+		case errors.As(err, &other) && other.Intent.State == rail.StateDone:
 			return other.Intent.Ref, nil // another attempt sent it
+		case err != nil:
+			return "", fmt.Errorf("x402: %s of %d to %s was refused, and another attempt holds it: %w", kind, amount, to.Hex(), errors.Join(refused, err))
 		}
-		return "", refused.Err
+		return "", refused
 	}
 	if err != nil {
 		r.unlease(ctx, in, err)
