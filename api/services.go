@@ -61,6 +61,7 @@ type Market interface {
 	WalletOf(ctx context.Context, did string) (market.Wallet, error)
 	Deposit(ctx context.Context, a principal.Actor, did string, req market.AmountRequest, ik idem.Request) (idem.Reply, error)
 	Withdraw(ctx context.Context, a principal.Actor, did string, req market.AmountRequest, ik idem.Request) (idem.Reply, error)
+	Unresolved(ctx context.Context, limit int) (market.UnresolvedIntents, error)
 	Mode() principal.Mode
 }
 

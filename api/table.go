@@ -105,6 +105,9 @@ var (
 	contractCodes = []string{escrow.ECodeContractNotFound, escrow.ECodeInvalidState, escrow.ECodeReviewWindowClosed, escrow.ECodeDeadlinePassed, escrow.ECodeRailFailed, escrow.ECodeInsufficientFunds, escrow.ECodeOperatorOnly,
 		codeAgentMismatch, codeInsufficientScope, ledger.ECodeBalanceLimit}
 	marketIdem = []string{codeIdemConflict, codeIdemInvalidKey, market.ECodeCommitUnknown, market.ECodeRailFailed}
+	// paidIdem are the refusals of a route that takes a payment: a
+	// payment whose outcome is not known yet answers payment_pending.
+	paidIdem = with(marketIdem, []string{rail.ECodePaymentPending})
 )
 
 // exchangeCodes are the judgment exchange's refusals, with the judgment
@@ -261,7 +264,7 @@ var routeTable = []route{
 			invalidText("agent", "title", "license_terms", "problem_statement"))},
 	{method: "POST", path: "/market/listings/{id}/purchase", op: mutate((*server).purchase), idem: idemHeader, paid: true, tool: &toolSpec{name: "purchase", title: "Buy a listing", kind: destructive, desc: "Buy a listing as agent: debits price + 3% fee, delivers the artifact at once with a signed receipt and the recourse terms; proceeds are held until the challenge window closes.", args: []toolArg{{"id", "listing_id", "the listing to buy"}}}, service: svcMarket, auth: RouteAgent, write: true, summary: "buy a listing: price + 3% fee from the buyer's wallet; answers the artifact and a receipt (purchase)",
 		req: schemaFn[market.PurchaseRequest], resp: schemaFn[market.Bought], created: true,
-		codes: with(paidCodes, marketIdem, []string{market.ECodeListingNotFound, market.ECodeListingNotActive, market.ECodeAlreadyPurchased, market.ECodeOwnListing, market.ECodeInsufficientFunds,
+		codes: with(paidCodes, paidIdem, []string{market.ECodeListingNotFound, market.ECodeListingNotActive, market.ECodeAlreadyPurchased, market.ECodeOwnListing, market.ECodeInsufficientFunds,
 			market.ECodeArtifactNotDeliverable, market.ECodeMissingField, market.ECodeWalletLimitExceeded, market.ECodeMarketLimitExceeded}, invalidText("agent", "purpose"))},
 	{method: "POST", path: "/market/listings/{id}/deactivate", op: mutate((*server).deactivate), idem: idemHeader, tool: &toolSpec{name: "deactivate_listing", title: "Retire a listing", kind: destructive, desc: "Retire a listing as its seller; a level-2 bond comes back once no challenge window is open.", args: []toolArg{{"id", "listing_id", "the listing to retire"}}}, service: svcMarket, auth: RouteAgent, write: true, summary: "the seller retires a listing; its bond returns (deactivate_listing)",
 		req: schemaFn[market.DeactivateRequest], resp: schemaFn[deactivatedOut],
@@ -280,15 +283,18 @@ var routeTable = []route{
 		codes: with(marketIdem, []string{market.ECodeChallengeNotFound, market.ECodeChallengeNotOpen, market.ECodeInvalidVerdict}, invalidText("reason"))},
 	{method: "POST", path: "/market/tick", rate: RateDecisions, op: viewBody((*server).tick), service: svcMarket, auth: RouteOperator, write: true, summary: "an operator settles due purchases and samples level-1 listings for replay",
 		req: schemaFn[market.TickRequest], resp: schemaFn[market.Ticked], bodyOptional: true, codes: []string{market.ECodeInvalidSamples, market.ECodeCheckersUnavailable}},
+	{method: "GET", path: "/market/intents", op: view((*server).unresolvedIntents), service: svcMarket, auth: RouteOperator, summary: "an operator lists the payments on the rail whose outcome is not resolved yet, oldest first",
+		query: []param{{name: "limit", desc: "the most intents to list, 1 to 1000 (default 1000)", schema: &jsonschema.Schema{Type: "integer", Minimum: ptr(1.0)}}},
+		resp:  schemaFn[market.UnresolvedIntents], codes: []string{codeInvalidLimit, market.ECodeInvalidLimit}},
 	{method: "GET", path: "/market/agents/{agent}", op: view((*server).agentProfile), tool: &toolSpec{name: "agent_profile", title: "Agent reputation", kind: read, desc: "An agent's public numeric reputation: trades_sold, challenges_lost, challenge_loss_rate, stake_forfeited_usd, account_age_days.", args: []toolArg{{"agent", "agent_id", "the agent, e.g. g17-mathema"}}}, service: svcMarket, auth: RouteOpen, summary: "an agent's trading record (agent_profile)", resp: schemaFn[market.Profile], codes: invalidText("agent")},
 	{method: "GET", path: "/market/stats", op: view((*server).stats), tool: &toolSpec{name: "marketplace_stats", title: "Market statistics", kind: read, desc: "Live market totals; house (seed=true) agents are left out of organic-demand figures."}, service: svcMarket, auth: RouteOpen, summary: "the market's totals (marketplace_stats)", resp: schemaFn[market.Stats], codes: []string{market.ECodeStatsOverflow}},
 	{method: "GET", path: "/market/wallets/{agent}", op: view((*server).wallet), service: svcMarket, auth: RouteOpen, summary: "an agent's wallet", resp: schemaFn[market.Wallet], codes: invalidText("agent")},
 	{method: "POST", path: "/market/wallets/{agent}/deposit", op: mutate((*server).deposit), idem: idemHeader, paid: true, service: svcMarket, auth: RouteAgentOrOperator, write: true, summary: "deposit into a wallet from the dev rail",
 		req: schemaFn[market.AmountRequest], resp: schemaFn[walletMovedOut], created: true,
-		codes: with(paidCodes, marketIdem, []string{market.ECodeInvalidAmount, market.ECodeAmountTooLarge, market.ECodeDepositUnavailable, market.ECodeWalletLimitExceeded, market.ECodeMarketLimitExceeded, market.ECodeMissingField}, invalidText("agent"))},
+		codes: with(paidCodes, paidIdem, []string{market.ECodeInvalidAmount, market.ECodeAmountTooLarge, market.ECodeDepositUnavailable, market.ECodeWalletLimitExceeded, market.ECodeMarketLimitExceeded, market.ECodeMissingField}, invalidText("agent"))},
 	{method: "POST", path: "/market/wallets/{agent}/withdraw", op: mutate((*server).withdraw), idem: idemHeader, service: svcMarket, auth: RouteAgent, write: true, summary: "withdraw from a wallet to the rail",
 		req: schemaFn[market.AmountRequest], resp: schemaFn[walletMovedOut], created: true,
-		codes: with(marketIdem, []string{market.ECodeInvalidAmount, market.ECodeAmountTooLarge, market.ECodeInsufficientFunds, market.ECodeMissingField}, invalidText("agent"))},
+		codes: with(paidIdem, []string{market.ECodeInvalidAmount, market.ECodeAmountTooLarge, market.ECodeInsufficientFunds, market.ECodeMissingField}, invalidText("agent"))},
 	{method: "GET", path: "/market/fingerprint", op: view((*server).fingerprint), service: svcMarket, auth: RouteOpen, summary: "the fingerprint, tokens and constraints of a problem text, as the market computes them",
 		query: []param{{name: "text", desc: "the problem statement", schema: &jsonschema.Schema{Type: "string"}}}, resp: schemaFn[fingerprintOut]},
 	{method: "POST", path: "/market/clock", op: viewBody((*server).clock), only: func(s *server) bool { return s.cfg.AdvanceMarketClock != nil }, service: svcMarket, auth: RouteOperator, summary: "tests only (ASSAY_TEST_CLOCK=1): move the market's clock forward",

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -74,6 +75,44 @@ func startFacilitator(tb testing.TB, dir string, args ...string) string {
 	return url
 }
 
+// x402Client returns the directory of the stock x402 client's scripts,
+// running `npm ci` there when node_modules is absent, and skips tb when
+// node or npm is not installed, or in -short.
+func x402Client(tb testing.TB) string {
+	tb.Helper()
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			tb.Skipf("%s is not installed: x402 is not tested with the protocol's own client", tool)
+		}
+	}
+	if testing.Short() {
+		tb.Skip("e2e: starts servers")
+	}
+	dir := filepath.Join("testdata", "x402")
+	x402Install.Do(func() {
+		if _, err := os.Stat(filepath.Join(dir, "node_modules", "@x402", "fetch")); err == nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		ci := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund")
+		ci.Dir = dir
+		if out, err := ci.CombinedOutput(); err != nil {
+			x402InstallErr = fmt.Errorf("npm ci in %s: %v\n%s", dir, err, out)
+		}
+	})
+	if x402InstallErr != nil {
+		tb.Fatal(x402InstallErr)
+	}
+	return dir
+}
+
+// x402Install runs npm ci once for the tests that run the stock client.
+var (
+	x402Install    sync.Once
+	x402InstallErr error
+)
+
 func balanceAt(tb testing.TB, facilitator, address string) int64 {
 	tb.Helper()
 	resp, err := http.Get(facilitator + "/balances/" + address)
@@ -114,24 +153,7 @@ func addressOf(tb testing.TB, hexKey string) string {
 // skips when node or npm is not installed.
 func TestX402_stockClient(t *testing.T) {
 	t.Parallel()
-	for _, tool := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed: x402 is not tested with the protocol's own client", tool)
-		}
-	}
-	if testing.Short() {
-		t.Skip("e2e: starts servers")
-	}
-	dir := filepath.Join("testdata", "x402")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@x402", "fetch")); err != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		ci := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund")
-		ci.Dir = dir
-		if out, err := ci.CombinedOutput(); err != nil {
-			t.Fatalf("npm ci in %s: %v\n%s", dir, err, out)
-		}
-	}
+	dir := x402Client(t)
 	buyer, operator := addressOf(t, x402BuyerKey), addressOf(t, x402OperatorKey)
 	fac := startFacilitator(t, t.TempDir(), "--fund", fmt.Sprintf("%s=%d", buyer, x402Funding))
 	data := t.TempDir()

@@ -340,14 +340,20 @@ func serveWith(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) e
 		advance = func(d time.Duration) { skew.Add(int64(d)) }
 		log.Warn("market test clock: POST /market/clock moves it forward; for tests only")
 	}
-	marketRail, err := cfg.Rail.open(db, marketNow, log)
+	marketRail, intents, err := cfg.Rail.open(db, cfg.Store.Kind == "postgres", marketNow, log)
 	if err != nil {
 		return err
 	}
-	svc, err := wire(ctx, db, signer, sb, juror, marketNow, log, m, withRail(marketRail),
+	svc, err := wire(ctx, db, signer, sb, juror, marketNow, log, m, withRail(marketRail, intents),
 		withAuth(cfg.CourtAuth, cfg.MarketAuth, mattersAuth), withQuotas(cfg.Limits.Quotas))
 	if err != nil {
 		return err
+	}
+	recoverPayments(ctx, svc.market, log)
+	if m != nil {
+		if err := registerIntents(m, db, svc.market); err != nil {
+			return err
+		}
 	}
 	defer startReplayWorker(ctx, svc.worker, log)()
 	log.Info("judgment matters", "auth", string(mattersAuth), "routes", "/api/v1/economic/matters")
@@ -483,7 +489,7 @@ func wire(ctx context.Context, db store.Store, keys escrow.Signer, sb *wasm.Sand
 	// Checker uploads and the market's Python sources are charged to
 	// their uploaders' quotas in one library.
 	library := replays.NewLibrary(db, runner, time.Now, replays.WithQuotas(w.quotas))
-	bazaar, err := market.New(market.Config{Store: db, Signer: keys, Runner: runner, Now: marketNow, Rail: w.rail, Auth: w.market, Sources: library})
+	bazaar, err := market.New(market.Config{Store: db, Signer: keys, Runner: runner, Now: marketNow, Rail: w.rail, Intents: w.intents, Auth: w.market, Sources: library})
 	if err != nil {
 		return nil, err
 	}

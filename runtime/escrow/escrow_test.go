@@ -156,7 +156,7 @@ func TestService_Dispute(t *testing.T) {
 		c := mustCourt(t)
 		for _, tc := range []struct{ price, rows string }{{"50", `{"rows":3}`}, {"70", `{"rows":300}`}} {
 			id := c.delivered(t, createReq("did:nanda:buyer", "did:nanda:seller", tc.price, rows100), tc.rows)
-			if _, err := c.Dispute(ctx, id, escrow.DisputeRequest{}, idem.Idem{}); err != nil {
+			if _, err := c.Dispute(ctx, anon, id, escrow.DisputeRequest{}, idem.Request{}); err != nil {
 				t.Fatal(err)
 			}
 		}

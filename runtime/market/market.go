@@ -107,6 +107,10 @@ type Config struct {
 	Runner Runner
 	// Rail is the payment rail; rail.Dev when nil.
 	Rail rail.Rail
+	// Intents configures the intents of a rail that settles remotely
+	// (rail.Remote: x402): Exclusive, Lease, Counters and Fault; the
+	// market fills in its store, rail and clock.
+	Intents rail.PaymentsConfig
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 	// NewID returns a fresh id; the store's choice (store.IDs) when
@@ -169,6 +173,7 @@ type Service struct {
 	signer   Signer
 	runner   Runner
 	rail     rail.Rail
+	pay      *rail.Payments // the rail's intents, when it settles remotely
 	now      func() time.Time
 	newID    func() string
 	rand     func(int) int
@@ -213,6 +218,7 @@ func New(cfg Config) (*Service, error) {
 	if s.platform == "" {
 		s.platform = "platform:market"
 	}
+	s.pay = s.newPayments(cfg.Intents)
 	if err := s.buildIndex(context.Background()); err != nil {
 		return nil, fmt.Errorf("market: build the search index: %w", err)
 	}

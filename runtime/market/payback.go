@@ -3,12 +3,10 @@ package market
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/ledger"
-	"github.com/assayhq/assay/runtime/rail"
 	"github.com/assayhq/assay/runtime/store"
 )
 
@@ -36,52 +34,6 @@ type payback struct {
 	PaymentRef string `json:"payment_ref"`
 	Payer      string `json:"payer"`
 	Amount     USD    `json:"amount_usd"`
-}
-
-// asker returns the rail when it is paid per request.
-func (s *Service) asker() (rail.Asker, bool) {
-	a, ok := s.rail.(rail.Asker)
-	return a, ok
-}
-
-// collect takes amount from the payment a request presents, on a rail
-// that is paid per request. With no payment presented, it answers the
-// rail's *rail.PaymentRequired: what to pay.
-func (s *Service) collect(ctx context.Context, a rail.Asker, id, agent string, amount USD, pay Pay, what string) (string, rail.Settled, error) {
-	p := rail.Payment{ID: id, Agent: agent, Amount: int64(amount), Currency: Currency, Proof: pay.Proof, Resource: pay.Resource, Description: what}
-	if pay.Proof == "" {
-		return "", rail.Settled{}, a.Ask(p)
-	}
-	ref, err := a.Collect(ctx, p)
-	if err != nil {
-		var pr *rail.PaymentRequired
-		if _, coded := fault.As(err); coded || errors.As(err, &pr) {
-			return "", rail.Settled{}, err
-		}
-		return "", rail.Settled{}, railFailed("the payment could not be settled", err)
-	}
-	st, err := a.Settled(ctx, ref)
-	if err != nil {
-		return ref, rail.Settled{}, s.giveBack(ctx, ref, amount, fmt.Errorf("market: payment %s settled and unreadable: %w", ref, err))
-	}
-	return ref, st, nil
-}
-
-// giveBack refunds a payment collected for a request that then failed
-// with cause, and answers cause, with the refund's reference in its
-// message when it is a coded error.
-func (s *Service) giveBack(ctx context.Context, ref string, amount USD, cause error) error {
-	back, err := s.rail.Refund(context.WithoutCancel(ctx), ref, int64(amount))
-	if err != nil {
-		return fault.Wrap(fault.Internal, ECodeRailFailed,
-			fmt.Errorf("market: payment %s was collected, the request failed, and it was not refunded: %w", ref, errors.Join(cause, err)))
-	}
-	if f, ok := fault.As(cause); ok {
-		g := *f
-		g.Message = f.Message + "; the payment " + ref + " was refunded as " + back
-		return &g
-	}
-	return cause
 }
 
 // payBackOnRail, in the refund's transaction, sends a refund that
@@ -182,7 +134,7 @@ func firstOf(first, err error) error {
 // owed on a rail paid per request. What the rail refuses now stays owed
 // for Tick, and the mutation's answer stands: it committed.
 func (s *Service) payBackOwed(ctx context.Context) {
-	if _, ok := s.asker(); ok {
+	if s.pay != nil {
 		_, _ = s.PayBack(context.WithoutCancel(ctx))
 	}
 }

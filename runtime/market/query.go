@@ -14,6 +14,7 @@ import (
 	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/principal"
+	"github.com/assayhq/assay/runtime/rail"
 	"github.com/assayhq/assay/runtime/store"
 	"github.com/assayhq/assay/wasm"
 )
@@ -429,6 +430,12 @@ type Ticked struct {
 	// PaidBack counts refunds paid back on a rail paid per request that
 	// were owed when the tick began.
 	PaidBack int `json:"paid_back,omitempty"`
+	// PaidOut counts withdrawals paid out on a rail that settles
+	// remotely that were owed when the tick began.
+	PaidOut int `json:"paid_out,omitempty"`
+	// Intents is what the tick did with the payments left unresolved on
+	// a rail that settles remotely (x402).
+	Intents *rail.Resolution `json:"intents,omitempty"`
 }
 
 // Tick settles every purchase whose window has closed and replays up to
@@ -444,11 +451,21 @@ func (s *Service) Tick(ctx context.Context, req TickRequest) (Ticked, error) {
 	if err != nil {
 		return t, err
 	}
-	// Refunds still owed on a rail paid per request: what the rail
-	// refuses now is reported after the rest of the tick has run.
+	// On a rail that settles remotely: the payments a crash or a lost
+	// answer left unresolved, then the refunds still owed. What the rail
+	// cannot do now is reported after the rest of the tick has run.
 	var owed error
-	if _, ok := s.asker(); ok {
+	if s.pay != nil {
+		res, err := s.pay.Resolve(ctx)
+		if err != nil {
+			return t, err
+		}
+		t.Intents = &res
 		t.PaidBack, owed = s.PayBack(ctx)
+		var outErr error
+		if t.PaidOut, outErr = s.PayOut(ctx); outErr != nil {
+			owed = firstOf(owed, outErr)
+		}
 	}
 	if req.Samples == 0 {
 		return t, owed

@@ -189,8 +189,15 @@ func (s *Service) Deposit(ctx context.Context, a principal.Actor, did string, re
 	if err != nil {
 		return Reply{}, err
 	}
-	asker, perRequest := s.asker()
-	if s.rail.Name() != (rail.Dev{}).Name() && !perRequest {
+	id := "dep-" + s.newID()
+	p := rail.Payment{ID: id, Agent: did, Amount: int64(amount), Currency: Currency, Proof: req.Pay.Proof, Resource: req.Pay.Resource,
+		Description: "deposit to the wallet of " + did}
+	dkey := "deposit/" + did + "/" + amount.String()
+	deposit := func(USD) any { return depositArgs{ID: id, Agent: did, Amount: amount, Idem: i} }
+	if r, found, err := s.payAgain(ctx, p, opDeposit, dkey, deposit); found {
+		return r, err
+	}
+	if s.pay == nil && s.rail.Name() != (rail.Dev{}).Name() {
 		return Reply{}, fault.New(fault.Forbidden, ECodeDepositUnavailable, "deposits are for the dev rail; this server settles on %s", s.rail.Name())
 	}
 	// Refuse what the bounds refuse before the rail collects anything;
@@ -198,14 +205,10 @@ func (s *Service) Deposit(ctx context.Context, a principal.Actor, did string, re
 	if err := s.st.View(ctx, func(tx store.Tx) error { _, err := s.depositBounds(tx, did, amount); return err }); err != nil {
 		return Reply{}, err
 	}
-	id := "dep-" + s.newID()
-	var settled *rail.Settled
+	if s.pay != nil {
+		return s.payFor(ctx, p, opDeposit, dkey, deposit(amount))
+	}
 	collect := func() (string, error) {
-		if perRequest {
-			ref, st, err := s.collect(ctx, asker, id, did, amount, req.Pay, "deposit to the wallet of "+did)
-			settled = &st
-			return ref, err
-		}
 		ref, err := s.rail.Collect(ctx, rail.Payment{ID: id, Agent: did, Amount: int64(amount), Currency: Currency})
 		if err != nil {
 			return "", railFailed("the deposit could not be collected", err)
@@ -213,12 +216,13 @@ func (s *Service) Deposit(ctx context.Context, a principal.Actor, did string, re
 		return ref, nil
 	}
 	now := s.now().UTC()
-	return rail.Charge(ctx, s.rail, int64(amount), collect, func(ref string) (Reply, error) { return s.deposit(ctx, did, amount, id, ref, settled, now, i) })
+	return rail.Charge(ctx, s.rail, int64(amount), collect, func(ref string) (Reply, error) { return s.deposit(ctx, did, amount, id, ref, nil, now, i, nil) })
 }
 
 // deposit records in the ledger a deposit collected on the rail as ref
-// (settled, on a rail paid per request).
-func (s *Service) deposit(ctx context.Context, did string, amount USD, id, ref string, settled *rail.Settled, now time.Time, i idem.Request) (Reply, error) {
+// (settled, on a rail paid per request). On a rail that keeps intents,
+// done resolves the payment's intent in the same transaction.
+func (s *Service) deposit(ctx context.Context, did string, amount USD, id, ref string, settled *rail.Settled, now time.Time, i idem.Request, done rail.Done) (Reply, error) {
 	return idem.Mutate(ctx, s.st, i, func(tx store.Tx) (Reply, error) {
 		if err := lockWallet(tx, did); err != nil {
 			return Reply{}, err
@@ -233,8 +237,12 @@ func (s *Service) deposit(ctx context.Context, did string, amount USD, id, ref s
 		if err := touchAgent(tx, did, now); err != nil {
 			return Reply{}, err
 		}
+		memo := "deposit " + ref
+		if settled != nil {
+			memo += " from " + settled.Payer
+		}
 		if err := ledger.Post(tx, ledger.Transfer{ID: id, From: s.rail.Account(), To: ledger.AgentAccount(did),
-			Amount: int64(amount), Currency: Currency, Memo: "deposit " + ref, At: now}); err != nil {
+			Amount: int64(amount), Currency: Currency, Memo: memo, At: now}); err != nil {
 			return Reply{}, err
 		}
 		out := map[string]any{"agent": did, "amount_usd": amount, "balance_usd": bal, "payment_ref": ref, "rail": s.rail.Name()}
@@ -242,19 +250,30 @@ func (s *Service) deposit(ctx context.Context, did string, amount USD, id, ref s
 			out["payment"] = settled
 		}
 		body, err := json.Marshal(out)
-		return Reply{Body: body, Created: true}, err
+		if err != nil {
+			return Reply{}, err
+		}
+		rep := Reply{Body: body, Created: true}
+		if done != nil {
+			err = done(tx, rep)
+		}
+		return rep, err
 	})
 }
 
 // railFailed is rail.Failed: the error a client gets when the rail refused.
 func railFailed(what string, cause error) error { return rail.Failed(what, cause) }
 
-// Withdraw pays money out of an agent's wallet on the rail.
+// Withdraw pays money out of an agent's wallet on the rail. On a rail
+// that settles remotely the withdrawal is recorded as owed in the
+// transaction that debits the wallet, and paid out after it (payOut).
 //
 // # Errors
 //
 // invalid_agent, invalid_amount (400); insufficient_funds (409);
-// rail_failed (503); idempotency_conflict.
+// rail_failed (503: not paid, the money is back in the wallet);
+// payment_pending (503: whether it was paid is not known yet, and a tick
+// finds out); idempotency_conflict.
 func (s *Service) Withdraw(ctx context.Context, a principal.Actor, did string, req AmountRequest, i idem.Request) (Reply, error) {
 	if err := validAgent("agent", did); err != nil {
 		return Reply{}, err
@@ -275,9 +294,10 @@ func (s *Service) Withdraw(ctx context.Context, a principal.Actor, did string, r
 	// until the rail has paid it out, so that the posting to the rail's
 	// account can carry the payout's reference.
 	out := s.rail.Account()
-	if _, ok := s.asker(); ok {
+	if s.pay != nil {
 		out = "hold:withdraw:" + id
 	}
+	owed := payout{ID: id, Agent: did, Amount: amount, Idem: i, At: now}
 	r, err := idem.Mutate(ctx, s.st, i, func(tx store.Tx) (Reply, error) {
 		if err := debit(tx, did, amount, "a withdrawal"); err != nil {
 			return Reply{}, err
@@ -289,6 +309,11 @@ func (s *Service) Withdraw(ctx context.Context, a principal.Actor, did string, r
 			Amount: int64(amount), Currency: Currency, Memo: "withdrawal", At: now}); err != nil {
 			return Reply{}, err
 		}
+		if s.pay != nil {
+			if err := store.SetJSON(tx, keyPayout+id, owed); err != nil {
+				return Reply{}, err
+			}
+		}
 		bal, err := ledger.Balance(tx, ledger.AgentAccount(did), Currency)
 		if err != nil {
 			return Reply{}, err
@@ -299,37 +324,129 @@ func (s *Service) Withdraw(ctx context.Context, a principal.Actor, did string, r
 	if err != nil || r.Replayed {
 		return r, err
 	}
-	ref, perr := s.rail.Payout(ctx, rail.Payment{ID: id, Agent: did, Amount: int64(amount), Currency: Currency})
-	if perr != nil {
+	if s.pay != nil {
+		return r, s.payOut(ctx, owed)
+	}
+	if _, perr := s.rail.Payout(ctx, rail.Payment{ID: id, Agent: did, Amount: int64(amount), Currency: Currency}); perr != nil {
 		// The payout did not happen: put the money back in the wallet,
 		// and forget the stored success so that a retry with the same key
 		// runs again.
-		rerr := s.st.Update(context.WithoutCancel(ctx), func(tx store.Tx) error {
-			if err := idem.Forget(tx, i); err != nil {
-				return err
-			}
-			if err := s.addTotal(tx, amount); err != nil {
-				return err
-			}
-			return ledger.Post(tx, ledger.Transfer{ID: id + ".reversed", From: out, To: ledger.AgentAccount(did),
-				Amount: int64(amount), Currency: Currency, Memo: "withdrawal reversed: payout failed", At: now})
-		})
-		if rerr != nil {
+		if rerr := s.reverse(ctx, owed, out); rerr != nil {
 			return Reply{}, fault.Wrap(fault.Internal, ECodeRailFailed,
 				fmt.Errorf("market: withdrawal %s debited, not paid out, and not reversed: %w", id, errors.Join(perr, rerr)))
 		}
 		return Reply{}, railFailed("the withdrawal could not be paid out", perr)
 	}
-	if out != s.rail.Account() {
-		// Paid out: the money leaves through the rail's account, with the
-		// payout's reference. Should this fail, the agent was still paid,
-		// and the hold shows the money that left.
-		_ = s.st.Update(context.WithoutCancel(ctx), func(tx store.Tx) error {
-			return ledger.Post(tx, ledger.Transfer{ID: id + ".out", From: out, To: s.rail.Account(),
-				Amount: int64(amount), Currency: Currency, Memo: s.rail.Name() + " payout " + ref, At: now})
-		})
-	}
 	return r, nil
+}
+
+// keyPayout holds withdrawals owed on a rail that settles remotely:
+// <withdrawal> -> payout. The withdrawal's transaction writes one, with
+// the money in the hold "hold:withdraw:<withdrawal>"; payOut pays it on
+// the rail (an intent of the rail's own, so that it is paid at most
+// once) and deletes it, or, when the rail says it was not and will not
+// be paid, returns the money to the wallet. Tick pays what a failure or
+// a crash left owed.
+const keyPayout = "market/payout/"
+
+type payout struct {
+	ID     string       `json:"id"`
+	Agent  string       `json:"agent"`
+	Amount USD          `json:"amount_usd"`
+	Idem   idem.Request `json:"idem,omitzero"`
+	At     time.Time    `json:"at"`
+}
+
+// payOut pays withdrawal po on the rail and records it: the money leaves
+// its hold through the rail's account, with the payout's reference.
+//
+// # Errors
+//
+// rail_failed (503) when the rail refused it (the money is back in the
+// wallet); payment_pending (503) when its outcome is not known yet: it
+// stays owed, and a tick pays it or returns it.
+func (s *Service) payOut(ctx context.Context, po payout) error {
+	hold := "hold:withdraw:" + po.ID
+	ref, err := s.rail.Payout(ctx, rail.Payment{ID: po.ID, Agent: po.Agent, Amount: int64(po.Amount), Currency: Currency})
+	var refused *rail.Refused
+	switch {
+	case errors.As(err, &refused):
+		if rerr := s.reverse(ctx, po, hold); rerr != nil {
+			return fault.Wrap(fault.Internal, ECodeRailFailed, fmt.Errorf("market: withdrawal %s was not paid out and not reversed: %w", po.ID, errors.Join(err, rerr)))
+		}
+		return railFailed("the withdrawal could not be paid out", err)
+	case err != nil:
+		return &fault.Error{Kind: fault.Unavailable, Code: rail.ECodePaymentPending,
+			Message: "the payout of withdrawal " + po.ID + " is not known to have been made yet; a tick pays it, or returns it to the wallet", Err: err}
+	}
+	return s.st.Update(context.WithoutCancel(ctx), func(tx store.Tx) error {
+		if _, err := tx.Get(keyPayout + po.ID); errors.Is(err, store.ErrNotFound) {
+			return nil // recorded already
+		} else if err != nil {
+			return err
+		}
+		if err := ledger.Post(tx, ledger.Transfer{ID: po.ID + ".out", From: hold, To: s.rail.Account(),
+			Amount: int64(po.Amount), Currency: Currency, Memo: s.rail.Name() + " payout " + ref + " to " + po.Agent, At: s.now().UTC()}); err != nil {
+			return err
+		}
+		return tx.Delete(keyPayout + po.ID)
+	})
+}
+
+// reverse returns withdrawal po, which was not paid out, from from to the
+// wallet, and forgets its stored answer so that a retry with the same
+// key runs again.
+func (s *Service) reverse(ctx context.Context, po payout, from string) error {
+	return s.st.Update(context.WithoutCancel(ctx), func(tx store.Tx) error {
+		if s.pay != nil {
+			if _, err := tx.Get(keyPayout + po.ID); errors.Is(err, store.ErrNotFound) {
+				return nil // settled already
+			} else if err != nil {
+				return err
+			}
+			if err := tx.Delete(keyPayout + po.ID); err != nil {
+				return err
+			}
+		}
+		if err := idem.Forget(tx, po.Idem); err != nil {
+			return err
+		}
+		if err := s.addTotal(tx, po.Amount); err != nil {
+			return err
+		}
+		return ledger.Post(tx, ledger.Transfer{ID: po.ID + ".reversed", From: from, To: ledger.AgentAccount(po.Agent),
+			Amount: int64(po.Amount), Currency: Currency, Memo: "withdrawal reversed: payout failed", At: s.now().UTC()})
+	})
+}
+
+// PayOut pays every withdrawal still owed on a rail that settles
+// remotely, and answers how many it paid.
+//
+// # Errors
+//
+// The first failure; the others are still tried, and what is not paid
+// stays owed.
+func (s *Service) PayOut(ctx context.Context) (int, error) {
+	var owed []payout
+	err := s.st.View(ctx, func(tx store.Tx) error {
+		return tx.Scan(keyPayout, false, func(_ string, v []byte) error {
+			var po payout
+			if err := json.Unmarshal(v, &po); err != nil {
+				return err
+			}
+			owed = append(owed, po)
+			return nil
+		})
+	})
+	n := 0
+	for _, po := range owed {
+		if perr := s.payOut(ctx, po); perr != nil {
+			err = firstOf(err, perr)
+			continue
+		}
+		n++
+	}
+	return n, err
 }
 
 // Purchase is a purchase of record.
@@ -423,10 +540,19 @@ func (s *Service) Buy(ctx context.Context, a principal.Actor, listingID string, 
 	}
 	now := s.now().UTC()
 	pid := "pur_" + s.newID()
+	pkey := "purchase/" + listingID + "/" + req.Agent
+	purchase := func(amount USD) any {
+		return purchaseArgs{Listing: listingID, Agent: req.Agent, Purpose: req.Purpose, ID: pid, Amount: amount, Actor: a, Idem: i}
+	}
+	p := rail.Payment{ID: pid + ".in", Agent: req.Agent, Currency: Currency, Proof: req.Pay.Proof, Resource: req.Pay.Resource,
+		Description: "purchase of listing " + listingID}
+	if r, found, err := s.payAgain(ctx, p, opPurchase, pkey, purchase); found {
+		return r, err
+	}
 	// On a rail paid per request, a wallet that cannot cover the purchase
 	// is paid by the request's own payment: collected before the
 	// transaction, once what the transaction would refuse is refused.
-	if asker, perRequest := s.asker(); perRequest {
+	if s.pay != nil {
 		var collected USD
 		covered := false
 		err := s.st.View(ctx, func(tx store.Tx) error {
@@ -445,18 +571,11 @@ func (s *Service) Buy(ctx context.Context, a principal.Actor, listingID string, 
 			return Reply{}, err
 		}
 		if !covered {
-			pay := &paid{amount: collected}
-			collect := func() (string, error) {
-				ref, st, err := s.collect(ctx, asker, pid+".in", req.Agent, collected, req.Pay, "purchase of listing "+listingID)
-				pay.ref, pay.settled = ref, &st
-				return ref, err
-			}
-			return rail.Charge(ctx, s.rail, int64(collected), collect, func(string) (Reply, error) {
-				return s.buy(ctx, a, listingID, req, i, pid, now, pay)
-			})
+			p.Amount = int64(collected)
+			return s.payFor(ctx, p, opPurchase, pkey, purchase(collected))
 		}
 	}
-	return s.buy(ctx, a, listingID, req, i, pid, now, nil)
+	return s.buy(ctx, a, listingID, req, i, pid, now, nil, nil)
 }
 
 // paid is a purchase's own payment on a rail paid per request: its
@@ -469,8 +588,9 @@ type paid struct {
 
 // buy records purchase pid of listingID by req.Agent in one transaction:
 // paid from the wallet, or by pay (nil: the wallet alone), which is posted
-// into the wallet first.
-func (s *Service) buy(ctx context.Context, a principal.Actor, listingID string, req PurchaseRequest, i idem.Request, pid string, now time.Time, pay *paid) (Reply, error) {
+// into the wallet first, and whose intent done resolves in the same
+// transaction.
+func (s *Service) buy(ctx context.Context, a principal.Actor, listingID string, req PurchaseRequest, i idem.Request, pid string, now time.Time, pay *paid, done rail.Done) (Reply, error) {
 	var (
 		ref       string
 		settled   *rail.Settled
@@ -559,7 +679,14 @@ func (s *Service) buy(ctx context.Context, a principal.Actor, listingID string, 
 			return Reply{}, fault.New(fault.Conflict, ECodeArtifactNotDeliverable, "listing %s holds an artifact that is not valid UTF-8 and cannot be delivered; nothing was charged", l.ID)
 		}
 		body, err := receipt.Marshal(Bought{Purchase: p, Artifact: art, Encoding: l.encoding(), TotalUSD: total, Recourse: rec, Receipt: rc, Payment: settled})
-		return Reply{Body: body, Created: true}, err
+		if err != nil {
+			return Reply{}, err
+		}
+		rep := Reply{Body: body, Created: true}
+		if done != nil {
+			err = done(tx, rep)
+		}
+		return rep, err
 	})
 }
 

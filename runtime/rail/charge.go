@@ -22,9 +22,9 @@ func Failed(what string, cause error) error {
 	return &fault.Error{Kind: fault.Unavailable, Code: ECodeRailFailed, Message: what + " on the payment rail; try again later", Err: cause}
 }
 
-// Charge is the one way money collected on a rail is recorded:
-// collect takes amount on r and answers the payment's reference; commit
-// then records it in one transaction of the store (an idem.Mutate) and
+// Charge is the one way money collected on a rail that settles in the
+// store (Dev, Mint) is recorded: collect takes amount on r and answers
+// the payment's reference; commit then records it in one transaction of the store (an idem.Mutate) and
 // answers the request's reply. When the collection is not what the
 // ledger records (commit failed, or answered an earlier request's reply,
 // which recorded a collection of its own), the collection is refunded on
@@ -37,8 +37,16 @@ func Failed(what string, cause error) error {
 //
 // collect's error, unchanged (nothing was taken); commit's error, with the
 // refund's reference in its message when it is coded; commit_unknown
-// (internal); rail_failed (internal) when the refund failed too.
+// (internal); rail_failed (internal) when the refund failed too, or when
+// r is a Remote rail, whose payments Payments records.
 func Charge(ctx context.Context, r Rail, amount int64, collect func() (string, error), commit func(ref string) (idem.Reply, error)) (idem.Reply, error) {
+	if _, remote := r.(Remote); remote {
+		// Between its collection and its commit a crash would leave money
+		// taken on the remote system and recorded nowhere: such a rail's
+		// payments go through Payments, which records an intent first.
+		return idem.Reply{}, fault.Wrap(fault.Internal, ECodeRailFailed,
+			fmt.Errorf("rail: %s settles remotely; Charge is for rails that settle in the store, and its payments go through Payments", r.Name()))
+	}
 	ref, err := collect()
 	if err != nil {
 		return idem.Reply{}, err

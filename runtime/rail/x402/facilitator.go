@@ -40,12 +40,15 @@ type FacilitatorConfig struct {
 // faucet, from the account "chain:mint") and moves only by settled
 // authorizations, so the ledger sums to zero.
 //
-// Routes: GET /supported, POST /verify, POST /settle (the protocol's), and
-// POST /fund {"address","amount"}, GET /balances/<address> (its own).
+// Routes: GET /supported, POST /verify, POST /settle (the protocol's),
+// POST /fund {"address","amount"}, GET /balances/<address> (its own), and
+// POST /rpc: the chain's side, as Ethereum JSON-RPC (chain.go), which the
+// rail asks whether an authorization's nonce was used.
 type Facilitator struct {
 	st             store.Store
 	network, asset string
 	now            func() time.Time
+	rpc            http.Handler
 }
 
 // Ledger accounts and currency of the local facilitator.
@@ -81,6 +84,11 @@ func NewFacilitator(cfg FacilitatorConfig) (*Facilitator, error) {
 	if f.now == nil {
 		f.now = time.Now
 	}
+	rpc, err := newChainRPC(f)
+	if err != nil {
+		return nil, err
+	}
+	f.rpc = rpc
 	return f, nil
 }
 
@@ -118,6 +126,8 @@ func (f *Facilitator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		writeJSON(w, http.StatusOK, b)
+	case r.URL.Path == "/rpc":
+		f.rpc.ServeHTTP(w, r)
 	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/balances/"):
 		b, err := f.BalanceOf(r.Context(), strings.TrimPrefix(r.URL.Path, "/balances/"))
 		if err != nil {
@@ -126,7 +136,7 @@ func (f *Facilitator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		writeJSON(w, http.StatusOK, b)
 	default:
-		writeError(w, http.StatusNotFound, "route_not_found", "routes: GET /supported, POST /verify, POST /settle, POST /fund, GET /balances/<address>")
+		writeError(w, http.StatusNotFound, "route_not_found", "routes: GET /supported, POST /verify, POST /settle, POST /fund, GET /balances/<address>, POST /rpc")
 	}
 }
 
@@ -181,6 +191,7 @@ type usedNonce struct {
 	Digest      string `json:"digest"` // of the authorization and signature settled
 	Transaction string `json:"transaction"`
 	Payer       string `json:"payer"`
+	Block       uint64 `json:"block,omitempty"`
 }
 
 func nonceKeyOf(prefix string, payer common.Address, nonce string) string {
@@ -259,8 +270,10 @@ func digest(req FacilitatorRequest) (string, error) {
 
 // Settle is POST /settle: it verifies the payment again and, in one
 // transaction, moves the amount from the payer's balance to the
-// recipient's and marks the nonce used. Settling an authorization already
-// settled answers its transaction again and moves nothing.
+// recipient's, marks the nonce used and writes the next block. Settling
+// an authorization already settled answers its transaction again and
+// moves nothing, even once the authorization has expired: it is the
+// answer the first call may have lost.
 func (f *Facilitator) Settle(ctx context.Context, req FacilitatorRequest) Settlement {
 	s := Settlement{Network: f.network}
 	txHash, err := digest(req)
@@ -270,23 +283,22 @@ func (f *Facilitator) Settle(ctx context.Context, req FacilitatorRequest) Settle
 	}
 	err = f.st.Update(ctx, func(tx store.Tx) error {
 		s = Settlement{Network: f.network}
+		if a, err := parseAuth(req.PaymentPayload.Payload.Authorization); err == nil {
+			var used usedNonce
+			switch err := store.GetJSON(tx, nonceKeyOf("facilitator/nonce/", a.from, req.PaymentPayload.Payload.Authorization.Nonce), &used); {
+			case err == nil && used.Digest == txHash:
+				s.Success, s.Transaction, s.Payer = true, used.Transaction, used.Payer
+				return nil
+			case err != nil && !errors.Is(err, store.ErrNotFound):
+				return err
+			}
+		}
 		payer, value, reason, err := f.check(tx, req)
 		if err != nil {
 			return err
 		}
 		if payer != (common.Address{}) {
 			s.Payer = payer.Hex()
-		}
-		key := nonceKeyOf("facilitator/nonce/", payer, req.PaymentPayload.Payload.Authorization.Nonce)
-		if reason == ReasonNonceUsed {
-			var used usedNonce
-			if err := store.GetJSON(tx, key, &used); err != nil {
-				return err
-			}
-			if used.Digest == txHash {
-				s.Success, s.Transaction = true, used.Transaction
-				return nil
-			}
 		}
 		if reason != "" {
 			s.ErrorReason = reason
@@ -297,13 +309,31 @@ func (f *Facilitator) Settle(ctx context.Context, req FacilitatorRequest) Settle
 			Amount: value.Int64(), Currency: Currency, Memo: "transferWithAuthorization " + req.PaymentPayload.Payload.Authorization.Nonce, At: f.now().UTC()}); err != nil {
 			return err
 		}
+		block, err := f.nextBlock(tx)
+		if err != nil {
+			return err
+		}
 		s.Success, s.Transaction = true, txHash
-		return store.SetJSON(tx, key, usedNonce{Digest: txHash, Transaction: txHash, Payer: payer.Hex()})
+		return store.SetJSON(tx, nonceKeyOf("facilitator/nonce/", payer, req.PaymentPayload.Payload.Authorization.Nonce),
+			usedNonce{Digest: txHash, Transaction: txHash, Payer: payer.Hex(), Block: block})
 	})
 	if err != nil {
 		return Settlement{Network: f.network, Payer: s.Payer, ErrorReason: ReasonUnexpected}
 	}
 	return s
+}
+
+// keyBlock holds the local chain's latest block number: each settlement
+// is a block of its own.
+const keyBlock = "facilitator/block"
+
+func (f *Facilitator) nextBlock(tx store.Tx) (uint64, error) {
+	var n uint64
+	if err := store.GetJSON(tx, keyBlock, &n); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return 0, err
+	}
+	n++
+	return n, store.SetJSON(tx, keyBlock, n)
 }
 
 // Fund mints amount (decimal units) to address: the local faucet.

@@ -301,7 +301,9 @@ func TestFacilitator_ledger(t *testing.T) {
 }
 
 // TestRail_CollectHammer: one signed payment sent by many requests at
-// once is collected once; every other request is refused as a replay.
+// once is collected once: every request answers its one reference, or
+// payment_pending while another settles it; the same payment sent for
+// another purpose is refused as a replay.
 func TestRail_CollectHammer(t *testing.T) {
 	ctx := context.Background()
 	w := newWorld(t)
@@ -309,24 +311,33 @@ func TestRail_CollectHammer(t *testing.T) {
 	pay, _ := x402.NewPayment(w.buyer, required(t, w.rail, p).Accepts[0], 0, now.Unix()+60, nonce(42))
 	p.Proof, _ = x402.Encode(pay)
 	const n = 16
-	errs := make(chan error, n)
-	for range n {
-		go func() { _, err := w.rail.Collect(ctx, p); errs <- err }()
+	type answer struct {
+		ref string
+		err error
 	}
-	ok := 0
+	answers := make(chan answer, n)
 	for range n {
-		switch err := <-errs; {
-		case err == nil:
-			ok++
-		case fault.CodeOf(err) != x402.CodePaymentReplayed:
-			t.Errorf("err %v, want payment_replayed", err)
+		go func() { ref, err := w.rail.Collect(ctx, p); answers <- answer{ref, err} }()
+	}
+	refs := map[string]int{}
+	for range n {
+		switch a := <-answers; {
+		case a.err == nil:
+			refs[a.ref]++
+		case fault.CodeOf(a.err) != rail.ECodePaymentPending:
+			t.Errorf("err %v, want the reference or payment_pending", a.err)
 		}
 	}
-	if ok != 1 {
-		t.Fatalf("%d requests collected the payment, want 1", ok)
+	if len(refs) != 1 {
+		t.Fatalf("the requests answered references %v, want one", refs)
 	}
 	if b := w.balance(t, w.buyer); b != "4300000" {
 		t.Fatalf("the buyer holds %s, want 4300000: paid once", b)
+	}
+	other := p
+	other.ID = "dep-2"
+	if _, err := w.rail.Collect(ctx, other); fault.CodeOf(err) != x402.CodePaymentReplayed {
+		t.Fatalf("the payment sent for another purpose: %v, want payment_replayed", err)
 	}
 }
 
