@@ -58,6 +58,12 @@ type Receipt struct {
 	IssuanceDate      string          `json:"issuanceDate"`
 	CredentialSubject json.RawMessage `json:"credentialSubject"`
 	Proof             Proof           `json:"proof"`
+
+	// logged: a Keyring whose log is on signed it, so Put records its
+	// Entry for the transparency log. supersedes is the id of the
+	// receipt it overturns (Superseding). Neither is part of the receipt.
+	logged     bool
+	supersedes string
 }
 
 // Proof is a receipt's proof in the Suite.

@@ -57,6 +57,13 @@ func Marshal(v any) ([]byte, error) {
 // service's clock (receipts carry whole seconds; the index orders receipts
 // signed within one second too). It returns the stored bytes, which are
 // what the service answers with.
+//
+// A receipt signed by a Keyring whose log is on (Keyring.LogReceipts) is
+// also recorded for the transparency log, in the same transaction: its
+// Entry under a key of its own (PendingPrefix), which no other
+// transaction writes, so that a receipt is durable in the log's queue
+// exactly when it is durable at all, and concurrent mutations do not
+// conflict over the log.
 func Put(tx store.Tx, r Receipt, at time.Time, parties ...string) (json.RawMessage, error) {
 	id := r.ShortID()
 	body, err := marshalReceipt(r)
@@ -65,6 +72,11 @@ func Put(tx store.Tx, r Receipt, at time.Time, parties ...string) (json.RawMessa
 	}
 	if err := tx.Set(keyByID+id, body); err != nil {
 		return nil, err
+	}
+	if r.logged {
+		if err := tx.Set(pendingKey(at, id), EntryOf(r).Marshal()); err != nil {
+			return nil, err
+		}
 	}
 	var stamp [20]byte
 	nano := strconv.AppendInt(stamp[:0], at.UnixNano(), 10)

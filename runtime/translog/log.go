@@ -1,0 +1,328 @@
+package translog
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"filippo.io/torchwood"
+	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/assayhq/assay/runtime/receipt"
+	"github.com/assayhq/assay/runtime/store"
+)
+
+// Defaults of Config.
+const (
+	DefaultInterval = 250 * time.Millisecond
+	DefaultLease    = 10 * time.Second
+	// DefaultBatch is the most entries one integration transaction takes.
+	DefaultBatch = 1000
+)
+
+// errNotLeader is what an integration transaction returns when another
+// node's lease holds: it wrote nothing.
+var errNotLeader = errors.New("translog: another node integrates")
+
+// Config configures New. Store and Key are required.
+type Config struct {
+	Store store.Store
+	// Key signs the checkpoints; its name is the log's origin.
+	Key *receipt.LogKey
+	// Node names this node in the lease; random when empty.
+	Node string
+	// Interval is how often Run looks for pending entries: an entry is
+	// in a published checkpoint about Interval after its receipt was
+	// stored, plus the witnesses' round trips. DefaultInterval when zero.
+	Interval time.Duration
+	// Lease is how long a node integrates for another node to wait before
+	// it takes over: a dead integrator delays the log by at most this.
+	// DefaultLease when zero.
+	Lease time.Duration
+	// Batch is the most entries one transaction integrates; DefaultBatch
+	// when zero.
+	Batch int
+	// Witnesses are asked to cosign every checkpoint before it is
+	// published; Quorum of them must (all of them when zero).
+	Witnesses []Witness
+	Quorum    int
+	// Now is the lease's clock; time.Now when nil.
+	Now func() time.Time
+	// Logger gets a line per published checkpoint and every failure; none
+	// when nil.
+	Logger *slog.Logger
+	// Client asks the witnesses; one with a 10-second timeout when nil.
+	Client *http.Client
+	// Integrated, when set, is called after each integration transaction
+	// committed, with the node and the tree's size before and after.
+	Integrated func(node string, from, to int64)
+}
+
+// Log is one court's transparency log on its store: it integrates pending
+// entries (Run), serves checkpoints, tiles and entry bundles, and proves
+// receipts' inclusion.
+type Log struct {
+	cfg Config
+	vkey string
+
+	mu        sync.Mutex // serialises rounds of this node
+	published []byte     // the last checkpoint this node read or published, for Checkpoint's cache
+}
+
+// New returns the log of cfg.Store.
+//
+// # Errors
+//
+// A witness quorum larger than the witnesses.
+func New(cfg Config) (*Log, error) {
+	if cfg.Store == nil || cfg.Key == nil {
+		panic("translog: Config needs Store and Key")
+	}
+	if cfg.Node == "" {
+		var b [6]byte
+		_, _ = rand.Read(b[:])
+		cfg.Node = hex.EncodeToString(b[:])
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = DefaultInterval
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = DefaultLease
+	}
+	if cfg.Batch <= 0 {
+		cfg.Batch = DefaultBatch
+	}
+	if cfg.Quorum == 0 {
+		cfg.Quorum = len(cfg.Witnesses)
+	}
+	if cfg.Quorum < 0 || cfg.Quorum > len(cfg.Witnesses) {
+		return nil, fmt.Errorf("translog: a quorum of %d out of %d witnesses", cfg.Quorum, len(cfg.Witnesses))
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{Timeout: 10 * time.Second}
+	}
+	return &Log{cfg: cfg, vkey: cfg.Key.VerifierKey()}, nil
+}
+
+// Origin is the log's checkpoint origin.
+func (l *Log) Origin() string { return l.cfg.Key.Origin() }
+
+// VerifierKey is the signed-note key that verifies the log's checkpoints.
+func (l *Log) VerifierKey() string { return l.vkey }
+
+// Witnesses are the witnesses the log asks, and Quorum how many must
+// cosign.
+func (l *Log) Witnesses() ([]Witness, int) { return l.cfg.Witnesses, l.cfg.Quorum }
+
+// Run integrates pending entries and publishes checkpoints every
+// Interval until ctx ends, logging what fails and trying again next time.
+// It returns ctx's error.
+func (l *Log) Run(ctx context.Context) error {
+	t := time.NewTicker(l.cfg.Interval)
+	defer t.Stop()
+	for {
+		if _, err := l.Round(ctx); err != nil && ctx.Err() == nil {
+			l.cfg.Logger.Error("transparency log", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// Round integrates every entry pending now, in batches, then signs and
+// publishes a checkpoint of the tree if it grew past the published one
+// (with the witnesses' cosignatures when the log has witnesses). It
+// returns the size of the checkpoint published now, or 0 when none was:
+// nothing new, or another node's lease holds.
+func (l *Log) Round(ctx context.Context) (int64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for {
+		n, err := l.integrate(ctx)
+		if errors.Is(err, errNotLeader) {
+			return 0, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		if n < l.cfg.Batch {
+			break
+		}
+	}
+	return l.publish(ctx)
+}
+
+// integrate integrates one batch of pending entries, and returns how many
+// pending keys it took.
+func (l *Log) integrate(ctx context.Context) (int, error) {
+	var keys []string
+	err := l.cfg.Store.View(ctx, func(tx store.Tx) error {
+		keys = keys[:0]
+		return tx.Scan(receipt.PendingPrefix, false, func(k string, _ []byte) error {
+			keys = append(keys, k)
+			if len(keys) == l.cfg.Batch {
+				return store.ErrStop
+			}
+			return nil
+		})
+	})
+	if err != nil || len(keys) == 0 {
+		return 0, err
+	}
+	var from, to int64
+	err = l.cfg.Store.Update(ctx, func(tx store.Tx) error {
+		if err := l.hold(tx); err != nil {
+			return err
+		}
+		st, err := readState(tx)
+		if err != nil {
+			return err
+		}
+		from = st.Size
+		if to, err = l.append(tx, st, keys); err != nil {
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	if l.cfg.Integrated != nil {
+		l.cfg.Integrated(l.cfg.Node, from, to)
+	}
+	return len(keys), nil
+}
+
+// hold checks in tx that no other node's lease holds, and takes or
+// renews this node's.
+func (l *Log) hold(tx store.Tx) error {
+	now := l.cfg.Now()
+	var cur lease
+	err := store.GetJSON(tx, keyLease, &cur)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	if cur.Node != "" && cur.Node != l.cfg.Node && now.UnixNano() < cur.Until {
+		return errNotLeader
+	}
+	return tx.Set(keyLease, marshal(lease{Node: l.cfg.Node, Until: now.Add(l.cfg.Lease).UnixNano()}))
+}
+
+// append integrates the entries under keys (those still pending) into the
+// tree st, and returns the tree's new size.
+func (l *Log) append(tx store.Tx, st state, keys []string) (int64, error) {
+	hr := newHashReader(tx)
+	bundles := map[int64][]byte{}
+	n := st.Size
+	for _, k := range keys {
+		entry, err := tx.Get(k)
+		if errors.Is(err, store.ErrNotFound) {
+			continue // integrated already
+		} else if err != nil {
+			return 0, err
+		}
+		if err := tx.Delete(k); err != nil {
+			return 0, err
+		}
+		e, err := receipt.ParseEntry(entry)
+		if err != nil {
+			l.cfg.Logger.Error("transparency log: a pending entry that is not one is dropped", "key", k, "err", err)
+			continue
+		}
+		dup, err := logged(tx, e.ID, entry)
+		if err != nil {
+			return 0, err
+		}
+		if dup {
+			continue // the same receipt stored twice: logged once
+		}
+		hashes, err := tlog.StoredHashes(n, entry, hr)
+		if err != nil {
+			return 0, err
+		}
+		base := tlog.StoredHashIndex(0, n)
+		for i, h := range hashes {
+			hr.fresh[base+int64(i)] = h
+		}
+		b, ok := bundles[n/tileWidth]
+		if !ok {
+			if b, err = tx.Get(bundleKey(n / tileWidth)); errors.Is(err, store.ErrNotFound) {
+				b = nil
+			} else if err != nil {
+				return 0, err
+			}
+		}
+		if b, err = torchwood.AppendTileEntry(b, entry); err != nil {
+			return 0, err
+		}
+		bundles[n/tileWidth] = b
+		if err := tx.Set(receiptPrefix(e.ID)+pad(n, 20), entry); err != nil {
+			return 0, err
+		}
+		if e.Supersedes != "" {
+			if err := tx.Set(supersededPrefix(e.Supersedes)+pad(n, 20), []byte(e.ID)); err != nil {
+				return 0, err
+			}
+		}
+		n++
+	}
+	if n == st.Size {
+		return n, nil
+	}
+	for _, t := range tlog.NewTiles(TileHeight, st.Size, n) {
+		data, err := tlog.ReadTileData(t, hr)
+		if err != nil {
+			return 0, err
+		}
+		if err := tx.Set(tileKey(t.L, t.N), data); err != nil {
+			return 0, err
+		}
+	}
+	for i, b := range bundles {
+		if err := tx.Set(bundleKey(i), b); err != nil {
+			return 0, err
+		}
+	}
+	root, err := tlog.TreeHash(n, hr)
+	if err != nil {
+		return 0, err
+	}
+	return n, tx.Set(keyState, marshal(state{Size: n, Hash: root}))
+}
+
+// logged reports whether entry is in the log already.
+func logged(tx store.Tx, id string, entry []byte) (bool, error) {
+	found := false
+	err := tx.Scan(receiptPrefix(id), false, func(_ string, v []byte) error {
+		if string(v) == string(entry) {
+			found = true
+			return store.ErrStop
+		}
+		return nil
+	})
+	return found, err
+}
+
+// indexOf is the index in a key of receiptPrefix or supersededPrefix.
+func indexOf(key string) (int64, error) {
+	i := strings.LastIndexByte(key, '/')
+	var n int64
+	_, err := fmt.Sscanf(key[i+1:], "%d", &n)
+	return n, err
+}
