@@ -25,6 +25,7 @@ import (
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/replays"
 	"github.com/assayhq/assay/runtime/store"
+	"github.com/assayhq/assay/runtime/translog"
 )
 
 // DefaultMaxBodyBytes bounds a JSON request body.
@@ -83,6 +84,9 @@ type Config struct {
 	// (cors.go), comma-separated: DefaultCORSOrigins ("*") when empty,
 	// "none" for no cross-origin calls.
 	CORSOrigins string
+	// Log, when set, is the court's transparency log, served under /log
+	// and beside every receipt (tlog.go).
+	Log *translog.Log
 }
 
 //go:embed skill.md
@@ -163,6 +167,7 @@ func newServer(cfg Config) (*fiber.App, *server) {
 
 	s.courtRoutes(app)
 	s.receiptRoutes(app)
+	s.logRoutes(app)
 	s.checkerRoutes(app)
 	s.mattersRoutes(app)
 	registerMarket(app, s)
@@ -232,6 +237,7 @@ var factEndpoints = []struct{ name, at, route string }{
 	{"mcp", MCPPath, "POST " + MCPPath},
 	{"judgment_matters", mattersBase, "GET " + mattersBase},
 	{"console", "/console", "GET /console"},
+	{"transparency_log", "/log/checkpoint", "GET /log/checkpoint"},
 }
 
 func (s *server) endpoints(base string) fiber.Map {

@@ -30,6 +30,11 @@ func (s *server) receipt(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	if s.cfg.Log != nil {
+		if done, err := s.withLog(c, b); done || err != nil {
+			return err
+		}
+	}
 	switch c.Query("format") {
 	case "":
 		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)

@@ -13,6 +13,7 @@ import (
 	"github.com/assayhq/assay/runtime/rail/x402"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/replays"
+	"github.com/assayhq/assay/runtime/translog"
 )
 
 // The services, as the route table groups them.
@@ -38,6 +39,7 @@ var services = []struct{ name, desc string }{
 	{svcMarket, "The artifact market: verified listings, purchases, challenges and wallets (when the server runs it)."},
 	{svcMCP, "The market's operations as Model Context Protocol tools (streamable HTTP, JSON responses)."},
 	{svcMatters, "Judgment matters: one accountable verdict before a spend, a publication or an irreversible action (when the server runs them)."},
+	{svcLog, "The transparency log of every receipt (when the server keeps one): C2SP tlog-tiles under /log, checkpoints signed by the log's key and cosigned by witnesses."},
 	{svcMeta, "The server's manual, health, keys, capability metadata, metrics and this document."},
 	{svcConsole, "The web console: static files, and the routes above from a browser."},
 }
@@ -201,9 +203,10 @@ var routeTable = []route{
 	{method: "GET", path: "/ledger", service: svcCourt, auth: RouteOpen, summary: "the sum of every account per currency (zero when sound)", resp: schemaFn[ledger.Audit]},
 
 	// receipts
-	{method: "GET", path: "/receipts/{id}", service: svcReceipts, auth: RouteOpen, summary: "a stored receipt in its signed bytes; ?format=di as a W3C Data Integrity credential",
-		query: []param{{name: "format", desc: `absent (the receipt) or "di" (its W3C Data Integrity form, eddsa-jcs-2022)`, schema: &jsonschema.Schema{Type: "string", Enum: []any{"di"}}}},
-		resp:  looseObject, codes: []string{codeReceiptNotFound, codeInvalidFormat}},
+	{method: "GET", path: "/receipts/{id}", service: svcReceipts, auth: RouteOpen, summary: "a stored receipt in its signed bytes; ?format=di as a W3C Data Integrity credential; ?log=true as {receipt, log} with its transparency log proof",
+		query: []param{{name: "format", desc: `absent (the receipt) or "di" (its W3C Data Integrity form, eddsa-jcs-2022)`, schema: &jsonschema.Schema{Type: "string", Enum: []any{"di"}}},
+			{name: "log", desc: `"true": answer {"receipt": …, "log": {status, index, entry, proof (C2SP tlog-proof), superseded_by}}; the Assay-Log-Index header names the receipt's log index either way`, schema: &jsonschema.Schema{Type: "string", Enum: []any{"true", "false"}}}},
+		resp: looseObject, codes: []string{codeReceiptNotFound, codeInvalidFormat, codeInvalidLog}},
 	{method: "POST", path: "/verify", service: svcReceipts, auth: RouteOpen, summary: "check a receipt's signature against this court's keys: {\"receipt\": …} or the bare receipt",
 		req: verifyBodySchema, resp: schemaFn[receipt.Result], codes: []string{codeNotAReceipt},
 		hint: &hint{verb: "verify", detail: "check a receipt's signature against this court's keys; a body that is not a receipt answers 422 not_a_receipt",
@@ -341,6 +344,14 @@ var routeTable = []route{
 		req: matterReq[matters.AppealRequest], resp: looseObject, codes: exchangeCodes},
 	{method: "POST", path: mattersBase + "/exchange/observe", service: svcMatters, auth: RoutePrincipal, summary: "record the observed outcome of a judged Matter, for the solvers' calibration",
 		req: matterReq[matters.ObserveRequest], resp: looseObject, codes: exchangeCodes},
+
+	// the transparency log (tlog.go)
+	{method: "GET", path: "/log/checkpoint", service: svcLog, auth: RouteOpen, summary: "the log's latest checkpoint: a C2SP signed note (origin, size, root hash), signed by the log's key and cosigned by its witnesses",
+		resp: textSchema, respTypes: []string{"text/plain; charset=utf-8"}, codes: []string{translog.ECodeNoCheckpoint}},
+	{method: "GET", path: "/log/key", service: svcLog, auth: RouteOpen, summary: "the log's origin, its signed-note verifier key, its witnesses' keys and the quorum of them a checkpoint carries",
+		resp: schemaFn[translog.Key]},
+	{method: "GET", path: logTileRow, service: svcLog, auth: RouteOpen, summary: "a C2SP tlog-tiles resource: {tile} is <L>/<N>[.p/<W>] (256 hashes a tile) or entries/<N>[.p/<W>] (an entry bundle), <N> in 3-digit groups like x001/234, over several path segments",
+		resp: textSchema, respTypes: []string{"application/octet-stream"}, codes: []string{translog.ECodeBadTilePath, translog.ECodeTileNotFound}},
 
 	// the web console
 	{method: "GET", path: "/console", service: svcConsole, auth: RouteOpen, summary: "the web console", resp: textSchema, respTypes: []string{"text/html; charset=utf-8"}},
