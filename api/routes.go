@@ -54,6 +54,9 @@ type route struct {
 	hint *hint
 	// of is, for a usage note's GET route, the route it describes.
 	of *route
+	// fiber, when set, is the path in fiber's form of a route whose last
+	// parameter spans several segments (a wildcard, tlog.go).
+	fiber string
 }
 
 type param struct {
@@ -65,7 +68,12 @@ type param struct {
 func (r *route) key() string { return r.method + " " + r.path }
 
 // fiberPath is the route's path in fiber's form: /contracts/:id.
-func (r *route) fiberPath() string { return toFiber(r.path) }
+func (r *route) fiberPath() string {
+	if r.fiber != "" {
+		return r.fiber
+	}
+	return toFiber(r.path)
+}
 
 var pathParam = regexp.MustCompile(`\{([a-z_0-9]+)\}`)
 

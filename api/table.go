@@ -351,7 +351,7 @@ var routeTable = []route{
 	{method: "GET", path: "/log/key", service: svcLog, auth: RouteOpen, summary: "the log's origin, its signed-note verifier key, its witnesses' keys and the quorum of them a checkpoint carries",
 		resp: schemaFn[translog.Key]},
 	{method: "GET", path: logTileRow, service: svcLog, auth: RouteOpen, summary: "a C2SP tlog-tiles resource: {tile} is <L>/<N>[.p/<W>] (256 hashes a tile) or entries/<N>[.p/<W>] (an entry bundle), <N> in 3-digit groups like x001/234, over several path segments",
-		resp: textSchema, respTypes: []string{"application/octet-stream"}, codes: []string{translog.ECodeBadTilePath, translog.ECodeTileNotFound}},
+		fiber: "/log/tile/*", resp: textSchema, respTypes: []string{"application/octet-stream"}, codes: []string{translog.ECodeBadTilePath, translog.ECodeTileNotFound}},
 
 	// the web console
 	{method: "GET", path: "/console", service: svcConsole, auth: RouteOpen, summary: "the web console", resp: textSchema, respTypes: []string{"text/html; charset=utf-8"}},

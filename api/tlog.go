@@ -40,7 +40,7 @@ func (s *server) logRoutes(app *fiber.App) {
 	r.add("GET", "/log/checkpoint", s.logCheckpoint)
 	r.add("GET", "/log/key", s.logKey)
 	rt := *lookup("GET", logTileRow)
-	app.Get("/log/tile/*", s.logTile)
+	app.Get(rt.fiberPath(), s.logTile)
 	s.routes.add(&rt)
 }
 

@@ -108,6 +108,7 @@ func cmdServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs.BoolVar(&withMetrics, "metrics", withMetrics, "serve Prometheus metrics at GET /metrics ($ASSAY_METRICS)")
 	debugAddr := fs.String("debug-addr", envOr("ASSAY_DEBUG_ADDR", ""), "serve net/http/pprof at `ADDR` ($ASSAY_DEBUG_ADDR), e.g. 127.0.0.1:6060, never on --addr; empty: off")
 	rails := railFlags(fs)
+	tlogs := logFlags(fs)
 	memoryBudget := fs.String("memory-budget", envOr("ASSAY_MEMORY_BUDGET", ""), "`MiB` checker runs may hold at once, snapshots included ($ASSAY_MEMORY_BUDGET); runs wait for room (default half the machine's memory)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: assay serve [--addr :8080] [--data ./data] [--store badger:PATH|postgres:URL] [--keys DIR] [--memory-budget MiB]")
@@ -160,7 +161,7 @@ func cmdServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	defer stop()
 	cfg := serveConfig{Addr: *addr, Data: c.Data, Store: c.Store, Keys: c.Keys, MattersAuth: api.MattersAuth(*mattersAuth), CORSOrigins: *corsOrigins,
 		MarketAuth: api.Auth(*marketAuth), CourtAuth: api.Auth(*courtAuth), MemoryBudgetMiB: budget,
-		LogFormat: *logFormat, LogRequests: logRequests, Metrics: withMetrics, DebugAddr: *debugAddr, Rail: rails}
+		LogFormat: *logFormat, LogRequests: logRequests, Metrics: withMetrics, DebugAddr: *debugAddr, Rail: rails, Log: tlogs}
 	if err := serveWith(ctx, cfg, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "assay serve: %v\n", err)
 		return exitNo
@@ -191,6 +192,8 @@ type serveConfig struct {
 	DebugAddr string
 	// Rail is the market's payment rail; nil or "dev": the dev rail.
 	Rail *railSpec
+	// Log is the transparency log's; nil: no log.
+	Log *logSpec
 }
 
 // minMemoryBudgetMiB is the least --memory-budget: room for a reactor's
@@ -293,11 +296,16 @@ func serveWith(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
+	tlog, err := cfg.Log.open(cfg.config().KeysDir(), db, keys, log)
+	if err != nil {
+		return err
+	}
 	svc, err := wire(ctx, db, signer, sb, juror, marketNow, log, m, withRail(marketRail))
 	if err != nil {
 		return err
 	}
 	defer startReplayWorker(ctx, svc.worker, log)()
+	defer startLog(ctx, tlog, log)()
 	log.Info("judgment matters", "auth", string(mattersAuth), "routes", "/api/v1/economic/matters")
 	if mattersAuth == api.MattersOpen {
 		log.Warn("judgment matters in open mode: identities come from request bodies, no signatures are checked; for local use only")
@@ -337,7 +345,7 @@ func serveWith(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) e
 		InFlight: &inflight, Matters: svc.matters, MattersAuth: mattersAuth,
 		MarketAuth: cfg.MarketAuth, CourtAuth: cfg.CourtAuth, Principals: svc.matters.Registry(), CORSOrigins: cfg.CORSOrigins,
 		Market: svc.market, AdvanceMarketClock: advance, ReplayQueue: svc.queue, Replays: svc.replays,
-		Metrics: m, LogRequests: cfg.LogRequests,
+		Metrics: m, LogRequests: cfg.LogRequests, Log: tlog,
 	})
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

@@ -69,7 +69,7 @@ type Config struct {
 // entries (Run), serves checkpoints, tiles and entry bundles, and proves
 // receipts' inclusion.
 type Log struct {
-	cfg Config
+	cfg  Config
 	vkey string
 
 	mu        sync.Mutex // serialises rounds of this node

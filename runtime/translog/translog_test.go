@@ -608,4 +608,3 @@ func logged(tb testing.TB, c *court, l *translog.Log) int64 {
 	}
 	return t.N
 }
-
