@@ -30,7 +30,8 @@ const fail = (msg) => {
 
 // signed-note: verify the log's signature on a checkpoint note.
 function openNote(text) {
-  const [name, hash, key64] = vkey.split("+");
+  const i = vkey.indexOf("+"), j = vkey.indexOf("+", i + 1);
+  const [name, hash, key64] = [vkey.slice(0, i), vkey.slice(i + 1, j), vkey.slice(j + 1)];
   const key = Buffer.from(key64, "base64");
   if (key[0] !== 1 || key.length !== 33) fail("not an Ed25519 verifier key");
   const id = sha256(Buffer.from(name + "\n"), key).subarray(0, 4);
