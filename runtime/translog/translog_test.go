@@ -387,9 +387,7 @@ func codeOf(err error) string {
 	if err == nil {
 		return ""
 	}
-	var f interface{ Error() string }
-	f = err
-	s := f.Error()
+	s := err.Error()
 	for _, c := range []string{translog.ECodeTileNotFound, translog.ECodeBadTilePath} {
 		if strings.Contains(fmt.Sprintf("%#v", err), c) {
 			return c
