@@ -6,6 +6,9 @@ LDFLAGS     := -X main.version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 DATA        ?= ./data
 ADDR        ?= :8080
+# ARGS are more flags for make run's assay serve, e.g.
+# make run ARGS='--market-auth open --matters-auth open'
+ARGS        ?=
 
 # Fixtures are built from their sources with wabt, Debian's clang for
 # wasm32-wasi, and Go's wasip1 port. A private sysroot holds only links to
@@ -29,8 +32,8 @@ install: ## install assay into $GOBIN or $(go env GOPATH)/bin: put that on PATH
 	$(GO) install -ldflags "$(LDFLAGS)" ./cmd/assay
 
 .PHONY: run
-run: build ## start the server on its embedded badger store in ./data
-	./bin/assay serve --addr $(ADDR) --data $(DATA)
+run: build ## start the server on its embedded badger store in ./data (ADDR=, DATA=, ARGS='--market-auth open')
+	./bin/assay serve --addr $(ADDR) --data $(DATA) $(ARGS)
 
 .PHONY: test
 test: ## run every test (needs only Go; the .wasm fixtures are committed)

@@ -3,8 +3,10 @@
 // checkers.go), the artifact market (market.go, mcp.go) and judgment
 // matters (matters.go), the error contract (one table from fault kinds to
 // statuses), usage hints on bare GETs of POST routes, and the court's own
-// documentation at / and /skill.md. This file holds the app's setup and
-// what every service shares.
+// documentation at / and /skill.md. Every route and MCP tool is one row of
+// the route table (table.go), run by one pipeline (pipeline.go) over the
+// services as the small interfaces it declares (services.go); RATIONALE.md
+// says why. This file holds the app's setup and what every service shares.
 package api
 
 import (
@@ -18,53 +20,59 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/assayhq/assay/internal/metrics"
-	"github.com/assayhq/assay/runtime/escrow"
-	"github.com/assayhq/assay/runtime/market"
-	"github.com/assayhq/assay/runtime/matters"
 	"github.com/assayhq/assay/runtime/principal"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/replays"
 	"github.com/assayhq/assay/runtime/store"
-	"github.com/assayhq/assay/runtime/translog"
 )
 
 // DefaultMaxBodyBytes bounds a JSON request body.
 const DefaultMaxBodyBytes = 1 << 20
 
-// Config configures New. Court and Keys are required.
+// Config configures New. Keys is required, and Court unless a test
+// serves only what needs no court.
 type Config struct {
-	Court *escrow.Service
-	Keys  *receipt.Keyring
+	// The services (services.go). Court serves the escrow court and the
+	// receipts; Checkers the checker registry; Market the artifact market
+	// under /market and /mcp (nil leaves it out); Matters the judgment
+	// routes under /api/v1/economic/matters (nil leaves them out);
+	// Replays POST /replays (nil answers checkers_unavailable). Each
+	// service decides who may act on its objects, and says how it
+	// authenticates (Mode), for the documents.
+	Court    Court
+	Checkers Checkers
+	Market   Market
+	Matters  Matters
+	Replays  Replays
+	// Identities is the server's one principal registry: the registered
+	// keys, API keys and nonces that signatures and API keys are checked
+	// against. A request that presents a credential with none is refused.
+	Identities Identities
+	// Replies looks a stored reply up before a mutation runs: the one
+	// replay pre-check (idem.Keeper on the store). Nil: the services'
+	// own check, in their transactions, answers a replay.
+	Replies Replies
+	Keys    *receipt.Keyring
 	// OperatorToken is the bearer token of the operator's routes and
 	// tools (operator.go): the court's resolve, the market's resolve, tick
 	// and clock, MCP's resolve_challenge; empty disables them.
 	OperatorToken string
+	// PublicURLs are the origins (scheme://host[:port]) that signatures
+	// may be made for: a signed request whose @authority is none of them
+	// is refused with 401 authority_mismatch (origins.go). Loopback
+	// stands for every loopback name on any port; none is Loopback alone.
+	PublicURLs []string
 	// JurorName and JurorModel describe the tier-1 juror at /health;
 	// empty when there is none.
 	JurorName, JurorModel string
 	Version               string
 	// MaxBodyBytes bounds JSON bodies; DefaultMaxBodyBytes when zero.
-	// Checker uploads are bounded by escrow.MaxCheckerBytes.
+	// Checker uploads are bounded by replays.MaxCheckerBytes.
 	MaxBodyBytes int
 	Logger       *slog.Logger
 	// InFlight, when set, counts the requests being handled, so that a
 	// graceful shutdown can wait for them.
 	InFlight *atomic.Int64
-	// Matters serves the judgment routes under /api/v1/economic/matters;
-	// nil leaves them out. MattersAuth is how they authenticate
-	// (MattersSigned when empty).
-	Matters     *matters.Service
-	MattersAuth MattersAuth
-	// Market serves the artifact market under /market; nil leaves it out.
-	Market *market.Service
-	// MarketAuth is how the market authenticates the agents that act in
-	// it (auth.go): AuthSigned, or AuthOpen when empty (assay serve
-	// defaults to signed). CourtAuth is the court's: AuthOpen when empty,
-	// as the seed has it.
-	MarketAuth, CourtAuth Auth
-	// Principals keeps the registered keys, API keys and nonces that
-	// signed modes check; the judgment service's registry when nil.
-	Principals *principal.Registry
 	// AdvanceMarketClock, when set, moves the market's test clock forward:
 	// POST /market/clock (operator). Only for tests (ASSAY_TEST_CLOCK=1).
 	AdvanceMarketClock func(time.Duration)
@@ -72,9 +80,6 @@ type Config struct {
 	// spreads a batch over, for every node sharing the store to run; nil
 	// runs every batch on this node.
 	ReplayQueue store.Queue
-	// Replays runs POST /replays on this node: the server's one runner
-	// (runtime/replays.NewService). Nil answers checkers_unavailable.
-	Replays *replays.Service
 	// Metrics, when set, records every request and is served at GET
 	// /metrics (observe.go).
 	Metrics *metrics.Metrics
@@ -86,7 +91,7 @@ type Config struct {
 	CORSOrigins string
 	// Log, when set, is the court's transparency log, served under /log
 	// and beside every receipt (tlog.go).
-	Log *translog.Log
+	Log TransparencyLog
 }
 
 //go:embed skill.md
@@ -95,45 +100,67 @@ var skill string
 type server struct {
 	cfg     Config
 	started time.Time
-	// routes is the route table as New registered it.
+	// rows are the route table the server was made from; routes is what
+	// it serves of it, as registered.
+	rows   []route
 	routes *table
+	// origins are the authorities signatures may cover.
+	origins origins
 	// manual is skill.md with its route list filled in, once New has
 	// registered every route.
 	manual string
 	// openapi is the route table as an OpenAPI 3.1 document.
 	openapi []byte
+	// mcp serves the rows' MCP tools (mcp.go), when the market runs.
+	mcp fiber.Handler
 }
 
-// New returns the fiber app serving the court.
+// New returns the fiber app serving the route table: the operations of
+// the services cfg names.
+//
+// # Panics
+//
+// On a configuration no server can run with: a public URL that does not
+// parse, a route table that names a route twice.
 func New(cfg Config) *fiber.App {
-	app, _ := newServer(cfg)
+	app, _ := newServer(cfg, routeTable)
 	return app
 }
 
-// newServer is New, and the server whose routes the app serves.
-func newServer(cfg Config) (*fiber.App, *server) {
+// newServer is New over the route table rows, and the server whose routes
+// the app serves.
+func newServer(cfg Config, rows []route) (*fiber.App, *server) {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	o, err := parseOrigins(cfg.PublicURLs)
+	if err != nil {
+		panic(err.Error())
+	}
 	routes := newTable()
 	routes.cors = !corsOff(cfg.CORSOrigins)
 	app := fiber.New(fiber.Config{
 		AppName:               "assay",
-		BodyLimit:             max(cfg.MaxBodyBytes, escrow.MaxCheckerBytes),
+		BodyLimit:             max(cfg.MaxBodyBytes, replays.MaxCheckerBytes),
 		ErrorHandler:          errorHandler(cfg.Logger, routes.allow),
 		DisableStartupMessage: true,
 		Immutable:             true,
 		JSONEncoder:           receipt.Marshal,
 		UnescapePath:          true,
-		ReadTimeout:           60 * time.Second,
-		WriteTimeout:          60 * time.Second,
-		IdleTimeout:           120 * time.Second,
-		ReadBufferSize:        readBufferBytes,
+		// Routing is exact: /contracts/{id}/FUND, /Contracts/{id}/fund
+		// and /contracts/{id}/fund/ are no route of the table (404), never
+		// another spelling of one.
+		CaseSensitive:  true,
+		StrictRouting:  true,
+		ReadTimeout:    60 * time.Second,
+		WriteTimeout:   60 * time.Second,
+		IdleTimeout:    120 * time.Second,
+		ReadBufferSize: readBufferBytes,
 	})
-	s := &server{cfg: cfg, started: time.Now(), routes: routes}
+	s := &server{cfg: cfg, started: time.Now(), rows: rows, routes: routes, origins: o}
 	if n := cfg.InFlight; n != nil {
 		app.Use(func(c *fiber.Ctx) error {
 			n.Add(1)
@@ -141,7 +168,6 @@ func newServer(cfg Config) (*fiber.App, *server) {
 			return c.Next()
 		})
 	}
-
 	if cfg.Metrics != nil || cfg.LogRequests {
 		var log *slog.Logger
 		if cfg.LogRequests {
@@ -151,30 +177,9 @@ func newServer(cfg Config) (*fiber.App, *server) {
 	}
 	app.Use(edges)
 	app.Use(s.cors())
-
-	r := s.router(app, "")
-	r.add("GET", "/", s.skill)
-	r.add("GET", "/skill.md", s.skill)
-	r.add("GET", "/health", s.health)
-	r.add("GET", "/healthz", s.healthz)
-	r.add("GET", "/agentfacts", s.agentFacts)
-	r.add("GET", "/.well-known/agent-facts", s.agentFacts)
-	r.add("GET", "/.well-known/assay-keys", s.keys)
-	r.add("GET", OpenAPIPath, s.openAPIDoc)
-	if cfg.Metrics != nil {
-		r.add("GET", "/metrics", metricsHandler(cfg.Metrics))
-	}
-
-	s.courtRoutes(app)
-	s.receiptRoutes(app)
-	s.logRoutes(app)
-	s.checkerRoutes(app)
-	s.mattersRoutes(app)
-	registerMarket(app, s)
-	s.consoleRoutes(app)
-	s.hints(app, "", func(r *route) bool { return routes.byKey[r.key()] != nil })
+	s.register(app)
 	s.manual = strings.Replace(skill, "{{ROUTES}}", routeList(routes), 1)
-	doc, err := json.Marshal(openAPI(routes, cfg.Version, cfg.MattersAuth))
+	doc, err := json.Marshal(openAPI(routes, cfg.Version, s.mattersMode()))
 	if err != nil {
 		panic("api: the OpenAPI document: " + err.Error())
 	}
@@ -182,7 +187,7 @@ func newServer(cfg Config) (*fiber.App, *server) {
 	return app, s
 }
 
-func (s *server) skill(c *fiber.Ctx) error {
+func (s *server) skill(c *fiber.Ctx, _ principal.Actor) error {
 	if c.Path() == "/" && wantsHTML(c) {
 		return sendConsole(c, consoleFiles, "index.html")
 	}
@@ -190,7 +195,7 @@ func (s *server) skill(c *fiber.Ctx) error {
 	return c.SendString(strings.ReplaceAll(s.manual, "{{BASE}}", c.BaseURL()))
 }
 
-func (s *server) health(c *fiber.Ctx) error {
+func (s *server) health(c *fiber.Ctx, _ principal.Actor) error {
 	cur := s.cfg.Keys.Current()
 	juror, model := s.cfg.JurorName, s.cfg.JurorModel
 	if juror == "" {
@@ -212,11 +217,11 @@ func (s *server) health(c *fiber.Ctx) error {
 	})
 }
 
-func (s *server) healthz(c *fiber.Ctx) error {
+func (s *server) healthz(c *fiber.Ctx, _ principal.Actor) error {
 	return c.JSON(fiber.Map{"status": "ok"})
 }
 
-func (s *server) keys(c *fiber.Ctx) error {
+func (s *server) keys(c *fiber.Ctx, _ principal.Actor) error {
 	return c.JSON(receipt.KeySet{Keys: s.cfg.Keys.Keys()})
 }
 
@@ -250,7 +255,7 @@ func (s *server) endpoints(base string) fiber.Map {
 	return m
 }
 
-func (s *server) agentFacts(c *fiber.Ctx) error {
+func (s *server) agentFacts(c *fiber.Ctx, _ principal.Actor) error {
 	base := c.BaseURL()
 	cur := s.cfg.Keys.Current()
 	return c.JSON(fiber.Map{

@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"crypto/ed25519"
+	"encoding/json"
 	"io"
 	"math/rand/v2"
 	"net/http/httptest"
@@ -16,6 +17,7 @@ import (
 	"github.com/assayhq/assay/api"
 	"github.com/assayhq/assay/api/httpsig"
 	"github.com/assayhq/assay/runtime/escrow"
+	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/market"
 	"github.com/assayhq/assay/runtime/principal"
 	"github.com/assayhq/assay/runtime/receipt"
@@ -93,17 +95,17 @@ func signedMarket(tb testing.TB) (*fiber.App, *principal.Registry) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	court, err := escrow.New(context.Background(), escrow.Config{Store: db, Signer: keys, Now: now})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	svc, err := market.New(market.Config{Store: db, Signer: keys, Runner: serverRunner(tb, db), Now: now})
-	if err != nil {
-		tb.Fatal(err)
-	}
 	reg := principal.New(db, now)
+	court, err := escrow.New(context.Background(), escrow.Config{Store: db, Signer: keys, Now: now, Auth: principal.Signed, Identities: reg})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	svc, err := market.New(market.Config{Store: db, Signer: keys, Runner: serverRunner(tb, db), Now: now, Auth: principal.Signed})
+	if err != nil {
+		tb.Fatal(err)
+	}
 	return api.New(api.Config{Court: court, Keys: keys, Market: svc, OperatorToken: token, Version: "test",
-		MarketAuth: api.AuthSigned, CourtAuth: api.AuthSigned, Principals: reg}), reg
+		Identities: reg, PublicURLs: []string{"http://assay.test"}, Replies: idem.NewKeeper(db)}), reg
 }
 
 func TestAuth_MarketSigned(t *testing.T) {
@@ -155,11 +157,12 @@ func TestAuth_MarketSigned(t *testing.T) {
 	wantStatus(t, do(t, app, call{"GET", "/market/wallets/anyone", "", nil}), 200, "")
 }
 
-// RouteAuths says what the routes do: every route it names as an agent's,
-// a party's or the operator's refuses an unsigned request on the signed
-// market and court, and every POST route of the market and the court that
-// it leaves out is one of the open ones.
-func TestAuth_RouteAuths(t *testing.T) {
+// The route table's auth column says what the routes do: every POST
+// route /openapi.json (derived from the table) marks as an agent's, a
+// party's or the operator's refuses an unsigned request on the signed
+// market and court, and every other POST route of the market and the
+// court is one of the open ones.
+func TestAuth_RouteTable(t *testing.T) {
 	app, _ := signedMarket(t)
 	priv := ed25519.NewKeyFromSeed(append(make([]byte, 31), 7))
 	buyer := receipt.DIDKey(priv.Public().(ed25519.PublicKey))
@@ -168,52 +171,55 @@ func TestAuth_RouteAuths(t *testing.T) {
 	wantStatus(t, c, 200, "")
 	contract := c.json(t)["contract_id"].(string)
 	bodies := map[string]string{
-		"POST /market/listings":                `{"agent":"x","title":"t","problem_statement":"p q","artifact":"a","artifact_type":"dataset","price_usd":"1"}`,
-		"POST /market/listings/:id/challenge":  `{"agent":"x","evidence":"e"}`,
-		"POST /market/wallets/:agent/withdraw": `{"amount_usd":"1"}`,
-		"POST /market/wallets/:agent/deposit":  `{"amount_usd":"1"}`,
-		"POST /contracts/:id/dispute":          `{"reason":"r"}`,
-		"POST /contracts/:id/deliver":          `{"deliverable":{}}`,
-		"POST /contracts/:id/fund":             `{}`,
-		"POST /contracts/:id/accept":           `{}`,
-		"POST /market/challenges/:id/resolve":  `{"verdict":"uphold"}`,
-		"POST /contracts/:id/resolve":          `{"verdict":"refund"}`,
-		"POST /market/tick":                    `{}`,
+		"/market/listings":                 `{"agent":"x","title":"t","problem_statement":"p q","artifact":"a","artifact_type":"dataset","price_usd":"1"}`,
+		"/market/listings/{id}/challenge":  `{"agent":"x","evidence":"e"}`,
+		"/market/wallets/{agent}/withdraw": `{"amount_usd":"1"}`,
+		"/market/wallets/{agent}/deposit":  `{"amount_usd":"1"}`,
+		"/contracts/{id}/dispute":          `{"reason":"r"}`,
+		"/contracts/{id}/deliver":          `{"deliverable":{}}`,
+		"/contracts/{id}/fund":             `{}`,
+		"/contracts/{id}/accept":           `{}`,
+		"/market/challenges/{id}/resolve":  `{"verdict":"uphold"}`,
+		"/contracts/{id}/resolve":          `{"verdict":"refund"}`,
+		"/market/tick":                     `{}`,
 	}
-	registered := map[string]bool{}
-	for _, r := range app.GetRoutes(true) {
-		registered[r.Method+" "+r.Path] = true
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Auth string `json:"x-assay-auth"`
+		} `json:"paths"`
 	}
-	for route, who := range api.RouteAuths {
-		method, path, ok := strings.Cut(route, " ")
-		if method == "tool" || !registered[route] {
-			continue // the tools are e2e's (auth_mcp_test.go); /market/clock is for tests only
+	if err := json.Unmarshal(do(t, app, call{"GET", "/openapi.json", "", nil}).body, &doc); err != nil {
+		t.Fatal(err)
+	}
+	open := map[string]bool{"/market/search": true, "/contracts": true, "/market/listings/{id}/replay": false}
+	n := 0
+	for path, ops := range doc.Paths {
+		op, ok := ops["post"]
+		if !ok || !(strings.HasPrefix(path, "/market") || strings.HasPrefix(path, "/contracts")) {
+			continue
 		}
-		if !ok {
-			t.Fatalf("route %q", route)
+		if op.Auth == string(api.RouteOpen) {
+			if !open[path] {
+				t.Errorf("POST %s is open", path)
+			}
+			continue
 		}
-		body, ok := bodies[route]
+		body, ok := bodies[path]
 		if !ok {
 			body = `{"agent":"x"}`
 		}
-		p := strings.NewReplacer(":agent", "someone", ":id", contract).Replace(path)
-		if strings.HasPrefix(path, "/market/listings/:id") {
-			p = strings.Replace(path, ":id", "lst_000000000000", 1)
+		p := strings.NewReplacer("{agent}", "someone", "{id}", contract).Replace(path)
+		if strings.HasPrefix(path, "/market/listings/{id}") {
+			p = strings.Replace(path, "{id}", "lst_000000000000", 1)
 		}
 		want := "signature_missing"
-		if who == api.RouteOperator {
+		if op.Auth == string(api.RouteOperator) {
 			want = "unauthorized"
 		}
-		t.Run(route, func(t *testing.T) { wantStatus(t, do(t, app, call{method, p, body, nil}), 401, want) })
+		n++
+		t.Run(path, func(t *testing.T) { wantStatus(t, do(t, app, call{"POST", p, body, nil}), 401, want) })
 	}
-	open := map[string]bool{"POST /market/search": true, "POST /contracts": true}
-	for route := range registered {
-		method, path, _ := strings.Cut(route, " ")
-		if method != "POST" || !(strings.HasPrefix(path, "/market") || strings.HasPrefix(path, "/contracts")) {
-			continue
-		}
-		if _, named := api.RouteAuths[route]; !named && !open[route] {
-			t.Errorf("%s is neither in api.RouteAuths nor open", route)
-		}
+	if n < 12 {
+		t.Errorf("%d signed POST routes", n)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/assayhq/assay/api"
 	"github.com/assayhq/assay/api/httpsig"
 	"github.com/assayhq/assay/runtime/escrow"
+	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/market"
 	"github.com/assayhq/assay/runtime/matters"
 	"github.com/assayhq/assay/runtime/receipt"
@@ -60,7 +61,7 @@ func mustCorpus(tb testing.TB, mode api.MattersAuth) *corpus {
 		tb.Fatal(err)
 	}
 	runner := serverRunner(tb, db)
-	court, err := escrow.New(context.Background(), escrow.Config{Store: db, Signer: keys, Runner: runner, Validator: runner, Now: now})
+	court, err := escrow.New(context.Background(), escrow.Config{Store: db, Signer: keys, Runner: runner, Now: now})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func mustCorpus(tb testing.TB, mode api.MattersAuth) *corpus {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	ms, err := matters.New(matters.Config{Store: db, Signer: keys, Now: now})
+	ms, err := matters.New(matters.Config{Store: db, Signer: keys, Now: now, Auth: mode})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -80,7 +81,8 @@ func mustCorpus(tb testing.TB, mode api.MattersAuth) *corpus {
 		tb.Fatal(err)
 	}
 	c.app = api.New(api.Config{Court: court, Keys: keys, OperatorToken: token, Version: "test", Replays: replays.NewService(runner),
-		Matters: ms, MattersAuth: mode, Market: bazaar})
+		Matters: ms, Market: bazaar, Checkers: replays.NewLibrary(db, runner, now), Identities: ms.Registry(), Replies: idem.NewKeeper(db),
+		PublicURLs: []string{"http://assay.test", api.Loopback}})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)

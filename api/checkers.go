@@ -5,45 +5,33 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/assayhq/assay/runtime/escrow"
 	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/replays"
 )
 
-// checkerRoutes registers checker upload and lookup, and batch replays.
-func (s *server) checkerRoutes(app *fiber.App) {
-	r := s.router(app, "")
-	r.add("POST", "/checkers", s.putChecker)
-	r.add("GET", "/checkers/{sha256}", s.checker)
-	r.add("POST", "/replays", s.replays)
-}
-
-func (s *server) putChecker(c *fiber.Ctx) error {
-	b, err := body(c, escrow.MaxCheckerBytes)
-	if err != nil {
-		return err
-	}
-	ct, _, _ := strings.Cut(c.Get(fiber.HeaderContentType), ";")
+// putChecker uploads a checker to the checker registry: its bytes as the
+// body, its kind named by the Content-Type.
+func putChecker(s *server, c *call) (answer, error) {
+	ct, _, _ := strings.Cut(c.header(fiber.HeaderContentType), ";")
 	var kind string
 	switch strings.TrimSpace(strings.ToLower(ct)) {
 	case "application/wasm":
-		kind = escrow.CheckerWasm
+		kind = replays.KindWasm
 	case "text/x-python":
-		kind = escrow.CheckerPython
+		kind = replays.KindPython
 	default:
-		return fault.New(fault.Invalid, codeUnsupportedCheckerKind, "send the checker's bytes with Content-Type: application/wasm, or Python source with text/x-python, not %q", ct)
+		return answer{}, fault.New(fault.Invalid, codeUnsupportedCheckerKind, "send the checker's bytes with Content-Type: application/wasm, or Python source with text/x-python, not %q", ct)
 	}
-	id, err := readIdem(c, b)
-	if err != nil {
-		return err
+	if s.cfg.Checkers == nil {
+		return answer{}, fault.New(fault.Unavailable, replays.ECodeCheckersUnavailable, "this server keeps no checkers")
 	}
-	r, err := s.cfg.Court.PutChecker(c.UserContext(), kind, b, id)
-	return reply(c, r, err)
+	r, err := s.cfg.Checkers.Put(c.ctx, kind, c.body, c.ik)
+	return answer{reply: &r}, err
 }
 
-func (s *server) checker(c *fiber.Ctx) error {
-	info, err := s.cfg.Court.Checker(c.UserContext(), c.Params("sha256"))
-	if err != nil {
-		return err
+func (s *server) checker(c *call) (replays.Info, error) {
+	if s.cfg.Checkers == nil {
+		return replays.Info{}, fault.New(fault.Unavailable, replays.ECodeCheckersUnavailable, "this server keeps no checkers")
 	}
-	return c.JSON(info)
+	return s.cfg.Checkers.Info(c.ctx, c.param("sha256"))
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/assayhq/assay/runtime/principal"
 	"github.com/assayhq/assay/web"
 )
 
@@ -23,12 +24,14 @@ var consoleTypes = map[string]string{
 	".js":   "text/javascript; charset=utf-8",
 }
 
-// consoleRoutes serves the web console (package web) at /console and its
-// files under /console/.
-func (s *server) consoleRoutes(app *fiber.App) {
-	r := s.router(app, "")
-	r.add("GET", "/console", func(c *fiber.Ctx) error { return sendConsole(c, consoleFiles, "index.html") })
-	r.add("GET", "/console/{file}", func(c *fiber.Ctx) error { return sendConsole(c, consoleFiles, c.Params("file")) })
+// console serves the web console (package web) at /console, and
+// consoleFile its files under /console/.
+func (s *server) console(c *fiber.Ctx, _ principal.Actor) error {
+	return sendConsole(c, consoleFiles, "index.html")
+}
+
+func (s *server) consoleFile(c *fiber.Ctx, _ principal.Actor) error {
+	return sendConsole(c, consoleFiles, c.Params("file"))
 }
 
 // wantsHTML reports whether the request is a browser's asking for a page:

@@ -18,7 +18,7 @@ func TestServer_Console(t *testing.T) {
 		typ, body          string
 	}{
 		{"Page", "/console", "", 200, "text/html", "<title>Assay console</title>"},
-		{"PageSlash", "/console/", "", 200, "text/html", "<title>Assay console</title>"},
+		{"PageSlashIsNoRoute", "/console/", "", 404, "application/json", "route_not_found"},
 		{"Script", "/console/console.js", "", 200, "text/javascript", "crypto.subtle.verify('Ed25519'"},
 		{"Style", "/console/console.css", "", 200, "text/css", ".verify-result"},
 		{"ErrUnknownFile", "/console/nope.js", "", 404, "application/json", "route_not_found"},

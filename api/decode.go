@@ -83,7 +83,7 @@ func edges(c *fiber.Ctx) error {
 		}
 	}
 	b := req.Body()
-	if len(b) == 0 || rawBodyRoutes[strings.ToLower(strings.TrimSuffix(c.Path(), "/"))] {
+	if len(b) == 0 || rawBodyRoutes[c.Path()] {
 		return c.Next()
 	}
 	if err := jsonType(string(req.Header.ContentType())); err != nil {
@@ -238,12 +238,6 @@ func plainStruct(v any) bool {
 }
 
 var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
-
-// readIdem reads the Idempotency-Key header and fingerprints the request
-// by its method, path and body.
-func readIdem(c *fiber.Ctx, b []byte) (idem.Idem, error) {
-	return idem.Read(c.Get("Idempotency-Key"), c.Method()+" "+c.Path(), b)
-}
 
 // reply writes a mutation's stored or fresh answer.
 func reply(c *fiber.Ctx, r idem.Reply, err error) error {

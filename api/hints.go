@@ -1,6 +1,7 @@
 package api
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -69,18 +70,13 @@ func hintRoute(r *route) *route {
 		summary: "how to call " + r.method + " " + r.path + ": a usage note", resp: usageSchema, of: r}
 }
 
-// hints registers the usage notes of the table's routes under prefix
-// whose own route is (or, under mattersBase, is about to be) served: the
+// hints registers the usage notes of the routes this server serves: the
 // note the row gives, or, for a POST route with none whose path has no
 // GET route, one derived from the row (derivedHint).
-func (s *server) hints(app *fiber.App, prefix string, served func(*route) bool) {
-	for i := range routeTable {
-		r := &routeTable[i]
-		if !strings.HasPrefix(r.path, prefix) || !served(r) || (prefix == "" && strings.HasPrefix(r.path, mattersBase)) {
-			continue
-		}
+func (s *server) hints(app *fiber.App) {
+	for _, r := range slices.Clone(s.routes.routes) {
 		if r.hint == nil {
-			if r.method != fiber.MethodPost || r.path == MCPPath || allRoutes["GET "+r.path] != nil {
+			if r.method != fiber.MethodPost || r.path == MCPPath || s.routes.byKey["GET "+r.path] != nil {
 				continue
 			}
 			d := *r

@@ -8,121 +8,126 @@ import (
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/market"
+	"github.com/assayhq/assay/runtime/principal"
+	"github.com/assayhq/assay/runtime/rail"
 )
 
-// registerMarket serves the artifact market under /market when
-// Config.Market is set. Each route is one of the seed's tools, or a
-// wallet operation.
-func registerMarket(app *fiber.App, s *server) {
-	m := s.cfg.Market
-	if m == nil {
-		return
+// The artifact market's operations, under /market when Config.Market is
+// set: the seed's tools (their MCP names in the route table) and the
+// wallets. Who may act as an agent is the market's to decide, from the
+// request's Actor.
+
+func (s *server) searchListings(c *call) (market.Results, error) {
+	limit, err := limitOf(c.query, 0)
+	if err != nil {
+		return market.Results{}, err
 	}
-	g := s.router(app.Group("/market", s.authenticated(s.cfg.MarketAuth, marketRealm)), "/market")
-	op := s.operator(marketOperator)
-	auth := s.cfg.MarketAuth
-	g.add("GET", "/listings", func(c *fiber.Ctx) error { // search_listings
-		limit, err := queryLimit(c, 0)
-		if err != nil {
-			return err
-		}
-		r, err := m.Search(c.UserContext(), market.SearchRequest{Query: c.Query("query"), QueryFingerprint: c.Query("query_fingerprint"), Limit: limit})
-		if err != nil {
-			return err
-		}
-		return c.JSON(r)
-	})
-	g.add("POST", "/search", bodyView(s, func(c *fiber.Ctx, req market.SearchRequest) (market.Results, error) { // search_listings
-		return m.Search(c.UserContext(), req)
-	}))
-	g.add("GET", "/listings/{id}", view(func(c *fiber.Ctx) (market.View, error) { // get_listing
-		return m.Get(c.UserContext(), c.Params("id"))
-	}))
-	g.add("POST", "/listings", jsonMutation(s, func(c *fiber.Ctx, req market.PublishRequest, id idem.Idem) (market.Reply, error) { // publish_listing
-		if err := marketActsFor(c, auth, req.Agent); err != nil {
-			return market.Reply{}, err
-		}
-		return m.Publish(c.UserContext(), req, id)
-	}))
-	g.add("POST", "/listings/{id}/purchase", paidMutation(s, func(c *fiber.Ctx, req market.PurchaseRequest, id idem.Idem) (market.Reply, error) { // purchase
-		if err := marketActsFor(c, auth, req.Agent); err != nil {
-			return market.Reply{}, err
-		}
-		req.Pay = payment(c)
-		return m.Buy(c.UserContext(), c.Params("id"), req, id)
-	}))
-	g.add("POST", "/listings/{id}/deactivate", jsonMutation(s, func(c *fiber.Ctx, req market.DeactivateRequest, id idem.Idem) (market.Reply, error) { // deactivate_listing
-		if err := marketActsFor(c, auth, req.Agent); err != nil {
-			return market.Reply{}, err
-		}
-		return m.Deactivate(c.UserContext(), c.Params("id"), req, id)
-	}))
-	g.add("POST", "/listings/{id}/challenge", jsonMutation(s, func(c *fiber.Ctx, req market.ChallengeRequest, id idem.Idem) (market.Reply, error) { // challenge_listing
-		if err := marketActsFor(c, auth, req.Agent); err != nil {
-			return market.Reply{}, err
-		}
-		return m.Challenge(c.UserContext(), c.Params("id"), req, id)
-	}))
-	g.add("POST", "/listings/{id}/replay", bodyView(s, func(c *fiber.Ctx, req market.ReplayRequest) (market.Replayed, error) {
-		if err := marketActsFor(c, auth, req.Agent); err != nil {
-			return market.Replayed{}, err
-		}
-		return m.Replay(c.UserContext(), c.Params("id"), req)
-	}))
-	g.add("GET", "/purchases/{id}", view(func(c *fiber.Ctx) (*market.Purchase, error) {
-		return m.PurchaseOf(c.UserContext(), c.Params("id"))
-	}))
-	g.add("GET", "/challenges/{id}", view(func(c *fiber.Ctx) (*market.Challenge, error) {
-		return m.ChallengeOf(c.UserContext(), c.Params("id"))
-	}))
-	g.add("POST", "/challenges/{id}/resolve", op, jsonMutation(s, func(c *fiber.Ctx, req market.ResolveRequest, id idem.Idem) (market.Reply, error) { // resolve_challenge
-		return m.Resolve(c.UserContext(), c.Params("id"), req, id)
-	}))
-	g.add("POST", "/tick", op, bodyView(s, func(c *fiber.Ctx, req market.TickRequest) (market.Ticked, error) {
-		return m.Tick(c.UserContext(), req)
-	}))
-	g.add("GET", "/agents/{agent}", view(func(c *fiber.Ctx) (market.Profile, error) { // agent_profile
-		return m.AgentProfile(c.UserContext(), c.Params("agent"))
-	}))
-	g.add("GET", "/stats", view(func(c *fiber.Ctx) (market.Stats, error) { // marketplace_stats
-		return m.Stats(c.UserContext())
-	}))
-	g.add("GET", "/wallets/{agent}", view(func(c *fiber.Ctx) (market.Wallet, error) {
-		return m.WalletOf(c.UserContext(), c.Params("agent"))
-	}))
-	g.add("POST", "/wallets/{agent}/deposit", paidMutation(s, func(c *fiber.Ctx, req market.AmountRequest, id idem.Idem) (market.Reply, error) {
-		if err := s.depositsFor(c, auth, c.Params("agent")); err != nil {
-			return market.Reply{}, err
-		}
-		req.Pay = payment(c)
-		return m.Deposit(c.UserContext(), c.Params("agent"), req, id)
-	}))
-	g.add("POST", "/wallets/{agent}/withdraw", jsonMutation(s, func(c *fiber.Ctx, req market.AmountRequest, id idem.Idem) (market.Reply, error) {
-		if err := marketActsFor(c, auth, c.Params("agent")); err != nil {
-			return market.Reply{}, err
-		}
-		return m.Withdraw(c.UserContext(), c.Params("agent"), req, id)
-	}))
-	g.add("GET", "/fingerprint", func(c *fiber.Ctx) error {
-		text := c.Query("text")
-		return c.JSON(fiber.Map{"fingerprint": market.Fingerprint(text), "tokens": market.Tokens(text), "constraints": market.Constraints(text)})
-	})
-	if advance := s.cfg.AdvanceMarketClock; advance != nil {
-		g.add("POST", "/clock", op, func(c *fiber.Ctx) error { // tests only: ASSAY_TEST_CLOCK=1
-			var req struct {
-				Advance string `json:"advance"`
-			}
-			if _, err := decodeBody(c, s, &req, fieldsOf[clockIn]()); err != nil {
-				return err
-			}
-			d, err := time.ParseDuration(req.Advance)
-			if err != nil || d < 0 {
-				return fault.New(fault.Invalid, codeInvalidDuration, "advance is a non-negative Go duration, e.g. 2h")
-			}
-			advance(d)
-			return c.JSON(fiber.Map{"advanced": d.String()})
-		})
+	return s.cfg.Market.Search(c.ctx, market.SearchRequest{Query: c.query("query"), QueryFingerprint: c.query("query_fingerprint"), Limit: limit,
+		Cursor: c.query("cursor")})
+}
+
+func (s *server) search(c *call, req market.SearchRequest) (market.Results, error) {
+	return s.cfg.Market.Search(c.ctx, req)
+}
+
+func (s *server) listing(c *call) (market.View, error) { return s.cfg.Market.Get(c.ctx, c.param("id")) }
+
+func (s *server) publish(c *call, req market.PublishRequest) (idem.Reply, error) {
+	return s.cfg.Market.Publish(c.ctx, c.actor, req, c.ik)
+}
+
+func (s *server) purchase(c *call, req market.PurchaseRequest) (idem.Reply, error) {
+	req.Pay = c.pay
+	return s.cfg.Market.Buy(c.ctx, c.actor, c.param("id"), req, c.ik)
+}
+
+func (s *server) deactivate(c *call, req market.DeactivateRequest) (idem.Reply, error) {
+	return s.cfg.Market.Deactivate(c.ctx, c.actor, c.param("id"), req, c.ik)
+}
+
+func (s *server) challengeListing(c *call, req market.ChallengeRequest) (idem.Reply, error) {
+	return s.cfg.Market.Challenge(c.ctx, c.actor, c.param("id"), req, c.ik)
+}
+
+func (s *server) replayListing(c *call, req market.ReplayRequest) (market.Replayed, error) {
+	return s.cfg.Market.Replay(c.ctx, c.actor, c.param("id"), req)
+}
+
+func (s *server) purchaseOf(c *call) (*market.Purchase, error) {
+	return s.cfg.Market.PurchaseOf(c.ctx, c.param("id"))
+}
+
+func (s *server) challengeOf(c *call) (*market.Challenge, error) {
+	return s.cfg.Market.ChallengeOf(c.ctx, c.param("id"))
+}
+
+func (s *server) resolveChallenge(c *call, req market.ResolveRequest) (idem.Reply, error) {
+	return s.cfg.Market.Resolve(c.ctx, c.actor, c.param("id"), req, c.ik)
+}
+
+func (s *server) tick(c *call, req market.TickRequest) (market.Ticked, error) {
+	return s.cfg.Market.Tick(c.ctx, req)
+}
+
+func (s *server) agentProfile(c *call) (market.Profile, error) {
+	return s.cfg.Market.AgentProfile(c.ctx, c.param("agent"))
+}
+
+func (s *server) stats(c *call) (market.Stats, error) { return s.cfg.Market.Stats(c.ctx) }
+
+func (s *server) wallet(c *call) (market.Wallet, error) {
+	return s.cfg.Market.WalletOf(c.ctx, c.param("agent"))
+}
+
+func (s *server) deposit(c *call, req market.AmountRequest) (idem.Reply, error) {
+	req.Pay = c.pay
+	return s.cfg.Market.Deposit(c.ctx, c.actor, c.param("agent"), req, c.ik)
+}
+
+func (s *server) withdraw(c *call, req market.AmountRequest) (idem.Reply, error) {
+	return s.cfg.Market.Withdraw(c.ctx, c.actor, c.param("agent"), req, c.ik)
+}
+
+func (s *server) fingerprint(c *call) (fingerprintOut, error) {
+	text := c.query("text")
+	return fingerprintOut{Fingerprint: market.Fingerprint(text), Tokens: market.Tokens(text), Constraints: market.Constraints(text)}, nil
+}
+
+// clock moves the market's test clock forward (ASSAY_TEST_CLOCK=1).
+func (s *server) clock(c *call, req clockIn) (clockOut, error) {
+	d, err := time.ParseDuration(req.Advance)
+	if err != nil || d < 0 {
+		return clockOut{}, fault.New(fault.Invalid, codeInvalidDuration, "advance is a non-negative Go duration, e.g. 2h")
 	}
-	registerMCP(app, s)                   // the same operations as the seed's MCP tools
-	s.routes.add(lookup("POST", MCPPath)) // the SDK answers the other methods 405 with Allow
+	s.cfg.AdvanceMarketClock(d)
+	return clockOut{Advanced: d.String()}, nil
+}
+
+// marketMode, courtMode and mattersMode are how each service
+// authenticates, for the documents; open when it does not run.
+func (s *server) marketMode() principal.Mode {
+	if s.cfg.Market == nil {
+		return principal.Open
+	}
+	return s.cfg.Market.Mode()
+}
+
+func (s *server) courtMode() principal.Mode {
+	if s.cfg.Court == nil {
+		return principal.Open
+	}
+	return s.cfg.Court.Mode()
+}
+
+func (s *server) mattersMode() principal.Mode {
+	if s.cfg.Matters == nil {
+		return principal.Signed
+	}
+	return s.cfg.Matters.Mode()
+}
+
+// payment is what a request presents to pay: its PAYMENT-SIGNATURE
+// header, and the URL it was sent to.
+func payment(c *fiber.Ctx) market.Pay {
+	return market.Pay{Proof: c.Get(rail.HeaderPaymentSignature), Resource: c.BaseURL() + c.OriginalURL()}
 }

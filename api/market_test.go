@@ -10,7 +10,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,7 +17,9 @@ import (
 	"github.com/assayhq/assay/api"
 	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/runtime/escrow"
+	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/market"
+	"github.com/assayhq/assay/runtime/principal"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/replays"
 	"github.com/assayhq/assay/storage"
@@ -27,6 +28,7 @@ import (
 // marketServer is the court and the market over real HTTP on a loopback
 // port, on a badger store, with a test clock.
 type marketServer struct {
+	reg     *principal.Registry
 	base    string
 	squares string // sha256 of fixtures/checkers/squares.wasm, uploaded
 	mu      sync.Mutex
@@ -49,7 +51,7 @@ func serveMarket(tb testing.TB) *marketServer {
 		tb.Fatal(err)
 	}
 	runner := serverRunner(tb, db)
-	court, err := escrow.New(ctx, escrow.Config{Store: db, Signer: keys, Runner: runner, Validator: runner, Now: m.clock})
+	court, err := escrow.New(ctx, escrow.Config{Store: db, Signer: keys, Runner: runner, Now: m.clock})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -57,7 +59,9 @@ func serveMarket(tb testing.TB) *marketServer {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	app := api.New(api.Config{Court: court, Market: svc, Keys: keys, OperatorToken: token, Version: "test", Replays: replays.NewService(runner)})
+	m.reg = principal.New(db, m.clock)
+	app := api.New(api.Config{Court: court, Market: svc, Keys: keys, OperatorToken: token, Version: "test", Replays: replays.NewService(runner),
+		Checkers: replays.NewLibrary(db, runner, m.clock), Replies: idem.NewKeeper(db), Identities: m.reg})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
@@ -91,7 +95,7 @@ func (m *marketServer) send(tb testing.TB, method, path string, body []byte, hea
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return httpResp{status: res.StatusCode, body: b}
+	return httpResp{status: res.StatusCode, header: res.Header, body: b}
 }
 
 func (m *marketServer) ok(tb testing.TB, want int, method, path, body string, header ...string) map[string]any {
@@ -204,34 +208,35 @@ func TestMarketAPI_Text(t *testing.T) {
 	m.balanced(t)
 }
 
-// TestMarketAPI_IdempotencyScoped: another agent who uses the owner's
-// Idempotency-Key first does not make the owner's request answer 409.
+// TestMarketAPI_IdempotencyScoped: a key lives in the scope of its
+// operation and its actor, so another agent who uses the owner's
+// Idempotency-Key first does not make the owner's request answer 409, nor
+// get its answer.
 func TestMarketAPI_IdempotencyScoped(t *testing.T) {
 	m := serveMarket(t)
-	key := []string{"Idempotency-Key", "order-1"}
-	m.ok(t, 201, "POST", "/market/wallets/squatter/deposit", `{"amount_usd":"1"}`, key...)
-	r := m.send(t, "POST", "/market/wallets/owner/deposit", []byte(`{"amount_usd":"20"}`), key...)
+	as := func(agent string) []string {
+		_, tok, err := m.reg.IssueAPIKey(context.Background(), agent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []string{"Idempotency-Key", "order-1", "Authorization", "Bearer " + tok}
+	}
+	squatter, owner := as("squatter"), as("owner")
+	m.ok(t, 201, "POST", "/market/wallets/squatter/deposit", `{"amount_usd":"1"}`, squatter...)
+	r := m.send(t, "POST", "/market/wallets/owner/deposit", []byte(`{"amount_usd":"20"}`), owner...)
 	if r.status != 201 {
 		t.Fatalf("owner's deposit: %d %s", r.status, r.body)
 	}
 	id := m.publish(t, "seller", "table of squares")
 	m.ok(t, 201, "POST", "/market/wallets/squatter/deposit", `{"amount_usd":"5"}`)
-	m.ok(t, 201, "POST", "/market/listings/"+id+"/purchase", `{"agent":"squatter"}`, key...)
-	m.ok(t, 201, "POST", "/market/listings/"+id+"/purchase", `{"agent":"owner","purpose":"mine"}`, key...)
+	m.ok(t, 201, "POST", "/market/listings/"+id+"/purchase", `{"agent":"squatter"}`, squatter...)
+	m.ok(t, 201, "POST", "/market/listings/"+id+"/purchase", `{"agent":"owner","purpose":"mine"}`, owner...)
 	// The owner's retry replays the owner's answer; another body conflicts.
-	res, err := http.DefaultClient.Do(func() *http.Request {
-		req, _ := http.NewRequest("POST", m.base+"/market/wallets/owner/deposit", strings.NewReader(`{"amount_usd":"20"}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set(key[0], key[1])
-		return req
-	}())
-	if err != nil {
-		t.Fatal(err)
+	r = m.send(t, "POST", "/market/wallets/owner/deposit", []byte(`{"amount_usd":"20"}`), owner...)
+	if r.status != 201 || r.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("owner's retry %d replayed=%q", r.status, r.header.Get("Idempotent-Replayed"))
 	}
-	res.Body.Close()
-	if res.StatusCode != 201 || res.Header.Get("Idempotent-Replayed") != "true" {
-		t.Fatalf("owner's retry %d replayed=%q", res.StatusCode, res.Header.Get("Idempotent-Replayed"))
-	}
+	key := owner
 	r = m.send(t, "POST", "/market/wallets/owner/deposit", []byte(`{"amount_usd":"21"}`), key...)
 	if r.status != 409 || r.code(t) != "idempotency_conflict" {
 		t.Fatalf("%d %s", r.status, r.body)

@@ -51,7 +51,7 @@ func mustMattersApp(tb testing.TB, mode api.MattersAuth) *mEnv {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	ms, err := matters.New(matters.Config{Store: db, Signer: keys, Now: now})
+	ms, err := matters.New(matters.Config{Store: db, Signer: keys, Now: now, Auth: mode})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func mustMattersApp(tb testing.TB, mode api.MattersAuth) *mEnv {
 			tb.Fatal(err)
 		}
 	}
-	e.app = api.New(api.Config{Court: court, Keys: keys, Version: "test", Matters: ms, MattersAuth: mode})
+	e.app = api.New(api.Config{Court: court, Keys: keys, Version: "test", Matters: ms, Identities: ms.Registry(), PublicURLs: []string{"http://assay.test"}})
 	return e
 }
 

@@ -19,54 +19,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/assayhq/assay/runtime/fault"
-	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/market"
+	"github.com/assayhq/assay/runtime/principal"
 	"github.com/assayhq/assay/runtime/receipt"
-	"github.com/assayhq/assay/runtime/store"
 )
 
 // MCPPath is where the market's MCP tools are served (streamable HTTP).
 const MCPPath = "/mcp"
-
-// The MCP tools' inputs: the REST bodies, plus the path parameters and an
-// optional idempotency key in place of the Idempotency-Key header.
-type (
-	// idemArg is a mutating tool's idempotency key.
-	idemArg struct {
-		IdempotencyKey string `json:"idempotency_key,omitempty" jsonschema:"retries with the same key and arguments answer the first call's result"`
-	}
-	getListingIn struct {
-		ListingID string `json:"listing_id" jsonschema:"the listing's id, e.g. lst_8acce3be8637"`
-	}
-	purchaseIn struct {
-		ListingID string `json:"listing_id" jsonschema:"the listing to buy"`
-		market.PurchaseRequest
-		idemArg
-	}
-	publishIn struct {
-		market.PublishRequest
-		idemArg
-	}
-	deactivateIn struct {
-		ListingID string `json:"listing_id" jsonschema:"the listing to retire"`
-		market.DeactivateRequest
-		idemArg
-	}
-	challengeIn struct {
-		ListingID string `json:"listing_id" jsonschema:"the listing bought"`
-		market.ChallengeRequest
-		idemArg
-	}
-	resolveIn struct {
-		ChallengeID string `json:"challenge_id" jsonschema:"the challenge to decide"`
-		market.ResolveRequest
-		idemArg
-	}
-	profileIn struct {
-		AgentID string `json:"agent_id" jsonschema:"the agent, e.g. g17-mathema"`
-	}
-	statsIn struct{}
-)
 
 // The MCP tools' outputs where the service answers a map.
 type (
@@ -171,6 +130,7 @@ var argDescriptions = map[string]string{
 	"query":                    "the problem as text, matched by its words and constraints",
 	"query_fingerprint":        "sha256 of the normalised token set of the problem, computed locally so that the text never leaves the caller",
 	"limit":                    "the most results to answer; the market's default when omitted",
+	"cursor":                   "without query and query_fingerprint, the active listings are browsed newest first: next_cursor of one page asks for the next",
 }
 
 // resultDescriptions describe the fields of the tools' answers that an
@@ -318,10 +278,45 @@ func resolveRaw(s *jsonschema.Schema, where string) {
 	resolveRaw(s.AdditionalProperties, where+"{}")
 }
 
-// inputSchema is In's schema with the arguments described (argDescriptions)
-// and closed sets enumerated (enums).
-func inputSchema[In any](tool string) *jsonschema.Schema {
-	s := schemaOf[In]()
+// toolSpec is a route table row's MCP tool: the same operation as the
+// row's REST route, its path parameters and idempotency key as
+// arguments beside the body's fields.
+type toolSpec struct {
+	name, title, desc string
+	kind              toolKind
+	// args name the path's parameters as arguments: listing_id for {id}.
+	args []toolArg
+	// out is the answer's schema when it is not the row's (resp).
+	out func() *jsonschema.Schema
+	// post reworks the row's answer into the tool's (resolve_challenge
+	// adds the challenge's receipt).
+	post func(s *server, ctx context.Context, body json.RawMessage) (json.RawMessage, error)
+}
+
+// toolArg is a path parameter as a tool's argument.
+type toolArg struct{ param, name, desc string }
+
+// toolInput is a tool's input schema: the row's body, its path
+// parameters and, for a mutation, idempotency_key; the arguments
+// described (argDescriptions) and closed sets enumerated (enums).
+func toolInput(r *route) *jsonschema.Schema {
+	s := &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{}}
+	if r.req != nil {
+		s = r.req()
+	}
+	if s.Properties == nil {
+		s.Properties = map[string]*jsonschema.Schema{}
+	}
+	var required []string
+	for _, a := range r.tool.args {
+		s.Properties[a.name] = &jsonschema.Schema{Type: "string", Description: a.desc}
+		required = append(required, a.name)
+	}
+	s.Required = append(required, s.Required...)
+	if r.idem == idemHeader {
+		s.Properties["idempotency_key"] = &jsonschema.Schema{Type: "string", Description: "retries with the same key and arguments answer the first call's result"}
+	}
+	tool := r.tool.name
 	var walk func(s *jsonschema.Schema, parent string)
 	walk = func(s *jsonschema.Schema, parent string) {
 		for name, p := range s.Properties {
@@ -370,7 +365,7 @@ func inputSchema[In any](tool string) *jsonschema.Schema {
 // deactivate_listing, challenge_listing) take the same credentials as the
 // REST routes on the HTTP request that carries the call: an RFC 9421
 // signature, or Authorization: Bearer <API key>.
-func registerMCP(app *fiber.App, s *server) {
+func (s *server) mcpHandler() fiber.Handler {
 	srv := newMCPServer(s)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
 		// Each POST is answered in full: fiber's adaptor buffers responses,
@@ -378,18 +373,32 @@ func registerMCP(app *fiber.App, s *server) {
 		Stateless: true, JSONResponse: true, Logger: s.cfg.Logger,
 		MaxRequestBodyBytes: int64(max(s.cfg.MaxBodyBytes, market.MaxArtifactBytes+market.MaxProblemBytes)),
 	})
-	serve := adaptor.HTTPHandler(h)
-	app.All(MCPPath, s.authenticated(s.cfg.MarketAuth, marketRealm), func(c *fiber.Ctx) error {
-		if c.Method() == fiber.MethodPost && strings.HasPrefix(c.Get(fiber.HeaderContentType), fiber.MIMEApplicationJSON) {
-			if id, jerr := refusedCall(c.Body()); jerr != nil {
-				return writeRPCError(c, id, jerr)
-			}
+	return adaptor.HTTPHandler(h)
+}
+
+// mcpEndpoint is MCP's endpoint: the pipeline has authenticated the HTTP
+// request that carries the calls, and its Actor is every tool call's.
+func (s *server) mcpEndpoint(c *fiber.Ctx, a principal.Actor) error {
+	c.Context().SetUserValue(actorKey{}, a)
+	if c.Method() == fiber.MethodPost && strings.HasPrefix(c.Get(fiber.HeaderContentType), fiber.MIMEApplicationJSON) {
+		if id, jerr := refusedCall(c.Body()); jerr != nil {
+			return writeRPCError(c, id, jerr)
 		}
-		if err := serve(c); err != nil {
-			return err
-		}
-		return codedHTTPError(c)
-	})
+	}
+	if err := s.mcp(c); err != nil {
+		return err
+	}
+	return codedHTTPError(c)
+}
+
+// actorKey holds the Actor of the HTTP request that carries MCP's tool
+// calls, in its context (fasthttp's user values are its context values).
+type actorKey struct{}
+
+// actorOf is the Actor the endpoint kept in ctx: anonymous when none.
+func actorOf(ctx context.Context) principal.Actor {
+	a, _ := ctx.Value(actorKey{}).(principal.Actor)
+	return a
 }
 
 // mcpMethods are the JSON-RPC calls /mcp answers: the lifecycle, and the
@@ -500,86 +509,26 @@ func codedToolErrors(next mcp.MethodHandler) mcp.MethodHandler {
 }
 
 func newMCPServer(s *server) *mcp.Server {
-	m := s.cfg.Market
 	srv := mcp.NewServer(&mcp.Implementation{Name: "assay-market", Title: "Assay artifact market (SOLVED v0.2.3)", Version: s.cfg.Version},
 		&mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}}) // tools only: no logging, resources or prompts
 	srv.AddReceivingMiddleware(offeredOnly, codedToolErrors)
-	tool(s, srv, "search_listings", "Search listings", read, "Search active listings by query (problem text) or query_fingerprint (sha256 of the normalised token set, computed locally). Exact fingerprint hits first; every result carries match confidence, class, constraint_diff, warning and basis; no_reliable_match is true when no result is exact or strong.",
-		schemaOf[market.Results](), func(ctx context.Context, _ *mcp.CallToolRequest, in market.SearchRequest) (any, error) {
-			return m.Search(ctx, in)
-		})
-	tool(s, srv, "get_listing", "Get a listing", read, "A listing's full detail with its seller's numeric reputation; the artifact is withheld until purchase.",
-		schemaOf[market.View](), func(ctx context.Context, _ *mcp.CallToolRequest, in getListingIn) (any, error) {
-			return m.Get(ctx, in.ListingID)
-		})
-	tool(s, srv, "purchase", "Buy a listing", destructive, "Buy a listing as agent: debits price + 3% fee, delivers the artifact at once with a signed receipt and the recourse terms; proceeds are held until the challenge window closes.",
-		schemaOf[market.Bought](), func(ctx context.Context, _ *mcp.CallToolRequest, in purchaseIn) (any, error) {
-			if err := actsFor(ctx, s.cfg.MarketAuth, in.Agent); err != nil {
-				return nil, err
-			}
-			i, err := mcpIdem("purchase", in.IdempotencyKey, in)
-			if err != nil {
-				return nil, err
-			}
-			return mutation(m.Buy(ctx, in.ListingID, in.PurchaseRequest, i))
-		})
-	tool(s, srv, "publish_listing", "Publish a listing", additive, "Publish an artifact as agent. With a checker (python source, or a wasm checker's sha256) the market replays it on the artifact first: a pass lists at level 1 with no bond, a failure refuses the listing. Without one it is level 2 and a bond of max(20% of price, $0.50) is escrowed from the seller's wallet. price_usd is a decimal string or number with at most six fractional digits.",
-		schemaOf[market.Published](), func(ctx context.Context, _ *mcp.CallToolRequest, in publishIn) (any, error) {
-			if err := actsFor(ctx, s.cfg.MarketAuth, in.Agent); err != nil {
-				return nil, err
-			}
-			i, err := mcpIdem("publish_listing", in.IdempotencyKey, in)
-			if err != nil {
-				return nil, err
-			}
-			return mutation(m.Publish(ctx, in.PublishRequest, i))
-		})
-	tool(s, srv, "deactivate_listing", "Retire a listing", destructive, "Retire a listing as its seller; a level-2 bond comes back once no challenge window is open.",
-		schemaOf[deactivatedOut](), func(ctx context.Context, _ *mcp.CallToolRequest, in deactivateIn) (any, error) {
-			if err := actsFor(ctx, s.cfg.MarketAuth, in.Agent); err != nil {
-				return nil, err
-			}
-			i, err := mcpIdem("deactivate_listing", in.IdempotencyKey, in)
-			if err != nil {
-				return nil, err
-			}
-			return mutation(m.Deactivate(ctx, in.ListingID, in.DeactivateRequest, i))
-		})
-	tool(s, srv, "challenge_listing", "Challenge a purchase", destructive, "Challenge a purchase within its window, with evidence (a failing input, a counterexample, checker output). At levels 1 and 3 the seller's checker is replayed with the evidence at /in/evidence: a failing replay upholds the challenge at once (refund, listing pulled); otherwise the operator decides.",
-		schemaOf[challengedOut](), func(ctx context.Context, _ *mcp.CallToolRequest, in challengeIn) (any, error) {
-			if err := actsFor(ctx, s.cfg.MarketAuth, in.Agent); err != nil {
-				return nil, err
-			}
-			i, err := mcpIdem("challenge_listing", in.IdempotencyKey, in)
-			if err != nil {
-				return nil, err
-			}
-			return mutation(m.Challenge(ctx, in.ListingID, in.ChallengeRequest, i))
-		})
-	tool(s, srv, "resolve_challenge", "Resolve a challenge (operator)", destructive, "Operator only (Authorization: Bearer <operator token> on the HTTP request): uphold or reject an open challenge.",
-		schemaOf[challengedOut](), func(ctx context.Context, req *mcp.CallToolRequest, in resolveIn) (any, error) {
-			if err := s.checkOperator(authorization(req), mcpOperator); err != nil {
-				return nil, err
-			}
-			i, err := mcpIdem("resolve_challenge", in.IdempotencyKey, in)
-			if err != nil {
-				return nil, err
-			}
-			r, err := m.Resolve(ctx, in.ChallengeID, in.ResolveRequest, i)
-			if err != nil {
-				return nil, err
-			}
-			return withReceipt(ctx, m, r.Body)
-		})
-	tool(s, srv, "agent_profile", "Agent reputation", read, "An agent's public numeric reputation: trades_sold, challenges_lost, challenge_loss_rate, stake_forfeited_usd, account_age_days.",
-		schemaOf[market.Profile](), func(ctx context.Context, _ *mcp.CallToolRequest, in profileIn) (any, error) {
-			return m.AgentProfile(ctx, in.AgentID)
-		})
-	tool(s, srv, "marketplace_stats", "Market statistics", read, "Live market totals; house (seed=true) agents are left out of organic-demand figures.",
-		schemaOf[market.Stats](), func(ctx context.Context, _ *mcp.CallToolRequest, _ statsIn) (any, error) {
-			return m.Stats(ctx)
-		})
+	for _, r := range s.tools() {
+		addTool(s, srv, r)
+	}
 	return srv
+}
+
+// tools are the rows this server serves as MCP tools, in the table's
+// order.
+func (s *server) tools() []*route {
+	var out []*route
+	for i := range s.rows {
+		r := &s.rows[i]
+		if r.tool != nil && s.serves(r) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // toolKind is what a tool does to the market, as its annotations say.
@@ -600,28 +549,94 @@ func (k toolKind) annotations(title string) *mcp.ToolAnnotations {
 		IdempotentHint: true, OpenWorldHint: ptr(false)}
 }
 
-// tool adds a tool whose input schema is In's and whose output, the
-// service's answer marshalled as REST serves it, must match out.
-func tool[In any](s *server, srv *mcp.Server, name, title string, kind toolKind, desc string, out *jsonschema.Schema, fn func(context.Context, *mcp.CallToolRequest, In) (any, error)) {
-	t := &mcp.Tool{Name: name, Title: title, Description: desc, Annotations: kind.annotations(title),
-		InputSchema: inputSchema[In](name), OutputSchema: describeResults(out)}
-	mcp.AddTool(srv, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, json.RawMessage, error) {
-		v, err := fn(withCallerActor(ctx), req, in)
+// addTool serves row r as its tool: the row's operation through the
+// same pipeline as REST (pipeline.go), its answer the REST body, which
+// the tool's output schema describes.
+func addTool(s *server, srv *mcp.Server, r *route) {
+	t := r.tool
+	out := r.resp
+	if t.out != nil {
+		out = t.out
+	}
+	mt := &mcp.Tool{Name: t.name, Title: t.title, Description: t.desc, Annotations: t.kind.annotations(t.title),
+		InputSchema: toolInput(r), OutputSchema: describeResults(out())}
+	mcp.AddTool(srv, mt, func(ctx context.Context, _ *mcp.CallToolRequest, in json.RawMessage) (*mcp.CallToolResult, json.RawMessage, error) {
+		b, err := s.callTool(ctx, r, in)
 		if err != nil {
-			return nil, nil, s.toolError(name, err)
+			return nil, nil, s.toolError(t.name, err)
 		}
-		if b, ok := v.(json.RawMessage); ok {
-			return nil, b, nil
-		}
-		b, err := receipt.Marshal(v)
-		return nil, b, err
+		return nil, b, nil
 	})
+}
+
+// callTool runs row r for a tool call with arguments in: its path
+// parameters and idempotency key taken out, the rest the body.
+func (s *server) callTool(ctx context.Context, r *route, in json.RawMessage) (json.RawMessage, error) {
+	a := actorOf(ctx)
+	if r.auth == RouteOperator {
+		if err := s.allowedAs(svcMCP, a); err != nil {
+			return nil, err
+		}
+	}
+	args := map[string]json.RawMessage{}
+	if len(in) > 0 {
+		if err := json.Unmarshal(in, &args); err != nil {
+			return nil, fault.New(fault.Invalid, codeInvalidArguments, "the arguments are not a JSON object: %v", err)
+		}
+	}
+	text := func(name string) (string, error) {
+		v, ok := args[name]
+		delete(args, name)
+		var str string
+		if ok && json.Unmarshal(v, &str) != nil {
+			return "", fault.New(fault.Invalid, codeInvalidArguments, "%s must be a string", name)
+		}
+		return str, nil
+	}
+	c := &call{ctx: ctx, actor: a, params: map[string]string{}, query: func(string) string { return "" }, header: func(string) string { return "" }}
+	for _, p := range r.tool.args {
+		v, err := text(p.name)
+		if err != nil {
+			return nil, err
+		}
+		c.params[p.param] = v
+	}
+	key, err := text("idempotency_key")
+	if err != nil {
+		return nil, err
+	}
+	if c.body, err = json.Marshal(args); err != nil {
+		return nil, err
+	}
+	if c.ik, err = idempotency(r, c, key); err != nil {
+		return nil, err
+	}
+	var body json.RawMessage
+	if rep, err := s.replayed(ctx, c.ik); err != nil {
+		return nil, err
+	} else if rep != nil {
+		body = rep.Body
+	} else {
+		ans, err := r.op(s, c)
+		if err != nil {
+			return nil, err
+		}
+		if ans.reply != nil {
+			body = ans.reply.Body
+		} else if body, err = receipt.Marshal(ans.value); err != nil {
+			return nil, err
+		}
+	}
+	if r.tool.post != nil {
+		return r.tool.post(s, ctx, body)
+	}
+	return body, nil
 }
 
 // withReceipt is a challenge's answer with the receipt of the
 // challenge's last state added, as challenge_listing answers it, when the
 // service's answer has none (resolve_challenge's).
-func withReceipt(ctx context.Context, m *market.Service, body json.RawMessage) (json.RawMessage, error) {
+func withReceipt(s *server, ctx context.Context, body json.RawMessage) (json.RawMessage, error) {
 	var out map[string]json.RawMessage
 	if err := json.Unmarshal(body, &out); err != nil {
 		return nil, err
@@ -636,33 +651,12 @@ func withReceipt(ctx context.Context, m *market.Service, body json.RawMessage) (
 	if len(c.Receipts) == 0 {
 		return nil, fmt.Errorf("api: challenge %s has no receipt", c.ID)
 	}
-	err := m.Store().View(ctx, func(tx store.Tx) error {
-		rc, err := receipt.Get(tx, c.Receipts[len(c.Receipts)-1])
-		out["receipt"] = rc
-		return err
-	})
+	rc, err := s.cfg.Court.SignedReceipt(ctx, c.Receipts[len(c.Receipts)-1])
 	if err != nil {
 		return nil, err
 	}
+	out["receipt"] = rc
 	return receipt.Marshal(out)
-}
-
-// mutation answers a mutation's stored or fresh body.
-func mutation(r market.Reply, err error) (any, error) {
-	if err != nil {
-		return nil, err
-	}
-	return r.Body, nil
-}
-
-// mcpIdem is a tool call's idempotency: the key, and a fingerprint of the
-// tool and its arguments.
-func mcpIdem(tool, key string, args any) (idem.Idem, error) {
-	b, err := json.Marshal(args)
-	if err != nil {
-		return idem.Idem{}, err
-	}
-	return idem.Read(key, "mcp "+tool, b)
 }
 
 // toolError is an error as a tool answers it: the REST error body, so
@@ -677,13 +671,4 @@ func (s *server) toolError(name string, err error) error {
 	}
 	b, _ := receipt.Marshal(errorBody{Detail: msg, Error: errorCode{Code: code, Message: msg}})
 	return errors.New(string(b))
-}
-
-// authorization is the Authorization header of the HTTP request that
-// carried the tool call.
-func authorization(req *mcp.CallToolRequest) string {
-	if req == nil || req.Extra == nil || req.Extra.Header == nil {
-		return ""
-	}
-	return req.Extra.Header.Get("Authorization")
 }

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"github.com/assayhq/assay/runtime/principal"
+
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -130,4 +132,9 @@ func codeOf(err error) string {
 // metricsHandler serves m at GET /metrics.
 func metricsHandler(m *metrics.Metrics) fiber.Handler {
 	return adaptor.HTTPHandler(m.Handler())
+}
+
+// metrics serves GET /metrics.
+func (s *server) metrics(c *fiber.Ctx, _ principal.Actor) error {
+	return metricsHandler(s.cfg.Metrics)(c)
 }

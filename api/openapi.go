@@ -9,6 +9,8 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/assayhq/assay/runtime/principal"
 )
 
 // OpenAPIPath serves the route table as an OpenAPI 3.1 document.
@@ -154,7 +156,7 @@ func openAPI(t *table, version string, matters MattersAuth) map[string]any {
 			item = map[string]any{}
 			paths[r.path] = item
 		}
-		item[strings.ToLower(r.method)] = operation(r, matters)
+		item[strings.ToLower(r.method)] = openAPIOperation(r, matters)
 		if t.cors && corsRoute(r) && item["options"] == nil {
 			item["options"] = preflightOperation(r)
 		}
@@ -223,7 +225,7 @@ func usedSchemes(paths map[string]map[string]any) map[string]any {
 	return used
 }
 
-func operation(r *route, matters MattersAuth) map[string]any {
+func openAPIOperation(r *route, matters MattersAuth) map[string]any {
 	op := map[string]any{
 		"operationId":  operationID(r),
 		"summary":      r.summary,
@@ -351,7 +353,7 @@ func operationID(r *route) string {
 }
 
 // openAPIDoc serves the document New built.
-func (s *server) openAPIDoc(c *fiber.Ctx) error {
+func (s *server) openAPIDoc(c *fiber.Ctx, _ principal.Actor) error {
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 	return c.Send(s.openapi)
 }

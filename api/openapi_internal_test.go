@@ -30,6 +30,12 @@ import (
 // route table is served.
 func fullServer(tb testing.TB) (*fiber.App, *server) {
 	tb.Helper()
+	return fullServerOf(tb, routeTable)
+}
+
+// fullServerOf is fullServer over the route table rows.
+func fullServerOf(tb testing.TB, rows []route) (*fiber.App, *server) {
+	tb.Helper()
 	db, err := storage.Open("", storage.Options{InMemory: true})
 	if err != nil {
 		tb.Fatal(err)
@@ -61,7 +67,7 @@ func fullServer(tb testing.TB) (*fiber.App, *server) {
 		tb.Fatal(err)
 	}
 	return newServer(Config{Court: court, Keys: keys, OperatorToken: "op", Version: "test", Market: mk, Matters: ms,
-		AdvanceMarketClock: func(time.Duration) {}, Metrics: metrics.New(), Log: tlog})
+		AdvanceMarketClock: func(time.Duration) {}, Metrics: metrics.New(), Log: tlog}, rows)
 }
 
 // TestRouteTable_Registered: a server running every service serves every

@@ -6,9 +6,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/gofiber/fiber/v2"
-
 	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/principal"
 )
 
 // TestServer_Operator: every operator route and tool goes through one
@@ -30,9 +29,9 @@ func TestServer_Operator(t *testing.T) {
 		{"ErrDisabledNoHeader", "", "", 403, "operator_disabled"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := &server{cfg: Config{OperatorToken: tc.configured}}
-			app := fiber.New(fiber.Config{ErrorHandler: errorHandler(slog.New(slog.DiscardHandler), newTable().allow)})
-			app.Post("/op", s.operator(marketOperator), func(c *fiber.Ctx) error { return c.SendString("ran") })
+			row := route{method: "POST", path: "/op", service: svcMeta, auth: RouteOperator,
+				op: view(func(*server, *call) (string, error) { return "ran", nil })}
+			app, s := newServer(Config{OperatorToken: tc.configured, Logger: slog.New(slog.DiscardHandler)}, []route{row})
 			req := httptest.NewRequest("POST", "/op", nil)
 			if tc.auth != "" {
 				req.Header.Set("Authorization", tc.auth)
@@ -49,13 +48,18 @@ func TestServer_Operator(t *testing.T) {
 			if (tc.status == 401) != (challenge == `Bearer realm="assay-operator"`) {
 				t.Errorf("WWW-Authenticate %q on %d", challenge, tc.status)
 			}
-			if tc.status == 200 && string(b) != "ran" {
+			if tc.status == 200 && string(b) != `"ran"` {
 				t.Errorf("the route did not run: %s", b)
 			}
-			// The MCP tools' check is the same one, on the header value.
-			err = s.checkOperator(tc.auth, mcpOperator)
+			// The MCP tools' check is the same one, on the Actor the
+			// header makes.
+			var a principal.Actor
+			if s.isOperator(tc.auth) {
+				a = principal.Operator()
+			}
+			err = s.allowedAs(svcMCP, a)
 			if fault.CodeOf(err) != tc.code {
-				t.Errorf("checkOperator: %v, want code %q", err, tc.code)
+				t.Errorf("allowedAs: %v, want code %q", err, tc.code)
 			}
 		})
 	}

@@ -3,18 +3,19 @@ package api
 import (
 	"strconv"
 
-	"github.com/gofiber/fiber/v2"
-
 	"github.com/assayhq/assay/runtime/fault"
 )
 
-// queryLimit is the limit query parameter of every listing route (the
+// limitOf is the limit query parameter of every listing route (the
 // court's activity and agents' receipts, the market's listings): def when
 // it is absent, otherwise a positive integer, or 400 invalid_limit. A
 // service may bound it further, under the same code (the market takes 1 to
 // 100; def 0 leaves the default to it).
-func queryLimit(c *fiber.Ctx, def int) (int, error) {
-	q := c.Query("limit")
+func limitOf(query func(string) string, def int) (int, error) {
+	q := ""
+	if query != nil {
+		q = query("limit")
+	}
 	if q == "" {
 		return def, nil
 	}

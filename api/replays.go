@@ -6,12 +6,14 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/principal"
 	"github.com/assayhq/assay/runtime/replays"
 )
 
 // replays is POST /replays: one checker of the court's, many artifacts; with
 // ?spread=true, run by every node's replay worker through the queue.
-func (s *server) replays(c *fiber.Ctx) error {
+func (s *server) replays(c *fiber.Ctx, _ principal.Actor) error {
 	b, err := body(c, replays.MaxBodyBytes)
 	if err != nil {
 		return err
@@ -22,7 +24,7 @@ func (s *server) replays(c *fiber.Ctx) error {
 	}
 	svc := s.cfg.Replays
 	if svc == nil {
-		svc = replays.NewService(nil)
+		return fault.New(fault.Unavailable, replays.ECodeCheckersUnavailable, "this server runs no sandbox, so it cannot replay checkers")
 	}
 	var res replays.Response
 	if c.QueryBool("spread") && s.cfg.ReplayQueue != nil {

@@ -39,11 +39,11 @@ func serveLoopback(tb testing.TB) string {
 		tb.Fatal(err)
 	}
 	runner := serverRunner(tb, db)
-	court, err := escrow.New(context.Background(), escrow.Config{Store: db, Signer: keys, Runner: runner, Validator: runner})
+	court, err := escrow.New(context.Background(), escrow.Config{Store: db, Signer: keys, Runner: runner})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	app := api.New(api.Config{Court: court, Keys: keys, Version: "test", Replays: replays.NewService(runner)})
+	app := api.New(api.Config{Court: court, Keys: keys, Version: "test", Replays: replays.NewService(runner), Checkers: replays.NewLibrary(db, runner, nil)})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
@@ -55,6 +55,7 @@ func serveLoopback(tb testing.TB) string {
 
 type httpResp struct {
 	status int
+	header http.Header
 	body   []byte
 }
 

@@ -11,18 +11,48 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/assayhq/assay/runtime/principal"
 )
 
 // The route table's auth column is a RouteAuth (auth.go): who may make
-// the route's request when its service runs signed. router.add gives each
+// the route's request when its service runs signed. register gives each
 // row the column's value for this server: a service that runs open makes
 // its agents' and parties' routes open.
 
-// route is one row of the route table: what a route takes and answers,
-// who may call it, and how a caller learns it. Paths are in OpenAPI's
-// form (/contracts/{id}); the registrar turns them into fiber's.
+// route is one row of the route table: one operation, with everything
+// said of it once: its method and path, what it runs (op, or raw), who
+// may call it, how it takes an idempotency key, what it takes and
+// answers, its codes, its usage note and its MCP tool. The router, the
+// MCP tools, /openapi.json, the manual, the usage notes, CORS and 405's
+// Allow are all derived from the rows; nothing else declares a route.
+// Paths are in OpenAPI's form (/contracts/{id}); register turns them into
+// fiber's.
 type route struct {
 	method, path string
+	// op runs the request (pipeline.go), over REST and, with a tool, MCP;
+	// raw is a REST handler of its own for what is not JSON in and out
+	// (the manual, files, receipts in their signed bytes, POST /replays,
+	// MCP's endpoint). The pipeline authenticates and checks auth before
+	// either.
+	op  operation
+	raw func(s *server, c *fiber.Ctx, a principal.Actor) error
+	// anyMethod: raw answers every method of the path itself (MCP's
+	// endpoint, whose SDK answers 405 with Allow).
+	anyMethod bool
+	// idem is how the operation takes an idempotency key.
+	idem idemRule
+	// paid: the request may pay on a rail paid per request (x402):
+	// PAYMENT-SIGNATURE read, 402 with PAYMENT-REQUIRED answered.
+	paid bool
+	// bodyLimit bounds the body when it is not MaxBodyBytes (a checker's
+	// bytes, a batch of replays).
+	bodyLimit int
+	// tool, when set, serves the operation as an MCP tool too.
+	tool *toolSpec
+	// only, when set, says whether this server serves the row, beyond
+	// its service running (the metrics, the test clock).
+	only func(s *server) bool
 	// service groups the route (OpenAPI's tag, GET /'s sections).
 	service string
 	summary string
@@ -54,9 +84,6 @@ type route struct {
 	hint *hint
 	// of is, for a usage note's GET route, the route it describes.
 	of *route
-	// fiber, when set, is the path in fiber's form of a route whose last
-	// parameter spans several segments (a wildcard, tlog.go).
-	fiber string
 }
 
 type param struct {
@@ -68,12 +95,7 @@ type param struct {
 func (r *route) key() string { return r.method + " " + r.path }
 
 // fiberPath is the route's path in fiber's form: /contracts/:id.
-func (r *route) fiberPath() string {
-	if r.fiber != "" {
-		return r.fiber
-	}
-	return toFiber(r.path)
-}
+func (r *route) fiberPath() string { return toFiber(r.path) }
 
 var pathParam = regexp.MustCompile(`\{([a-z_0-9]+)\}`)
 
@@ -89,9 +111,12 @@ func (r *route) params() []string {
 }
 
 // commonCodes can be answered by every route: the request's edges and
-// fiber's own refusals, and an internal error.
+// fiber's own refusals, a credential that does not verify (every route
+// verifies the credentials a request carries), and an internal error.
 var commonCodes = []string{codeRouteNotFound, codeMethodNotAllowed, codeHTTPError, codeBodyTooLarge, codeHeadersTooLarge,
-	codeURITooLong, codeUnsupportedMediaType, codeInvalidUTF8, codeInvalidHeader, codeInternal}
+	codeURITooLong, codeUnsupportedMediaType, codeInvalidUTF8, codeInvalidHeader, codeInternal,
+	codeSignatureMissing, codeSignatureMalformed, codeSignatureExpired, codeSignatureInvalid, codeUnknownKey, codeDigestMismatch,
+	codeNonceReplayed, codeAPIKeyInvalid, codeWrongAuthority}
 
 // bodyCodes are a JSON body's refusals (decode.go).
 var bodyCodes = []string{codeInvalidJSON, codeUnknownField, codeInvalidType}
@@ -156,28 +181,6 @@ type pathPattern struct {
 func newTable() *table {
 	return &table{byKey: map[string]*route{}, byFirst: map[string][]*pathPattern{}}
 }
-
-// lookup finds a route of the table of every route (routeTable).
-func lookup(method, path string) *route {
-	r, ok := allRoutes[method+" "+path]
-	if !ok {
-		panic(fmt.Sprintf("api: %s %s is not in the route table (table.go)", method, path))
-	}
-	return r
-}
-
-// allRoutes indexes routeTable.
-var allRoutes = func() map[string]*route {
-	m := map[string]*route{}
-	for i := range routeTable {
-		r := &routeTable[i]
-		if _, dup := m[r.key()]; dup {
-			panic("api: the route table has " + r.key() + " twice")
-		}
-		m[r.key()] = r
-	}
-	return m
-}()
 
 func (t *table) add(r *route) {
 	if _, dup := t.byKey[r.key()]; dup {
@@ -329,42 +332,76 @@ func (t *table) allow(path string) string {
 	return strings.Join(slices.Compact(methods), ", ")
 }
 
-// router registers routes of the table on a fiber router whose routes
-// sit under prefix (a fiber.Group of prefix, or the app with "").
-type router struct {
-	r      fiber.Router
-	prefix string
-	t      *table
-	s      *server
-}
-
-func (s *server) router(r fiber.Router, prefix string) router {
-	return router{r: r, prefix: prefix, t: s.routes, s: s}
-}
-
 // effective is a row's auth on this server: an agent's route is open when
-// the market runs open, a party's when the court does.
+// the market runs open, a party's when the court does and the principal's
+// when the judgment service does.
 func (s *server) effective(a RouteAuth) RouteAuth {
 	switch {
-	case (a == RouteAgent || a == RouteAgentOrOperator) && s.cfg.MarketAuth != AuthSigned:
+	case (a == RouteAgent || a == RouteAgentOrOperator) && s.marketMode() != AuthSigned:
 		return RouteOpen
-	case a == RouteParty && s.cfg.CourtAuth != AuthSigned:
+	case a == RouteParty && s.courtMode() != AuthSigned:
+		return RouteOpen
+	case a == RoutePrincipal && s.mattersMode() != AuthSigned:
 		return RouteOpen
 	}
 	return a
 }
 
-// add registers the route method path (relative to the router's
-// prefix) with its handlers; the route must be in the table.
-func (r router) add(method, path string, handlers ...fiber.Handler) {
-	full := r.prefix + path
-	if path == "/" && r.prefix != "" {
-		full = r.prefix
+// serves reports whether this server serves row r: its service runs, and
+// what else the row needs is there.
+func (s *server) serves(r *route) bool {
+	switch r.service {
+	case svcCourt, svcReceipts:
+		if s.cfg.Court == nil {
+			return false
+		}
+	case svcMarket, svcMCP:
+		if s.cfg.Market == nil {
+			return false
+		}
+	case svcMatters:
+		if s.cfg.Matters == nil {
+			return false
+		}
 	}
-	rt := *lookup(method, full)
-	rt.auth = r.s.effective(rt.auth)
-	r.r.Add(method, toFiber(path), handlers...)
-	r.t.add(&rt)
+	return r.only == nil || r.only(s)
+}
+
+// register serves the rows of the table this server serves, and their
+// usage notes, and indexes them (s.routes) for everything derived.
+func (s *server) register(app *fiber.App) {
+	if s.cfg.Market != nil {
+		s.mcp = s.mcpHandler()
+	}
+	keys := map[string]bool{}
+	for i := range s.rows {
+		r := s.rows[i] // a copy: its auth is this server's
+		if keys[r.key()] {
+			panic("api: the route table has " + r.key() + " twice")
+		}
+		keys[r.key()] = true
+		if !s.serves(&r) {
+			continue
+		}
+		r.auth = s.effective(r.auth)
+		if r.op == nil && r.raw == nil {
+			panic("api: " + r.key() + " runs nothing")
+		}
+		s.routes.add(&r)
+	}
+	// The usage notes first: a note's path is literal, and a route with a
+	// parameter in its place (GET /api/v1/economic/matters/{id}) must not
+	// take it.
+	served := slices.Clone(s.routes.routes)
+	s.hints(app)
+	for _, r := range served {
+		h := s.rest(r)
+		if r.anyMethod {
+			app.All(r.fiberPath(), h)
+		} else {
+			app.Add(r.method, r.fiberPath(), h)
+		}
+	}
 }
 
 // fieldsOf names the JSON fields of a body type, for refusals: "buyer,

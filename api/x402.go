@@ -2,13 +2,10 @@ package api
 
 import (
 	"encoding/json"
-	"errors"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/assayhq/assay/runtime/fault"
-	"github.com/assayhq/assay/runtime/idem"
-	"github.com/assayhq/assay/runtime/market"
 	"github.com/assayhq/assay/runtime/rail"
 	"github.com/assayhq/assay/runtime/rail/x402"
 )
@@ -20,35 +17,6 @@ import (
 // client retries with PAYMENT-SIGNATURE; a paid answer carries
 // PAYMENT-RESPONSE (base64 of the settlement). On the dev rail nothing
 // changes: no header is read and none is written.
-
-// paidMutation is jsonMutation for a route that may be paid over x402.
-func paidMutation[Req any](s *server, do func(*fiber.Ctx, Req, idem.Idem) (idem.Reply, error)) fiber.Handler {
-	fields := fieldsOf[Req]()
-	return func(c *fiber.Ctx) error {
-		var req Req
-		id, err := decodeBody(c, s, &req, fields)
-		if err != nil {
-			return err
-		}
-		r, err := do(c, req, id)
-		var pr *rail.PaymentRequired
-		if errors.As(err, &pr) {
-			return paymentRequired(c, pr)
-		}
-		if err == nil {
-			if err := paymentResponse(c, r.Body); err != nil {
-				return err
-			}
-		}
-		return reply(c, r, err)
-	}
-}
-
-// payment is what a request presents to pay: its PAYMENT-SIGNATURE
-// header, and the URL it was sent to.
-func payment(c *fiber.Ctx) market.Pay {
-	return market.Pay{Proof: c.Get(rail.HeaderPaymentSignature), Resource: c.BaseURL() + c.OriginalURL()}
-}
 
 // paymentRequiredBody is a 402's body: the error every route answers,
 // and the requirements the PAYMENT-REQUIRED header carries.

@@ -59,7 +59,7 @@ func TestAuth_signDocs(t *testing.T) {
 		t.Fatalf("the doc's requests answered %s", out)
 	}
 	before := s.snapshot(t, "/market/wallets/"+agent)
-	again := run(`curl -sS -w '\n%{http_code}' -X POST "$BASE/market/wallets/` + agent + `/deposit" -H @headers.txt --data-binary '{"amount_usd":"5"}'`)
+	again := run(`curl -sS -w '\n%{http_code}' -X POST "$BASE/market/wallets/` + agent + `/deposit" -H @work/headers.txt --data-binary '{"amount_usd":"5"}'`)
 	body, status, _ := strings.Cut(strings.TrimSpace(string(again)), "\n")
 	r := response{status: map[string]int{"401": 401}[status], body: []byte(body)}
 	if r.status != 401 || r.code(t) != "nonce_replayed" {

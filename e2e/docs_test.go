@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode"
 )
 
 // The documents whose shell examples TestDocs runs, from the repository's
@@ -35,29 +36,55 @@ func documents(tb testing.TB) []string {
 
 const repoRoot = ".."
 
+// readDocuments reads and parses every document, each with its text.
+func readDocuments(tb testing.TB) []document {
+	tb.Helper()
+	var out []document
+	for _, path := range documents(tb) {
+		src, err := os.ReadFile(filepath.Join(repoRoot, path))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		d, err := parseDocument(path, src)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		d.src = src
+		out = append(out, d)
+	}
+	return out
+}
+
 // A document's runnable examples, and how to run them.
 //
 // Every fenced block whose info string is exactly sh runs; any other
 // (text, json, js, …) is only shown. In a document:
 //
 //	<!-- serve: --flag value … -->   flags for the document's `assay serve`
-//	<!-- serve-env: NAME=value … --> its environment, given to the shell too
+//	<!-- serve-env: NAME=value … --> its environment (the server's only:
+//	                                 a block that needs a value sets it)
 //	<!-- needs: node … -->           tools besides bash, curl and jq
 //
-// and right before a sh block:
+// and right before a block:
 //
-//	<!-- skip: why -->     the block is shown, never run (it needs what a
+//	<!-- skip: why -->     the sh block is shown, never run (it needs what a
 //	                       test cannot have: a database, an LLM, itself)
-//	<!-- before-serve -->  the block runs before the server starts (it
+//	<!-- before-serve -->  the sh block runs before the server starts (it
 //	                       writes to the stopped server's data directory)
+//	<!-- output -->        the text block is what the sh block before it
+//	                       prints (outputMatches says how it is compared)
 //
-// The blocks of one document run in order in one bash (set -e, pipefail),
-// in a directory of its own holding links to the repository's examples and
-// fixtures, with the built assay first on PATH. The server listens on a
-// free port and keeps its data in ./data; every http://localhost:8080 in a
-// block is that server's address.
+// A document's blocks run twice, as a reader who runs the document again
+// would: each time in order in a new bash (set -e, pipefail), in one
+// directory holding links to the repository's examples and fixtures, with
+// the built assay first on PATH and one data directory, ./data, for the
+// server of both runs, which listens on a free port (every
+// http://localhost:8080 in a block is its address). Both runs must print
+// the documented output, and every file they leave must be one the
+// repository's .gitignore covers.
 type document struct {
 	path     string
+	src      []byte   // the document's text
 	serve    []string // flags after --addr and --data
 	env      []string
 	needs    []string
@@ -71,6 +98,8 @@ type block struct {
 	text         string
 	skip         string // why it is not run; "" runs it
 	beforeServe  bool
+	want         string // the documented output; "" when none is shown
+	wantLine     int    // the line of the output block's fence
 	directiveErr string
 }
 
@@ -94,7 +123,7 @@ func parseDocument(path string, src []byte) (document, error) {
 				d.env = append(d.env, strings.Fields(m[2])...)
 			case "needs":
 				d.needs = append(d.needs, strings.Fields(m[2])...)
-			case "skip", "before-serve":
+			case "skip", "before-serve", "output":
 				pending, pendingArg = m[1], m[2]
 				continue
 			}
@@ -127,8 +156,23 @@ func parseDocument(path string, src []byte) (document, error) {
 				b.beforeServe = true
 			}
 			d.blocks = append(d.blocks, b)
+			if pending == "output" {
+				d.badFence = append(d.badFence, fmt.Sprintf("%s:%d: <!-- output --> before a sh block: the output is a text block after it", path, start))
+			}
 		case "bash", "shell", "console", "zsh":
 			d.badFence = append(d.badFence, fmt.Sprintf("%s:%d: ```%s: write sh (run by the test) or text (shown only)", path, start, lang))
+		case "text":
+			if pending == "output" {
+				switch n := len(d.blocks); {
+				case n == 0 || d.blocks[n-1].skip != "" || d.blocks[n-1].want != "":
+					d.badFence = append(d.badFence, fmt.Sprintf("%s:%d: <!-- output --> follows no sh block that runs and shows no output yet", path, start))
+				default:
+					d.blocks[n-1].want, d.blocks[n-1].wantLine = strings.Join(body, "\n"), start
+				}
+			} else if pending != "" {
+				d.badFence = append(d.badFence, fmt.Sprintf("%s:%d: <!-- %s --> before a %q block, which never runs", path, start, pending, lang))
+			}
+			d.shown++
 		default:
 			if pending != "" {
 				d.badFence = append(d.badFence, fmt.Sprintf("%s:%d: <!-- %s --> before a %q block, which never runs", path, start, pending, lang))
@@ -141,21 +185,19 @@ func parseDocument(path string, src []byte) (document, error) {
 }
 
 // TestDocs runs every sh example of README.md and docs/*.md against a real
-// `assay serve`, as a reader would type them from the repository's root.
+// `assay serve`, as a reader would type them from the repository's root,
+// twice on one data directory, and compares what they print with the
+// documented output.
 func TestDocs(t *testing.T) {
 	// assay check, replay and judge compile checkers into one cache of the
 	// test's own, not the user's
 	cache := "ASSAY_CACHE=" + t.TempDir()
-	for _, path := range documents(t) {
-		src, err := os.ReadFile(filepath.Join(repoRoot, path))
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := parseDocument(path, src)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, d := range readDocuments(t) {
+		path := d.path
 		t.Run(strings.TrimSuffix(strings.ReplaceAll(path, "/", "_"), ".md"), func(t *testing.T) {
+			// Each document has a directory, a server and a shell of its
+			// own; the compile cache they share is safe for concurrent use.
+			t.Parallel()
 			for _, e := range d.badFence {
 				t.Error(e)
 			}
@@ -169,6 +211,8 @@ func TestDocs(t *testing.T) {
 	}
 }
 
+// run runs d's blocks twice in one directory, and checks that they left
+// nothing git would see.
 func (d document) run(t *testing.T, shellEnv ...string) {
 	if testing.Short() {
 		t.Skip("e2e: starts a server")
@@ -188,16 +232,42 @@ func (d document) run(t *testing.T, shellEnv ...string) {
 			t.Fatal(err)
 		}
 	}
-	sh := startShell(t, dir, append(shellEnv, d.env...))
+	tracked := gitStatus(t, root, "examples", "fixtures")
+	for pass := 1; pass <= 2; pass++ {
+		if !d.runOnce(t, dir, pass, shellEnv) {
+			return
+		}
+	}
+	if after := gitStatus(t, root, "examples", "fixtures"); after != tracked {
+		t.Errorf("%s changed the repository's examples or fixtures:\n%s", d.path, after)
+	}
+	for _, f := range notIgnored(t, root, dir) {
+		t.Errorf("%s leaves %s, which git would see in a clone: write it under a directory .gitignore covers", d.path, f)
+	}
+}
+
+// runOnce is one reader's run of d in dir: a new shell, the server
+// started on ./data before the first block that needs it and stopped at
+// the end. It returns false when a block failed.
+func (d document) runOnce(t *testing.T, dir string, pass int, shellEnv []string) bool {
+	scripts := t.TempDir()
+	sh := startShell(t, dir, scripts, shellEnv)
 	var s *server
 	serve := func() {
 		s = startServe(t, filepath.Join(dir, "data"), d.serve, d.env, 60*time.Second)
-		t.Logf("%s: assay serve %s on %s", d.path, strings.Join(d.serve, " "), s.base)
+		t.Logf("%s, run %d: assay serve %s on %s", d.path, pass, strings.Join(d.serve, " "), s.base)
 	}
-	ran := 0
+	defer func() {
+		if s != nil {
+			s.stop(t)
+		}
+	}()
+	ran, compared := 0, 0
 	for _, b := range d.blocks {
 		if b.skip != "" {
-			t.Logf("%s:%d: not run: %s", d.path, b.line, b.skip)
+			if pass == 1 {
+				t.Logf("%s:%d: not run: %s", d.path, b.line, b.skip)
+			}
 			continue
 		}
 		if s == nil && !b.beforeServe {
@@ -210,23 +280,120 @@ func (d document) run(t *testing.T, shellEnv ...string) {
 		if s != nil {
 			text = strings.ReplaceAll(text, "http://localhost:8080", s.base)
 		}
+		began := time.Now()
 		out, err := sh.run(text)
+		took := time.Since(began).Round(time.Millisecond)
 		if err != nil {
-			msg := fmt.Sprintf("%s:%d: %v\n--- the block\n%s--- its output\n%s", d.path, b.line, err, b.text, out)
+			msg := fmt.Sprintf("%s:%d, run %d: %v\n--- the block\n%s--- its output\n%s", d.path, b.line, pass, err, b.text, out)
 			if s != nil {
 				msg += fmt.Sprintf("--- the server's log (last 4 KiB)\n%s", tail(s.out.String(), 4096))
 			}
-			t.Fatal(msg)
+			t.Error(msg)
+			return false
 		}
 		if testing.Verbose() {
-			t.Logf("%s:%d:\n%s", d.path, b.line, out)
+			t.Logf("%s:%d, run %d, %s:\n%s", d.path, b.line, pass, took, out)
+		}
+		if b.want != "" {
+			if s != nil {
+				out = strings.ReplaceAll(out, s.base, "http://localhost:8080")
+			}
+			if !outputMatches(b.want, out) {
+				t.Errorf("%s:%d, run %d: the block printed\n%s\n--- where %s:%d documents\n%s", d.path, b.line, pass, out, d.path, b.wantLine, b.want)
+			}
+			compared++
 		}
 		ran++
 	}
 	if s == nil && (len(d.serve) > 0 || len(d.env) > 0) {
 		serve() // the flags a document names must still serve when none of its blocks runs
 	}
-	t.Logf("%s: %d blocks run, %d skipped, %d shown only", d.path, ran, len(d.blocks)-ran, d.shown)
+	t.Logf("%s, run %d: %d blocks run (%d outputs compared), %d skipped, %d shown only", d.path, pass, ran, compared, len(d.blocks)-ran, d.shown)
+	return true
+}
+
+// outputMatches reports whether got is the documented output want. Lines
+// compare without their trailing blanks. In want, "…" stands for what
+// changes from run to run: within a line, any text (ids, hashes, times);
+// as a whole line, any number of lines.
+func outputMatches(want, got string) bool {
+	var re strings.Builder
+	re.WriteString(`\A`)
+	for _, line := range strings.Split(strings.TrimRight(want, "\n"), "\n") {
+		line = strings.TrimRight(line, " \t")
+		if line == "…" {
+			re.WriteString(`(?:[^\n]*\n)*?`)
+			continue
+		}
+		parts := strings.Split(line, "…")
+		for i, p := range parts {
+			parts[i] = regexp.QuoteMeta(p)
+		}
+		re.WriteString(strings.Join(parts, `[^\n]*?`) + `\n`)
+	}
+	re.WriteString(`\z`)
+	var norm strings.Builder
+	for _, line := range strings.Split(strings.TrimRight(got, "\n"), "\n") {
+		norm.WriteString(strings.TrimRight(line, " \t") + "\n")
+	}
+	return regexp.MustCompile(re.String()).MatchString(norm.String())
+}
+
+// gitStatus is git's short status of paths in the repository at root, or
+// "" when git cannot say (no git, not a checkout).
+func gitStatus(tb testing.TB, root string, paths ...string) string {
+	tb.Helper()
+	out, err := exec.Command("git", append([]string{"-C", root, "status", "--porcelain", "--untracked-files=all", "--"}, paths...)...).Output()
+	if err != nil {
+		return ""
+	}
+	return string(out)
+}
+
+// notIgnored returns the files under dir (the links to the repository's
+// examples and fixtures aside) that the .gitignore of the repository at
+// root would not cover, were they in its root: what a reader who ran the
+// documents in a clone would find in git status.
+func notIgnored(tb testing.TB, root, dir string) []string {
+	tb.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		tb.Logf("git is not installed: not checking that .gitignore covers what the documents write")
+		return nil
+	}
+	var files []string
+	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if rel == "examples" || rel == "fixtures" {
+			return fs.SkipDir
+		}
+		if !e.IsDir() {
+			files = append(files, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if len(files) == 0 {
+		return nil
+	}
+	cmd := exec.Command("git", "-C", root, "check-ignore", "--no-index", "--verbose", "--non-matching", "--stdin")
+	cmd.Stdin = strings.NewReader(strings.Join(files, "\n") + "\n")
+	out, err := cmd.Output()
+	if err != nil && len(out) == 0 {
+		tb.Fatalf("git check-ignore: %v", err)
+	}
+	var seen []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		// "::\tpath" is a path that no pattern matches
+		if p, ok := strings.CutPrefix(line, "::\t"); ok {
+			seen = append(seen, p)
+		}
+	}
+	return seen
 }
 
 func tail(s string, n int) string {
@@ -239,17 +406,19 @@ func tail(s string, n int) string {
 // shell is one bash running a document's blocks in turn, so that variables
 // and files carry from one block to the next.
 type shell struct {
-	cmd   *exec.Cmd
-	in    io.WriteCloser
-	lines chan string
-	dir   string
-	n     int
-	done  chan error
+	cmd     *exec.Cmd
+	in      io.WriteCloser
+	lines   chan string
+	scripts string // where the blocks are written to be sourced
+	n       int
+	done    chan error
 }
 
 const doneMark = "\x1eassay-docs-block-done"
 
-func startShell(tb testing.TB, dir string, env []string) *shell {
+// startShell starts bash in dir, with env added to its environment; the
+// blocks it runs are written to files in scripts.
+func startShell(tb testing.TB, dir, scripts string, env []string) *shell {
 	tb.Helper()
 	bin := filepath.Dir(binary)
 	cmd := exec.Command("bash", "--noprofile", "--norc", "-e", "-o", "pipefail")
@@ -270,7 +439,7 @@ func startShell(tb testing.TB, dir string, env []string) *shell {
 		tb.Fatal(err)
 	}
 	pw.Close()
-	sh := &shell{cmd: cmd, in: in, lines: make(chan string, 1024), dir: dir, done: make(chan error, 1)}
+	sh := &shell{cmd: cmd, in: in, lines: make(chan string, 1024), scripts: scripts, done: make(chan error, 1)}
 	go func() {
 		r := bufio.NewReader(pr)
 		for {
@@ -304,7 +473,7 @@ func startShell(tb testing.TB, dir string, env []string) *shell {
 // command that fails ends the shell: that block's error.
 func (sh *shell) run(text string) (string, error) {
 	sh.n++
-	name := filepath.Join(sh.dir, fmt.Sprintf(".block-%02d.sh", sh.n))
+	name := filepath.Join(sh.scripts, fmt.Sprintf("block-%02d.sh", sh.n))
 	if err := os.WriteFile(name, []byte(text), 0o644); err != nil {
 		return "", err
 	}
@@ -338,16 +507,9 @@ func (sh *shell) run(text string) (string, error) {
 // the binary otherwise than assay.
 func TestDocs_examplesUsed(t *testing.T) {
 	var run, all strings.Builder
-	for _, path := range documents(t) {
-		src, err := os.ReadFile(filepath.Join(repoRoot, path))
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, d := range readDocuments(t) {
+		path, src := d.path, d.src
 		all.Write(src)
-		d, err := parseDocument(path, src)
-		if err != nil {
-			t.Fatal(err)
-		}
 		for _, b := range d.blocks {
 			if b.skip == "" {
 				run.WriteString(b.text)
@@ -426,13 +588,153 @@ func TestDocs_parse(t *testing.T) {
 	if _, err := parseDocument("y.md", []byte("```sh\nnever closed\n")); err == nil {
 		t.Fatal("an unclosed block parsed")
 	}
+	out := "```sh\necho one\n```\n\n<!-- output -->\n```text\none\n```\n" +
+		"<!-- output -->\n```text\nno block\n```\n<!-- skip: why -->\n```sh\nx\n```\n<!-- output -->\n```text\nskipped\n```\n"
+	d, err = parseDocument("z.md", []byte(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.blocks) != 2 || d.blocks[0].want != "one" || d.blocks[0].wantLine != 6 || d.blocks[1].want != "" || len(d.badFence) != 2 {
+		t.Fatalf("blocks %+v, bad fences %q", d.blocks, d.badFence)
+	}
+}
+
+// TestDocs_outputMatches: a documented output and what a block printed.
+func TestDocs_outputMatches(t *testing.T) {
+	for _, tc := range []struct {
+		name, want, got string
+		ok              bool
+	}{
+		{"OK", "a\nb", "a\nb\n", true},
+		{"OKTrailingBlanks", "a  \nb", "a\nb  ", true},
+		{"OKWithinLine", `{"id":"…","n":1}`, `{"id":"lst_01J","n":1}`, true},
+		{"OKEmptyElision", "x…y", "xy", true},
+		{"OKLines", "first\n…\nlast", "first\n2\n3\nlast", true},
+		{"OKNoLines", "first\n…\nlast", "first\nlast", true},
+		{"ErrOther", "a\nb", "a\nc", false},
+		{"ErrMore", "a", "a\nb", false},
+		{"ErrLess", "a\nb", "a", false},
+		{"ErrAcrossLines", "a…b", "a\nb", false},
+		{"ErrRegexpIsText", "a.c", "abc", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := outputMatches(tc.want, tc.got); got != tc.ok {
+				t.Errorf("outputMatches(%q, %q) = %v", tc.want, tc.got, got)
+			}
+		})
+	}
+}
+
+// TestDocs_serveAsDocumented: a document whose server needs flags or
+// environment says how to start it with make run, spelled as the test
+// starts it, and make run passes the flags on as the document says.
+func TestDocs_serveAsDocumented(t *testing.T) {
+	for _, d := range readDocuments(t) {
+		path, src := d.path, d.src
+		if len(d.serve) == 0 && len(d.env) == 0 {
+			continue
+		}
+		want := "make run"
+		if len(d.env) > 0 {
+			want = strings.Join(d.env, " ") + " " + want
+		}
+		if len(d.serve) > 0 {
+			want += " ARGS='" + strings.Join(d.serve, " ") + "'"
+		}
+		if !bytes.Contains(src, []byte(want)) {
+			t.Errorf("%s starts its server with %s but never says `%s`", path, strings.Join(append(d.env, d.serve...), " "), want)
+		}
+		if _, err := exec.LookPath("make"); err != nil {
+			continue
+		}
+		cmd := exec.Command("make", "-s", "-n", "run", "ARGS="+strings.Join(d.serve, " "))
+		cmd.Dir = repoRoot
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("make -n run: %v", err)
+		}
+		if serve := "serve --addr :8080 --data ./data " + strings.Join(d.serve, " "); !strings.Contains(string(out), serve) {
+			t.Errorf("make run ARGS='%s' runs\n%s\nnot %s", strings.Join(d.serve, " "), out, serve)
+		}
+	}
+}
+
+// The headline figures of README.md are links to the tables of
+// docs/performance.md they come from.
+var (
+	figureRE = regexp.MustCompile(`\d[\d,.]*\s?(µs|ms|ns|s|x|%|MiB|GiB|MB|GB)\b|\d[\d,.]*\s?(cases|replays)/s`)
+	perfLink = regexp.MustCompile(`\[([^\]]*)\]\(docs/performance\.md#([a-z0-9-]+)\)`)
+)
+
+// TestDocs_readme: README.md is a landing page of at most 300 lines, and
+// every figure it shows links to the table of docs/performance.md it comes
+// from.
+func TestDocs_readme(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(src, []byte("\n")); n > 300 {
+		t.Errorf("README.md has %d lines: a landing page has at most 300; move the rest to docs/", n)
+	}
+	perf, err := os.ReadFile(filepath.Join(repoRoot, "docs", "performance.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	anchors := map[string]bool{}
+	for _, line := range strings.Split(string(perf), "\n") {
+		if h, ok := strings.CutPrefix(line, "#"); ok {
+			anchors[slug(strings.TrimLeft(h, "#"))] = true
+		}
+	}
+	links, inBlock := 0, false
+	for i, line := range strings.Split(string(src), "\n") {
+		if strings.HasPrefix(line, "```") {
+			inBlock = !inBlock // what a command prints is no headline figure
+			continue
+		}
+		if inBlock {
+			continue
+		}
+		for _, m := range perfLink.FindAllStringSubmatch(line, -1) {
+			links++
+			if !anchors[m[2]] {
+				t.Errorf("README.md:%d: a link to docs/performance.md#%s, which has no such heading", i+1, m[2])
+			}
+		}
+		// What is left outside the links to performance.md must hold no
+		// figure.
+		rest := perfLink.ReplaceAllString(line, "")
+		rest = regexp.MustCompile("`[^`]*`").ReplaceAllString(rest, "") // commands and flags are no figures
+		if f := figureRE.FindString(rest); f != "" {
+			t.Errorf("README.md:%d: %q is a figure that links to no table of docs/performance.md", i+1, f)
+		}
+	}
+	if links == 0 {
+		t.Error("README.md shows no headline figure from docs/performance.md")
+	}
+}
+
+// slug is the anchor GitHub gives a heading: lowercase, spaces to
+// hyphens, punctuation dropped.
+func slug(h string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimSpace(h)) {
+		switch {
+		case r == ' ' || r == '-':
+			b.WriteRune('-')
+		case r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // TestDocs_shell: variables carry from block to block, output is a block's
 // own, and a failing command, even inside $(…) or a pipeline, fails its
 // block.
 func TestDocs_shell(t *testing.T) {
-	sh := startShell(t, t.TempDir(), nil)
+	sh := startShell(t, t.TempDir(), t.TempDir(), nil)
 	for _, tc := range []struct{ text, out string }{
 		{"X=$(echo one)\n", ""},
 		{"echo $X; echo two >&2\n", "one\ntwo\n"},
@@ -443,7 +745,7 @@ func TestDocs_shell(t *testing.T) {
 		}
 	}
 	for _, text := range []string{"false\necho after\n", "Y=$(false; echo y)\n", "false | true\n"} {
-		sh := startShell(t, t.TempDir(), nil)
+		sh := startShell(t, t.TempDir(), t.TempDir(), nil)
 		if out, err := sh.run(text); err == nil || strings.Contains(out, "after") {
 			t.Errorf("%q did not fail: %q", text, out)
 		}

@@ -57,7 +57,7 @@ type server struct {
 	done   chan error
 }
 
-var listening = regexp.MustCompile(`serving the escrow court on (http://\S+)`)
+var listening = regexp.MustCompile(`^assay: serving .* on (http://\S+)$`)
 
 // start runs assay serve on a free loopback port with data in dir.
 func start(tb testing.TB, dir string, env ...string) *server {
@@ -373,7 +373,7 @@ func TestErrors(t *testing.T) {
 		if r1.status != 200 || r2.status != 200 || string(r1.body) != string(r2.body) || r2.header.Get("Idempotent-Replayed") != "true" {
 			t.Fatalf("%d %s / %d %s", r1.status, r1.body, r2.status, r2.body)
 		}
-		r3 := s.post(t, "/contracts/"+id+"/fund", `{ }`, "Idempotency-Key", "fund-1")
+		r3 := s.post(t, "/contracts/"+id+"/fund", `{"again":1}`, "Idempotency-Key", "fund-1", malformed, "1")
 		if r3.status != 409 || r3.code(t) != "idempotency_conflict" {
 			t.Fatalf("%d %s", r3.status, r3.body)
 		}

@@ -83,7 +83,17 @@ type Options struct {
 // The price: up to NumMemtables (5) of them in memory while flushes lag.
 const memTableSize = 128 << 20
 
+// ErrLocked is Open's error, wrapped with the directory, when another
+// process has the store open: badger lets one process at a time open a
+// directory, and says so only in the text of its error.
+var ErrLocked = errors.New("another process has this badger store open, and badger lets one process at a time open a store")
+
 // Open opens (creating if need be) the badger store in dir.
+//
+// # Errors
+//
+// ErrLocked, wrapped, when another process holds dir; any other error
+// badger returns, wrapped.
 func Open(dir string, opt Options) (*DB, error) {
 	// Badger's own SyncWrites syncs once per transaction, so concurrent
 	// commits queue behind one another's fsyncs. Assay syncs instead once
@@ -104,6 +114,9 @@ func Open(dir string, opt Options) (*DB, error) {
 		bo = bo.WithMemTableSize(badger.DefaultOptions("").MemTableSize).WithInMemory(true).WithDir("").WithValueDir("").WithSyncWrites(false)
 	}
 	db, err := badger.Open(bo)
+	if err != nil && strings.Contains(err.Error(), "Cannot acquire directory lock") {
+		return nil, fmt.Errorf("storage: open %s: %w", dir, ErrLocked)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
 	}

@@ -65,6 +65,24 @@ func TestDB_reopen(t *testing.T) {
 	})
 }
 
+// TestDB_locked: a second Open of a directory in use is ErrLocked, named
+// as such, and leaves the first store working.
+func TestDB_locked(t *testing.T) {
+	dir := t.TempDir()
+	db := MustOpen(t, dir)
+	second, err := storage.Open(dir, storage.Options{})
+	if err == nil {
+		second.Close()
+		t.Fatal("a second Open of a directory in use succeeded")
+	}
+	if !errors.Is(err, storage.ErrLocked) {
+		t.Fatalf("a second Open: %v, want ErrLocked", err)
+	}
+	if err := db.Update(context.Background(), func(tx store.Tx) error { return tx.Set("k", []byte("v")) }); err != nil {
+		t.Fatalf("the first store after a refused Open: %v", err)
+	}
+}
+
 // An Update that conflicts on every attempt gives up with
 // store.ErrContention, a 503 for the API, and keeps nothing.
 func TestDB_contention(t *testing.T) {

@@ -76,6 +76,6 @@
 // about 0.3 GiB, with two exceptions: per-instance bookkeeping proportional to
 // the module (bounded by the upload limits, not by the budget) and the
 // compiled code of every checker the Sandbox has compiled, which it keeps
-// for its life. On the README's 24 GiB, 2-core machine the default bound
+// for its life. On docs/performance.md's 24 GiB, 2-core machine A the default bound
 // is 12 + 0.6 GiB.
 package wasm

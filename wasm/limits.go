@@ -11,7 +11,7 @@ import (
 //
 // DefaultFuel is calibrated on the cheapest loop there is, (loop (br 0)),
 // one fuel an iteration: it spends 10^9 fuel in 0.25 s on the 2-core
-// machine of the README's "Performance" (0.25 ns a fuel, BenchmarkSpin;
+// machine of docs/performance.md (0.25 ns a fuel, BenchmarkSpin;
 // 0.6 s with other builds running; even at the 1.25-1.7 ns a fuel measured
 // under load before fuel slices, under 2 s), so a runaway checker ends
 // fuel_exhausted many times within DefaultTimeout, the backstop: under

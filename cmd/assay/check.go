@@ -89,12 +89,15 @@ func cmdCheck(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	// The court's runner, over this one checker, with the flags' limits
 	// as they are (--fuel 0 unmetered, --timeout the backstop).
 	ref := checkers.Ref{SHA256: checkers.SHA256(module), Kind: *kind, ArtifactType: *artType}
-	res := checkers.NewRunner(sb, checkers.Modules(module)).Do(ctx, checkers.Job{Ref: ref, Input: in, NoMemo: true, Limits: &lim})
-	if res.Err != nil {
-		fmt.Fprintf(stderr, "assay check: %v\n", res.Err)
-		return exitUsage
+	out, ok := refused(ctx, sb, *kind, module, in, lim)
+	if !ok {
+		res := checkers.NewRunner(sb, checkers.Modules(module)).Do(ctx, checkers.Job{Ref: ref, Input: in, NoMemo: true, Limits: &lim})
+		if res.Err != nil {
+			fmt.Fprintf(stderr, "assay check: %v\n", res.Err)
+			return exitUsage
+		}
+		out = res.Outcome
 	}
-	out := res.Outcome
 	// Run returned, so its guest has stopped; Close has nothing to wait for.
 	closeCtx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
@@ -120,6 +123,31 @@ func cmdCheck(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	default:
 		return exitNo
 	}
+}
+
+// refused returns the invalid_checker outcome of a checker that the
+// server's POST /checkers would refuse and the sandbox would still run:
+// Python source that does not compile, which a run would only report as a
+// fail. ok is false for any other checker (a wasm module the sandbox
+// refuses is invalid_checker when it runs).
+func refused(ctx context.Context, sb *wasm.Sandbox, kind string, module []byte, in wasm.Input, lim wasm.Limits) (out wasm.Outcome, ok bool) {
+	if kind != checkers.KindPython {
+		return wasm.Outcome{}, false
+	}
+	err := checkers.Validate(ctx, sb, kind, module)
+	if err == nil {
+		return wasm.Outcome{}, false
+	}
+	return wasm.Outcome{
+		Kind:          wasm.KindInvalidChecker,
+		ExitCode:      -1,
+		FuelLimit:     lim.Fuel,
+		CheckerSHA256: checkers.SHA256(module),
+		InputSHA256:   checkers.SHA256(in.Artifact),
+		StdoutSHA256:  checkers.SHA256(nil),
+		StderrSHA256:  checkers.SHA256(nil),
+		Detail:        "invalid checker: " + err.Error(),
+	}, true
 }
 
 // printOutcome writes the short human summary of an outcome.

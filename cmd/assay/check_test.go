@@ -147,6 +147,8 @@ func TestCheck_python(t *testing.T) {
 	failPy := writeFile(t, "fail.py", "assert len(data['rows']) == 4, f\"{len(data['rows'])} rows\"\n")
 	noExt := writeFile(t, "checker", "assert data is not None\n")
 	codePy := writeFile(t, "code_check.py", "assert total([1, 2, 3]) == 6\n")
+	// POST /checkers refuses the same file as invalid_checker.
+	broken := filepath.Join("..", "..", "examples", "checkers", "broken.py")
 	for _, tc := range []struct {
 		name  string
 		args  []string
@@ -159,6 +161,7 @@ func TestCheck_python(t *testing.T) {
 		{"OKCode", []string{"--checker", codePy, "--type", "code", "--artifact", code}, exitOK, "pass", ""},
 		{"Fail", []string{"--checker", failPy, "--artifact", art}, exitNo, "fail", "AssertionError: 3 rows"},
 		{"Fuel", []string{"--checker", passPy, "--artifact", art, "--fuel", "100000"}, exitNo, "fuel_exhausted", ""},
+		{"Invalid", []string{"--checker", broken, "--artifact", art}, exitInvalidChecker, "invalid_checker", "does not compile: SyntaxError at line 2"},
 		{"ErrType", []string{"--checker", passPy, "--artifact", art, "--type", "blob"}, exitUsage, "", ""},
 		{"ErrTypeWasm", []string{"--checker", fixturePath("pass.wasm"), "--artifact", art, "--type", "code"}, exitUsage, "", ""},
 		{"ErrKind", []string{"--checker", passPy, "--artifact", art, "--kind", "lua"}, exitUsage, "", ""},

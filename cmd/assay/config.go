@@ -138,9 +138,21 @@ func (c Config) openStore(ctx context.Context, log *slog.Logger, m *metrics.Metr
 	case "postgres":
 		return postgres.Open(ctx, c.Store.Target, po)
 	case "badger":
-		return storage.Open(c.Store.Target, bo)
+		return lockHint(storage.Open(c.Store.Target, bo))
 	}
-	return storage.Open(filepath.Join(c.Data, "db"), bo)
+	return lockHint(storage.Open(filepath.Join(c.Data, "db"), bo))
+}
+
+// lockHint adds to storage.ErrLocked what to do about it.
+func lockHint(db *storage.DB, err error) (store.Store, error) {
+	if errors.Is(err, storage.ErrLocked) {
+		return nil, fmt.Errorf("%w: stop the process that holds it (an assay serve on the same data directory?) and try again, "+
+			"or keep the store in PostgreSQL (--store postgres:URL), which several processes share", err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return db, nil
 }
 
 // storeSpec names the store: badger in a directory, or a PostgreSQL

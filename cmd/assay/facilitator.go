@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/assayhq/assay/runtime/market"
+	"github.com/assayhq/assay/runtime/principal"
 	"github.com/assayhq/assay/runtime/rail"
 	"github.com/assayhq/assay/runtime/rail/x402"
 	"github.com/assayhq/assay/runtime/store"
@@ -186,8 +187,21 @@ func (r *railSpec) open(db store.Store, now func() time.Time, log *slog.Logger) 
 
 // withRail is a wire option: the market settles on r (nil: the dev rail).
 func withRail(r rail.Rail) wireOption {
-	return func(c *market.Config) { c.Rail = r }
+	return func(w *wiring) { w.rail = r }
 }
 
-// wireOption adjusts the market's Config in wire.
-type wireOption func(*market.Config)
+// withAuth sets how the court, the market and the judgment service
+// authenticate.
+func withAuth(court, market, matters principal.Mode) wireOption {
+	return func(w *wiring) { w.court, w.market, w.matters = court, market, matters }
+}
+
+// wiring is what wire's options set: the market's rail and each
+// service's mode.
+type wiring struct {
+	rail                   rail.Rail
+	court, market, matters principal.Mode
+}
+
+// wireOption adjusts what wire builds.
+type wireOption func(*wiring)

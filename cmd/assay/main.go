@@ -4,6 +4,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -98,11 +99,16 @@ func buildVersion(set string, read func() (*debug.BuildInfo, bool)) string {
 }
 
 // cmdVersion prints the version, the Go toolchain and platform, and the
-// commit the binary was built from when Go recorded it.
+// commit the binary was built from when Go recorded it; with --json, the
+// same as one object (versionInfo).
 func cmdVersion(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("version", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprintln(stderr, "usage: assay version (or assay --version)") }
+	asJSON := fs.Bool("json", false, "print the version as one JSON object")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: assay version [--json] (or assay --version)")
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return exitOK
@@ -113,20 +119,51 @@ func cmdVersion(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return exitUsage
 	}
-	fmt.Fprintf(stdout, "assay %s\n", version)
-	fmt.Fprintf(stdout, "go %s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	v := versionInfo{Version: version, Go: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}
 	if bi, ok := debug.ReadBuildInfo(); ok {
-		if c := commitOf(bi); c != "" {
-			fmt.Fprintf(stdout, "commit %s\n", c)
+		v.Commit, v.CommitTime, v.Modified = vcsOf(bi)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(v); err != nil {
+			fmt.Fprintf(stderr, "assay version: %v\n", err)
+			return exitUsage
 		}
+		return exitOK
+	}
+	fmt.Fprintf(stdout, "assay %s\n", v.Version)
+	fmt.Fprintf(stdout, "go %s %s/%s\n", v.Go, v.OS, v.Arch)
+	if v.Commit != "" {
+		c := v.Commit
+		if v.CommitTime != "" {
+			c += " " + v.CommitTime
+		}
+		if v.Modified {
+			c += " (modified)"
+		}
+		fmt.Fprintf(stdout, "commit %s\n", c)
 	}
 	return exitOK
 }
 
-// commitOf is the VCS revision Go stamped into the binary, with its time
-// and whether the tree had changes, or "".
-func commitOf(bi *debug.BuildInfo) string {
-	var rev, at, modified string
+// versionInfo is what assay version --json prints.
+type versionInfo struct {
+	Version string `json:"version"` // as /health reports it
+	Go      string `json:"go"`      // the toolchain that built the binary
+	OS      string `json:"os"`
+	Arch    string `json:"arch"`
+	// Commit, CommitTime and Modified are the VCS revision Go stamped
+	// into the binary, its time, and whether the tree had changes; empty
+	// when Go recorded none (go install of a module version, -buildvcs=false).
+	Commit     string `json:"commit,omitempty"`
+	CommitTime string `json:"commit_time,omitempty"`
+	Modified   bool   `json:"modified,omitempty"`
+}
+
+// vcsOf returns the VCS revision Go stamped into the binary, with its
+// time and whether the tree had changes; rev is "" when there is none.
+func vcsOf(bi *debug.BuildInfo) (rev, at string, modified bool) {
 	for _, s := range bi.Settings {
 		switch s.Key {
 		case "vcs.revision":
@@ -134,19 +171,13 @@ func commitOf(bi *debug.BuildInfo) string {
 		case "vcs.time":
 			at = s.Value
 		case "vcs.modified":
-			modified = s.Value
+			modified = s.Value == "true"
 		}
 	}
 	if rev == "" {
-		return ""
+		return "", "", false
 	}
-	if at != "" {
-		rev += " " + at
-	}
-	if modified == "true" {
-		rev += " (modified)"
-	}
-	return rev
+	return rev, at, modified
 }
 
 // parseFlags parses a command's args into fs, which takes no positional

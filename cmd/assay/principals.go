@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/principal"
 	"github.com/assayhq/assay/runtime/receipt"
+	"github.com/assayhq/assay/storage"
 )
 
 func init() {
@@ -99,6 +101,12 @@ func cmdPrincipals(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if err := principals(sub, c, a, stdout, stderr); err != nil {
+		if errors.Is(err, storage.ErrLocked) {
+			// Not an internal error: the store is in use, which the
+			// operator can fix.
+			fmt.Fprintf(stderr, "assay principals %s: %v\n", sub, err)
+			return exitNo
+		}
 		fmt.Fprintf(stderr, "assay principals %s: %s\n", sub, fault.MessageOf(err))
 		if fault.KindOf(err) == fault.Internal {
 			fmt.Fprintf(stderr, "  %v\n", err)

@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -51,9 +53,35 @@ type replayReport struct {
 	// Outcome is the first, uncounted run's, as assay check --json prints
 	// it.
 	Outcome wasm.Outcome `json:"outcome"`
+	// Interrupted is set when Ctrl-C (or SIGTERM) stopped the replays
+	// early: the figures are then those of the Count replays that
+	// finished before it, Requested of them asked for.
+	Interrupted bool `json:"interrupted,omitempty"`
+	Requested   int  `json:"requested,omitempty"`
 }
 
+// exitInterrupted is assay replay's exit status when SIGINT or SIGTERM
+// ended it early, after it printed what it had: 128 plus SIGINT's
+// number, as a shell reports a command Ctrl-C stopped.
+const exitInterrupted = 130
+
 func cmdReplay(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	// Ctrl-C (or SIGTERM) stops the replays: the summary of those done
+	// is printed, and the progress bar cleared.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return replay(ctx, args, stdout, stderr, progressTo(stderr))
+}
+
+// progress shows how many replays are done; progressTo's *progressBar is
+// one.
+type progress interface {
+	set(done, total int) // calls come one at a time
+	clear()              // erase what set drew
+}
+
+// replay is assay replay until ctx ends, showing its progress on bar.
+func replay(ctx context.Context, args []string, stdout, stderr io.Writer, bar progress) int {
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -64,7 +92,7 @@ func cmdReplay(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "default) every counted replay is then answered from it; --no-memo runs every one in the sandbox.")
 		fmt.Fprintln(stderr, "The outcome printed is the first run's; replays whose outcome differs are counted as mismatches.")
 		fmt.Fprintln(stderr, "Exit status as assay check: 0 pass, 1 any other deciding outcome (or a mismatch), 2 usage or")
-		fmt.Fprintln(stderr, "unreadable file, 3 invalid checker, 4 timeout.")
+		fmt.Fprintln(stderr, "unreadable file, 3 invalid checker, 4 timeout; 130 when Ctrl-C stopped it, after printing the replays done.")
 		fmt.Fprintln(stderr)
 		fs.PrintDefaults()
 	}
@@ -110,7 +138,6 @@ func cmdReplay(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 
-	ctx := context.Background()
 	sb, err := wasm.NewSandbox(ctx, wasm.Config{CacheDir: *cacheDir})
 	if err != nil {
 		fmt.Fprintf(stderr, "assay replay: %v\n", err)
@@ -118,10 +145,22 @@ func cmdReplay(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	defer func() {
 		// A guest left running by a timeout is ended by the process's exit.
-		closeCtx, cancel := context.WithTimeout(ctx, time.Second)
+		closeCtx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		_ = sb.Close(closeCtx)
 	}()
+	// Python that does not compile is invalid_checker, as assay check and
+	// POST /checkers say, not a replayed fail.
+	if out, ok := refused(ctx, sb, *kind, module, in, wasm.Limits{Fuel: *fuel, MemoryMiB: uint32(memoryMiB)}); ok {
+		if *asJSON {
+			enc := json.NewEncoder(stdout)
+			enc.SetEscapeHTML(false)
+			_ = enc.Encode(replayReport{Memo: !*noMemo, Engine: sb.Engine(), Outcome: out})
+		} else {
+			printOutcome(stdout, out)
+		}
+		return exitInvalidChecker
+	}
 	ref := checkers.Ref{SHA256: checkers.SHA256(module), Kind: *kind, Fuel: *fuel, MemoryMiB: uint32(memoryMiB), ArtifactType: *artType}
 	pool := checkers.NewPool(*parallel)
 	opts := []checkers.RunnerOption{checkers.WithPool(pool)}
@@ -132,11 +171,16 @@ func cmdReplay(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	job := checkers.Job{Ref: ref, Input: in, NoMemo: *noMemo}
 
 	first := runner.Do(ctx, job)
+	if ctx.Err() != nil {
+		fmt.Fprintln(stderr, "assay replay: interrupted during the first, uncounted run: no replay to report")
+		return exitInterrupted
+	}
 	if first.Err != nil {
 		fmt.Fprintf(stderr, "assay replay: %v\n", first.Err)
 		return exitUsage
 	}
-	res, err := timeReplays(ctx, runner, pool, job, first.Outcome, *count, *parallel, progressTo(stderr))
+	res, err := timeReplays(ctx, runner, pool, job, first.Outcome, *count, *parallel, bar.set)
+	bar.clear()
 	if err != nil {
 		fmt.Fprintf(stderr, "assay replay: %v\n", err)
 		return exitUsage
@@ -157,16 +201,25 @@ func cmdReplay(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		if res.Memo {
 			memo = fmt.Sprintf("memo on (%d hits)", res.MemoHits)
 		}
-		fmt.Fprintf(stdout, "%d replays of %s (%s, %s) on %d workers, %s\n", res.Count, filepath.Base(*checker), *kind, res.Engine, res.Parallel, memo)
-		fmt.Fprintf(stdout, "median %s, p99 %s per replay; %.0f replays/s (%s in all)\n",
-			roundDur(res.MedianNS), roundDur(res.P99NS), res.ReplaysPerS, time.Duration(res.ElapsedNS).Round(time.Millisecond))
+		done := fmt.Sprintf("%d replays", res.Count)
+		if res.Interrupted {
+			done = fmt.Sprintf("interrupted: %d of %d replays", res.Count, *count)
+		}
+		fmt.Fprintf(stdout, "%s of %s (%s, %s) on %d workers, %s\n", done, filepath.Base(*checker), *kind, res.Engine, res.Parallel, memo)
+		if res.Count > 0 {
+			fmt.Fprintf(stdout, "median %s, p99 %s per replay; %.0f replays/s (%s in all)\n",
+				roundDur(res.MedianNS), roundDur(res.P99NS), res.ReplaysPerS, time.Duration(res.ElapsedNS).Round(time.Millisecond))
+		}
 		if res.Mismatches > 0 {
 			fmt.Fprintf(stdout, "%d replays gave another outcome than the first run's\n", res.Mismatches)
 		}
 		printOutcome(stdout, res.Outcome)
 	}
-	if res.Mismatches > 0 {
+	switch {
+	case res.Mismatches > 0:
 		return exitNo // not deterministic: nothing it says can be trusted
+	case res.Interrupted:
+		return exitInterrupted
 	}
 	switch res.Outcome.Kind {
 	case wasm.KindPass:
@@ -183,10 +236,13 @@ func cmdReplay(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 // timeReplays runs job n times on pool, parallel at once, timing each
 // replay and the whole, and counting the outcomes that differ from want
 // (apart from wall_ns) as they come: only the latencies are kept. progress
-// may be nil.
+// may be nil. When ctx ends first, the report is of the replays that
+// finished before it did, marked Interrupted: a replay that ctx cut short
+// is neither timed nor compared.
 func timeReplays(ctx context.Context, r *checkers.Runner, pool *checkers.Pool, job checkers.Job, want wasm.Outcome, n, parallel int, progress func(done, total int)) (replayReport, error) {
 	lat := make([]int64, n)
 	hits := make([]bool, n)
+	done := make([]bool, n)
 	var (
 		mu       sync.Mutex
 		firstErr error
@@ -197,8 +253,10 @@ func timeReplays(ctx context.Context, r *checkers.Runner, pool *checkers.Pool, j
 	_, err := pool.Do(ctx, n, parallel, func(ctx context.Context, i int) {
 		t := time.Now()
 		res := r.Do(ctx, job)
-		lat[i] = int64(time.Since(t))
-		hits[i] = res.Memo
+		if ctx.Err() != nil {
+			return // interrupted: this replay may have been cut short
+		}
+		lat[i], hits[i], done[i] = int64(time.Since(t)), res.Memo, true
 		other := res.Err == nil && !sameOutcome(want, wantKey, res.Outcome)
 		if res.Err != nil || other {
 			mu.Lock()
@@ -212,26 +270,35 @@ func timeReplays(ctx context.Context, r *checkers.Runner, pool *checkers.Pool, j
 		}
 	}, progress)
 	elapsed := time.Since(start)
-	if err != nil {
+	if err != nil && ctx.Err() == nil {
 		return replayReport{}, err
 	}
 	if firstErr != nil {
 		return replayReport{}, firstErr
 	}
 	var res replayReport
-	res.Mismatches = differ
-	res.Count = n
-	res.ElapsedNS = int64(elapsed)
-	res.ReplaysPerS = float64(n) / elapsed.Seconds()
-	res.Parallel = min(parallel, pool.Size(), n)
-	for _, h := range hits {
-		if h {
-			res.MemoHits++
+	kept := lat[:0]
+	for i := range lat {
+		if done[i] {
+			kept = append(kept, lat[i])
+			if hits[i] {
+				res.MemoHits++
+			}
 		}
 	}
-	slices.Sort(lat)
-	res.MedianNS = lat[n/2]
-	res.P99NS = lat[min(n-1, (n*99+99)/100-1)]
+	if ctx.Err() != nil {
+		res.Interrupted, res.Requested = true, n
+	}
+	res.Mismatches = differ
+	res.Count = len(kept)
+	res.ElapsedNS = int64(elapsed)
+	res.ReplaysPerS = float64(res.Count) / elapsed.Seconds()
+	res.Parallel = min(parallel, pool.Size(), n)
+	if res.Count > 0 {
+		slices.Sort(kept)
+		res.MedianNS = kept[res.Count/2]
+		res.P99NS = kept[min(res.Count-1, (res.Count*99+99)/100-1)]
+	}
 	return res, nil
 }
 
@@ -250,22 +317,45 @@ func sameOutcome(want wasm.Outcome, wantKey string, o wasm.Outcome) bool {
 	return o == want || outcomeKey(o) == wantKey
 }
 
-// progressTo returns a progress callback drawing a bar on w when w is a
-// terminal, and nil (no bar) otherwise.
-func progressTo(w io.Writer) func(done, total int) {
+// progressBar draws replays' progress on a terminal. A nil *progressBar
+// draws nothing.
+type progressBar struct {
+	w   io.Writer
+	bar *progressbar.ProgressBar
+}
+
+var _ progress = (*progressBar)(nil)
+
+// progressTo returns a progress bar drawn on w when w is a terminal, and
+// a nil one (drawing nothing) otherwise.
+func progressTo(w io.Writer) *progressBar {
 	f, ok := w.(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) {
 		return nil
 	}
-	var bar *progressbar.ProgressBar
-	return func(done, total int) {
-		if bar == nil {
-			bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(f), progressbar.OptionSetDescription("replays"),
-				progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("replays"),
-				progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
-		}
-		_ = bar.Set(done)
+	return &progressBar{w: f}
+}
+
+// set shows done of total replays; calls come one at a time.
+func (p *progressBar) set(done, total int) {
+	if p == nil {
+		return
 	}
+	if p.bar == nil {
+		p.bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(p.w), progressbar.OptionSetDescription("replays"),
+			progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("replays"),
+			progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+	}
+	_ = p.bar.Set(done)
+}
+
+// clear erases the bar, finished or not, so that what is printed next
+// starts on a clean line.
+func (p *progressBar) clear() {
+	if p == nil || p.bar == nil {
+		return
+	}
+	_ = p.bar.Clear()
 }
 
 func roundDur(ns int64) time.Duration {

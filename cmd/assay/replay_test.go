@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -174,5 +177,66 @@ func TestReplay_python(t *testing.T) {
 	json.Unmarshal([]byte(stdout), &got)
 	if got.Count != 3 || got.Outcome["kind"] != "pass" || got.Mismatches != 0 {
 		t.Errorf("%s", stdout)
+	}
+}
+
+// interruptAt is a progress bar that cancels its run, as Ctrl-C does,
+// once at replays are done.
+type interruptAt struct {
+	*progressBar
+	at     int
+	cancel context.CancelFunc
+}
+
+func (p interruptAt) set(done, total int) {
+	p.progressBar.set(done, total)
+	if done == p.at {
+		p.cancel()
+	}
+}
+
+// TestReplay_interrupt: replays stopped early print the summary of those
+// done, clear the progress bar, and exit 130, in text and in JSON.
+func TestReplay_interrupt(t *testing.T) {
+	cache := t.TempDir()
+	art := writeFile(t, "artifact.json", `{"rows":[1]}`)
+	for _, asJSON := range []bool{false, true} {
+		t.Run(fmt.Sprint("json=", asJSON), func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var stdout, stderr bytes.Buffer
+			bar := interruptAt{progressBar: &progressBar{w: &stderr}, at: 40, cancel: cancel}
+			args := []string{"--cache", cache, "--checker", fixturePath("pass.wasm"), "--artifact", art,
+				"--count", "1000000", "--no-memo", "--parallel", "2"}
+			if asJSON {
+				args = append(args, "--json")
+			}
+			if code := replay(ctx, args, &stdout, &stderr, bar); code != exitInterrupted {
+				t.Fatalf("exit %d, want %d: %s %s", code, exitInterrupted, stdout.String(), stderr.String())
+			}
+			// The bar was drawn, then erased: blanks over its width, back
+			// to the line's start.
+			if !regexp.MustCompile(`replays.*\r +\r$`).MatchString(stderr.String()) {
+				t.Errorf("stderr does not end with the bar erased: %q", stderr.String())
+			}
+			if !asJSON {
+				if !regexp.MustCompile(`^interrupted: \d+ of 1000000 replays of pass.wasm .*\nmedian .* per replay; `).MatchString(stdout.String()) {
+					t.Errorf("printed %q", stdout.String())
+				}
+				return
+			}
+			var got struct {
+				replayJSON
+				Interrupted bool `json:"interrupted"`
+				Requested   int  `json:"requested"`
+			}
+			if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
+				t.Fatalf("%v: %s", err, stdout.String())
+			}
+			if !got.Interrupted || got.Requested != 1000000 || got.Count < 40 || got.Count >= 1000000 || got.MedianNS <= 0 ||
+				got.Outcome["kind"] != "pass" || got.Mismatches != 0 {
+				t.Errorf("printed %s", stdout.String())
+			}
+		})
 	}
 }

@@ -25,9 +25,11 @@ import (
 	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/internal/metrics"
 	"github.com/assayhq/assay/runtime/escrow"
+	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/market"
 	"github.com/assayhq/assay/runtime/matters"
 	"github.com/assayhq/assay/runtime/matters/appealcourt"
+	"github.com/assayhq/assay/runtime/principal"
 	"github.com/assayhq/assay/runtime/replays"
 	"github.com/assayhq/assay/runtime/store"
 	"github.com/assayhq/assay/wasm"
@@ -101,6 +103,7 @@ func cmdServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	corsOrigins := fs.String("cors-origins", envOr("ASSAY_CORS_ORIGINS", api.DefaultCORSOrigins), "`ORIGINS` whose pages may call the public routes ($ASSAY_CORS_ORIGINS): * (any), a comma-separated list (https://a.example,https://b.example), or none; never the operator's routes, never with credentials")
 	marketAuth := fs.String("market-auth", envOr("ASSAY_MARKET_AUTH", string(api.AuthSigned)), "the market's `MODE` ($ASSAY_MARKET_AUTH): signed (an agent's actions signed by it or made with its API key) or open (agents named in the body, local use only)")
 	courtAuth := fs.String("court-auth", envOr("ASSAY_COURT_AUTH", string(api.AuthOpen)), "the court's `MODE` ($ASSAY_COURT_AUTH): open (the seed's court) or signed (a did:key's or registered principal's contracts moved only by the party)")
+	publicURL := fs.String("public-url", envOr("ASSAY_PUBLIC_URL", ""), "the `URL[,URL]` clients reach this server at ($ASSAY_PUBLIC_URL): a signature made for any other origin (@authority) is refused with 401 authority_mismatch; default the listen address and loopback names (localhost, 127.0.0.1, [::1]) on any port")
 	logFormat := fs.String("log-format", envOr("ASSAY_LOG_FORMAT", "text"), "the log's `FORMAT` ($ASSAY_LOG_FORMAT): text or json")
 	logRequests, err1 := envBool("ASSAY_LOG_REQUESTS", true)
 	withMetrics, err2 := envBool("ASSAY_METRICS", true)
@@ -152,6 +155,11 @@ func cmdServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "assay serve: %v\n", err)
 		return exitUsage
 	}
+	publicURLs, err := parsePublicURLs(*publicURL)
+	if err != nil {
+		fmt.Fprintf(stderr, "assay serve: --public-url: %v\n", err)
+		return exitUsage
+	}
 	budget, err := parseMemoryBudget(*memoryBudget)
 	if err != nil {
 		fmt.Fprintf(stderr, "assay serve: --memory-budget: %v\n", err)
@@ -161,7 +169,7 @@ func cmdServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	defer stop()
 	cfg := serveConfig{Addr: *addr, Data: c.Data, Store: c.Store, Keys: c.Keys, MattersAuth: api.MattersAuth(*mattersAuth), CORSOrigins: *corsOrigins,
 		MarketAuth: api.Auth(*marketAuth), CourtAuth: api.Auth(*courtAuth), MemoryBudgetMiB: budget,
-		LogFormat: *logFormat, LogRequests: logRequests, Metrics: withMetrics, DebugAddr: *debugAddr, Rail: rails, Log: tlogs}
+		LogFormat: *logFormat, LogRequests: logRequests, Metrics: withMetrics, DebugAddr: *debugAddr, Rail: rails, PublicURLs: publicURLs, Log: tlogs}
 	if err := serveWith(ctx, cfg, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "assay serve: %v\n", err)
 		return exitNo
@@ -194,6 +202,27 @@ type serveConfig struct {
 	Rail *railSpec
 	// Log is the transparency log's; nil: no log.
 	Log *logSpec
+	// PublicURLs are the origins signatures may be made for
+	// (api.Config.PublicURLs); none: the listen address and loopback.
+	PublicURLs []string
+}
+
+// parsePublicURLs parses --public-url: URLs separated by commas, each
+// scheme://host[:port]; "" for the default.
+//
+// # Errors
+//
+// An entry that is no such URL.
+func parsePublicURLs(s string) ([]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []string
+	for _, u := range strings.Split(s, ",") {
+		out = append(out, strings.TrimSpace(u))
+	}
+	_, err := api.ParsePublicURLs(out)
+	return out, err
 }
 
 // minMemoryBudgetMiB is the least --memory-budget: room for a reactor's
@@ -300,7 +329,8 @@ func serveWith(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	svc, err := wire(ctx, db, signer, sb, juror, marketNow, log, m, withRail(marketRail))
+	svc, err := wire(ctx, db, signer, sb, juror, marketNow, log, m, withRail(marketRail),
+		withAuth(cfg.CourtAuth, cfg.MarketAuth, mattersAuth))
 	if err != nil {
 		return err
 	}
@@ -339,19 +369,29 @@ func serveWith(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) e
 	// inflight counts requests in handlers, so that shutdown waits for
 	// them and not for connections that merely linger.
 	var inflight atomic.Int64
-	app := api.New(api.Config{
-		Court: svc.court, Keys: keys, OperatorToken: os.Getenv("ASSAY_OPERATOR_TOKEN"),
-		JurorName: jurorName, JurorModel: jurorModel, Version: version, Logger: log,
-		InFlight: &inflight, Matters: svc.matters, MattersAuth: mattersAuth,
-		MarketAuth: cfg.MarketAuth, CourtAuth: cfg.CourtAuth, Principals: svc.matters.Registry(), CORSOrigins: cfg.CORSOrigins,
-		Market: svc.market, AdvanceMarketClock: advance, ReplayQueue: svc.queue, Replays: svc.replays,
-		Metrics: m, LogRequests: cfg.LogRequests, Log: tlog,
-	})
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "assay: serving the escrow court on http://%s (data %s, store %s, key %s)\n", ln.Addr(), dir, cfg.Store, keys.Current().PublicKey)
+	publicURLs := cfg.PublicURLs
+	if len(publicURLs) == 0 {
+		publicURLs = []string{api.Loopback, "http://" + ln.Addr().String()}
+	}
+	log.Info("signatures", "public_urls", strings.Join(publicURLs, ","))
+	acfg := api.Config{
+		Court: svc.court, Checkers: svc.checkers, Market: svc.market, Matters: svc.matters, Replays: svc.replays,
+		Identities: svc.identities, Replies: idem.NewKeeper(db), PublicURLs: publicURLs,
+		Keys: keys, OperatorToken: os.Getenv("ASSAY_OPERATOR_TOKEN"),
+		JurorName: jurorName, JurorModel: jurorModel, Version: version, Logger: log,
+		InFlight: &inflight, CORSOrigins: cfg.CORSOrigins,
+		AdvanceMarketClock: advance, ReplayQueue: svc.queue,
+		Metrics: m, LogRequests: cfg.LogRequests,
+	}
+	if tlog != nil { // a nil *translog.Log is no log, not a log that is nil
+		acfg.Log = tlog
+	}
+	app := api.New(acfg)
+	printServing(stdout, ln.Addr(), m != nil, dir, cfg.Store.String(), keys.Current().PublicKey)
 	served := make(chan error, 1)
 	go func() { served <- app.Listener(ln) }()
 	select {
@@ -384,13 +424,17 @@ func serveWith(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) e
 // registry in the store), handed to the court, the market, POST /replays
 // and the replay worker as the interfaces each declares.
 type services struct {
-	runner  *checkers.Runner
-	court   *escrow.Service
-	market  *market.Service
-	matters *matters.Service
-	replays *replays.Service
-	queue   store.Queue
-	worker  *replays.Worker // nil when ASSAY_REPLAY_SLOTS=-1
+	runner   *checkers.Runner
+	court    *escrow.Service
+	market   *market.Service
+	matters  *matters.Service
+	replays  *replays.Service
+	checkers *replays.Library
+	// identities is the server's one principal registry: the court, the
+	// judgment service and the API check the same keys and nonces.
+	identities *principal.Registry
+	queue      store.Queue
+	worker     *replays.Worker // nil when ASSAY_REPLAY_SLOTS=-1
 }
 
 // wire builds the services on db, signing with keys and running checkers
@@ -404,7 +448,12 @@ func wire(ctx context.Context, db store.Store, keys escrow.Signer, sb *wasm.Sand
 		opts = append(opts, checkers.WithObserver(observeRun(m)))
 	}
 	runner := checkers.NewRunner(sb, replays.Checkers(db), opts...)
-	court, err := escrow.New(ctx, escrow.Config{Store: db, Signer: keys, Runner: runner, Validator: runner, Juror: juror, Now: time.Now})
+	var w wiring
+	for _, o := range extra {
+		o(&w)
+	}
+	reg := principal.New(db, time.Now)
+	court, err := escrow.New(ctx, escrow.Config{Store: db, Signer: keys, Runner: runner, Juror: juror, Now: time.Now, Auth: w.court, Identities: reg})
 	if err != nil {
 		return nil, err
 	}
@@ -416,18 +465,14 @@ func wire(ctx context.Context, db store.Store, keys escrow.Signer, sb *wasm.Sand
 	if err != nil {
 		return nil, err
 	}
-	mc := market.Config{Store: db, Signer: keys, Runner: runner, Now: marketNow}
-	for _, o := range extra {
-		o(&mc)
-	}
-	bazaar, err := market.New(mc)
+	bazaar, err := market.New(market.Config{Store: db, Signer: keys, Runner: runner, Now: marketNow, Rail: w.rail, Auth: w.market})
 	if err != nil {
 		return nil, err
 	}
-	judgments, err := matters.New(matters.Config{Store: db, Signer: keys, Now: time.Now, Court: appealcourt.New(court)})
+	judgments, err := matters.New(matters.Config{Store: db, Signer: keys, Now: time.Now, Court: appealcourt.New(court), Auth: w.matters, Principals: reg})
 	if err != nil {
 		return nil, err
 	}
-	return &services{runner: runner, court: court, market: bazaar, matters: judgments,
-		replays: replays.NewService(runner), queue: queue, worker: worker}, nil
+	return &services{runner: runner, court: court, market: bazaar, matters: judgments, identities: reg,
+		replays: replays.NewService(runner), checkers: replays.NewLibrary(db, runner, time.Now), queue: queue, worker: worker}, nil
 }

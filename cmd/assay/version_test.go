@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -25,6 +26,27 @@ func TestVersion_commandAndFlag(t *testing.T) {
 	}
 	if code, _, stderr := runAssay(t, "version", "extra"); code != exitUsage || !strings.Contains(stderr, "usage: assay version") {
 		t.Fatalf("version extra: exit %d, %q", code, stderr)
+	}
+}
+
+// TestVersion_json: assay version --json prints one object with the same
+// facts as the text form.
+func TestVersion_json(t *testing.T) {
+	code, stdout, stderr := runAssay(t, "version", "--json")
+	if code != exitOK || stderr != "" {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	var v versionInfo
+	dec := json.NewDecoder(strings.NewReader(stdout))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil {
+		t.Fatalf("%v: %s", err, stdout)
+	}
+	if v.Version != version || v.Go != runtime.Version() || v.OS != runtime.GOOS || v.Arch != runtime.GOARCH {
+		t.Fatalf("printed %+v", v)
+	}
+	if code, _, stderr := runAssay(t, "version", "--yaml"); code != exitUsage || !strings.Contains(stderr, "usage: assay version [--json]") {
+		t.Fatalf("version --yaml: exit %d, %q", code, stderr)
 	}
 }
 

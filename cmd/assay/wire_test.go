@@ -72,7 +72,7 @@ func TestWire_oneRunner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.court.PutChecker(ctx, escrow.CheckerWasm, pass, idem.Idem{}); err != nil {
+	if _, err := svc.checkers.Put(ctx, "wasm", pass, idem.Request{}); err != nil {
 		t.Fatal(err)
 	}
 	ref := checkers.Ref{SHA256: checkers.SHA256(pass)}

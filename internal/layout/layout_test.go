@@ -236,6 +236,69 @@ func violations(file *ast.File) []string {
 	return out
 }
 
+// apiNever is what api's production code may not name from the runtime:
+// a service's concrete type, or what builds one. api calls the services
+// through the small interfaces it declares where it uses them
+// (api/services.go); cmd/assay hands it the runtime's services.
+var apiNever = map[string]map[string]bool{
+	"escrow":    {"Service": true, "New": true},
+	"market":    {"Service": true, "New": true, "NewWithRunner": true},
+	"matters":   {"Service": true, "New": true},
+	"replays":   {"Service": true, "NewService": true, "Library": true, "NewLibrary": true, "Worker": true, "NewWorker": true},
+	"principal": {"Registry": true, "New": true},
+	"store":     {"Store": true},
+	"translog":  {"Log": true, "New": true},
+}
+
+// TestAPINamesNoService: api's production code names no concrete service
+// type of the runtime, and builds none.
+func TestAPINamesNoService(t *testing.T) {
+	for _, p := range list(t) {
+		if layer(p.ImportPath) != "api" {
+			continue
+		}
+		for _, f := range p.GoFiles {
+			path := filepath.Join(p.Dir, f)
+			file, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range serviceNames(file) {
+				t.Errorf("%s: %s", path, v)
+			}
+		}
+	}
+}
+
+// serviceNames lists what file names of apiNever.
+func serviceNames(file *ast.File) []string {
+	names := map[string]string{} // local name -> runtime package
+	for _, imp := range file.Imports {
+		path := strings.Trim(imp.Path.Value, `"`)
+		pkg, ok := strings.CutPrefix(path, module+"/runtime/")
+		if !ok || apiNever[pkg] == nil {
+			continue
+		}
+		name := pkg
+		if imp.Name != nil {
+			name = imp.Name.Name
+		}
+		names[name] = pkg
+	}
+	var out []string
+	ast.Inspect(file, func(n ast.Node) bool {
+		sel, ok := n.(*ast.SelectorExpr)
+		if !ok {
+			return true
+		}
+		if id, ok := sel.X.(*ast.Ident); ok && apiNever[names[id.Name]][sel.Sel.Name] {
+			out = append(out, fmt.Sprintf("names %s.%s: api calls the services through the interfaces it declares (api/services.go)", names[id.Name], sel.Sel.Name))
+		}
+		return true
+	})
+	return out
+}
+
 // TestViolations: the rule catches what it is for, and passes what runtime
 // may do.
 func TestViolations(t *testing.T) {
@@ -256,6 +319,23 @@ func TestViolations(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got := violations(file); len(got) != c.want {
+			t.Errorf("%s: %d violations %q, want %d", c.src, len(got), got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		src  string
+		want int
+	}{
+		{`package p; import "github.com/assayhq/assay/runtime/escrow"; type Court interface{ Get() *escrow.Contract }`, 0},
+		{`package p; import "github.com/assayhq/assay/runtime/escrow"; type Config struct{ Court *escrow.Service }`, 1},
+		{`package p; import m "github.com/assayhq/assay/runtime/market"; var _, _ = m.New(m.Config{})`, 1},
+		{`package p; import "github.com/assayhq/assay/runtime/principal"; var r *principal.Registry; var a principal.Actor`, 1},
+	} {
+		file, err := parser.ParseFile(token.NewFileSet(), "p.go", c.src, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := serviceNames(file); len(got) != c.want {
 			t.Errorf("%s: %d violations %q, want %d", c.src, len(got), got, c.want)
 		}
 	}

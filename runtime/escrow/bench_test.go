@@ -41,23 +41,23 @@ func BenchmarkService_Case(b *testing.B) {
 		for pb.Next() {
 			i := n.Add(1)
 			seller := fmt.Sprintf("did:bench:seller%d", i%64)
-			r, err := c.Create(ctx, createReq(buyer, seller, "10", rows100), idem.Idem{})
+			r, err := c.Create(ctx, createReq(buyer, seller, "10", rows100), idem.Request{})
 			if err != nil {
 				b.Fatal(err)
 			}
 			var created escrow.Created
 			_ = json.Unmarshal(r.Body, &created)
 			id := created.ContractID
-			if _, err := c.Fund(ctx, id, idem.Idem{}); err != nil {
+			if _, err := c.Fund(ctx, anon, id, idem.Request{}); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := c.Deliver(ctx, id, escrow.DeliverRequest{Deliverable: json.RawMessage(`{"rows":150}`)}, idem.Idem{}); err != nil {
+			if _, err := c.Deliver(ctx, anon, id, escrow.DeliverRequest{Deliverable: json.RawMessage(`{"rows":150}`)}, idem.Request{}); err != nil {
 				b.Fatal(err)
 			}
 			if i%2 == 0 {
-				_, err = c.Accept(ctx, id, idem.Idem{})
+				_, err = c.Accept(ctx, anon, id, idem.Request{})
 			} else {
-				_, err = c.Dispute(ctx, id, escrow.DisputeRequest{Reason: "check"}, idem.Idem{})
+				_, err = c.Dispute(ctx, anon, id, escrow.DisputeRequest{Reason: "check"}, idem.Request{})
 			}
 			if err != nil {
 				b.Fatal(err)

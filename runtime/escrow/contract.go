@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -112,7 +111,7 @@ type VerdictSubject struct {
 	CriteriaSHA256 string             `json:"criteria_sha256,omitempty"`
 	DecidedAt      string             `json:"decided_at"`
 	// Actor is the principal that authenticated the accept or dispute
-	// (principal.ActorOf); absent when none did.
+	// (principal.Actor.Name); absent when none did.
 	Actor string `json:"actor,omitempty"`
 }
 
@@ -211,10 +210,7 @@ func parseReviewWindow(raw json.RawMessage) (time.Duration, error) {
 // 400-kind errors for bad terms (missing_field, invalid_did, invalid_price,
 // invalid_currency, the adjudicate codes for bad acceptance criteria,
 // unknown_checker, seller_banned, same_party); idempotency_conflict.
-func (s *Service) Create(ctx context.Context, req CreateRequest, ik idem.Idem) (Reply, error) {
-	if r, err := s.replay(ctx, ik); err != nil || r != nil {
-		return deref(r), err
-	}
+func (s *Service) Create(ctx context.Context, req CreateRequest, ik idem.Request) (Reply, error) {
 	c, plan, err := s.terms(req)
 	if err != nil {
 		return Reply{}, err
@@ -289,10 +285,13 @@ func (s *Service) terms(req CreateRequest) (*Contract, *adjudicate.Plan, error) 
 		return nil, nil, err
 	}
 	c := &Contract{Buyer: req.Buyer, Seller: req.Seller, Price: price, Currency: req.Currency, DeadlineTick: DefaultDeadlineTick}
-	if c.Currency == "" {
+	switch {
+	case c.Currency == "":
 		c.Currency = DefaultCurrency
-	} else if !currencyRE.MatchString(c.Currency) {
+	case !currencyRE.MatchString(c.Currency):
 		return nil, nil, fault.New(fault.Invalid, ECodeInvalidCurrency, "currency must be 1 to 16 of A-Z a-z 0-9 _ -")
+	case rail.Lookalike(c.Currency):
+		return nil, nil, fault.New(fault.Invalid, ECodeInvalidCurrency, "currency %q differs from %s, which a payment rail backs, only in case: name one or the other exactly", c.Currency, rail.USDMicro)
 	}
 	if dt := bytes.TrimSpace(req.DeadlineTick); len(dt) > 0 && string(dt) != "null" {
 		n, err := strconv.ParseInt(string(dt), 10, 64)
@@ -409,58 +408,59 @@ func (s *Service) Get(ctx context.Context, id string) (*Contract, error) {
 	return c, err
 }
 
-// Fund collects the price from the buyer on the rail and moves it into the
-// contract's hold. The collection comes first, outside the transaction,
-// after a check of the state on a snapshot; when the transaction then does
+// Fund moves the price into the contract's hold. A contract in a
+// notional currency is funded on the court's rail (rail.Charge): the price
+// is collected first, outside the transaction, after a check of the state
+// on a snapshot, and refunded on the rail when the transaction then does
 // not commit (another request funded the contract first, a deadline
-// passed), the collection is refunded on the rail, so no money is taken
-// without being held.
-func (s *Service) Fund(ctx context.Context, id string, ik idem.Idem) (Reply, error) {
-	if r, err := s.replay(ctx, ik); err != nil || r != nil {
-		return deref(r), err
-	}
+// passed), so that no money is taken without being held. A contract in a
+// backed currency is funded from the buyer's own wallet, in the
+// transaction, by a request the buyer makes (principal.ActsFor): nothing
+// is minted in a currency a rail pays out.
+//
+// # Errors
+//
+// contract_not_found (404); signature_missing (401), agent_mismatch,
+// insufficient_scope (403) for a caller who may not fund it;
+// invalid_state, deadline_passed, insufficient_funds (409); rail_failed
+// (503); idempotency_conflict.
+func (s *Service) Fund(ctx context.Context, a principal.Actor, id string, ik idem.Request) (Reply, error) {
 	ck := s.tick()
 	c, err := s.Get(ctx, id)
 	if err != nil {
 		return Reply{}, err
 	}
+	if err := s.mayAct(ctx, a, c, PartyBuyer); err != nil {
+		return Reply{}, err
+	}
 	if c.Status != StatusCreated {
-		// A request with the same key may have funded it since the replay
-		// check above: its answer, not a wrong state, is this one's.
+		// A request with the same key may have funded it since the
+		// transport looked for a replay: its answer, not a wrong state,
+		// is this one's.
 		if r, err := s.replay(ctx, ik); err != nil || r != nil {
 			return deref(r), err
 		}
 		return Reply{}, wrongState(c, "fund", StatusCreated)
 	}
+	if rail.Backed(c.Currency) {
+		return s.fund(ctx, c, ik, ck, "")
+	}
 	// A payment id of its own per attempt: a losing attempt refunds only
 	// what it collected.
 	pay := rail.Payment{ID: c.ID + ".fund." + s.newID(), Agent: c.Buyer, Amount: c.Price, Currency: c.Currency}
-	ref, err := s.rail.Collect(ctx, pay)
-	if err != nil {
-		return Reply{}, &fault.Error{Kind: fault.Unavailable, Code: ECodeRailFailed,
-			Message: "the price could not be collected on the payment rail; try again later",
-			Err:     fmt.Errorf("collect %d %s from %s on the %s rail: %w", c.Price, c.Currency, c.Buyer, s.rail.Name(), err)}
-	}
-	r, err := s.fund(ctx, c, ik, ck, ref)
-	if errors.Is(err, store.ErrCommitUnknown) {
-		// The hold may be recorded: returning the money could pay it twice.
-		return Reply{}, fault.Wrap(fault.Internal, ECodeCommitUnknown,
-			fmt.Errorf("payment %s was collected and its recording is unknown; not refunded, reconcile it: %w", ref, err))
-	}
-	if err != nil || r.Replayed {
-		if _, rerr := s.rail.Refund(context.WithoutCancel(ctx), ref, c.Price); rerr != nil {
-			// Money taken and neither held nor returned: an internal
-			// error, so that it is logged, whatever the request's own.
-			return Reply{}, fault.Wrap(fault.Internal, ECodeRailFailed,
-				fmt.Errorf("payment %s was collected, not recorded, and not refunded: %w", ref, errors.Join(err, rerr)))
+	collect := func() (string, error) {
+		ref, err := s.rail.Collect(ctx, pay)
+		if err != nil {
+			return "", rail.Failed("the price could not be collected", fmt.Errorf("collect %d %s from %s on the %s rail: %w", c.Price, c.Currency, c.Buyer, s.rail.Name(), err))
 		}
+		return ref, nil
 	}
-	return r, err
+	return rail.Charge(ctx, s.rail, c.Price, collect, func(ref string) (Reply, error) { return s.fund(ctx, c, ik, ck, ref) })
 }
 
 // fund moves the price into the hold of the contract that seen, read before
 // the transaction, is a copy of: the transaction reads the contract again.
-func (s *Service) fund(ctx context.Context, seen *Contract, ik idem.Idem, ck clock, ref string) (Reply, error) {
+func (s *Service) fund(ctx context.Context, seen *Contract, ik idem.Request, ck clock, ref string) (Reply, error) {
 	id := seen.ID
 	reads := func() []string {
 		return append([]string{contractKey(id)}, ledger.ReadKeys(s.fundTransfer(seen, ck, ref))...)
@@ -476,6 +476,11 @@ func (s *Service) fund(ctx context.Context, seen *Contract, ik idem.Idem, ck clo
 		if !c.DeliverBy.IsZero() && !ck.now.Before(c.DeliverBy) {
 			return Reply{}, fault.New(fault.Conflict, ECodeDeadlinePassed, "cannot fund contract %s: its deliver_by %s has passed", id, c.DeliverBy.Format(time.RFC3339))
 		}
+		if rail.Backed(c.Currency) {
+			if err := debit(tx, c.Buyer, c.Price, c.Currency, "funding "+id); err != nil {
+				return Reply{}, err
+			}
+		}
 		if err := ledger.Post(tx, s.fundTransfer(c, ck, ref)); err != nil {
 			return Reply{}, err
 		}
@@ -488,17 +493,41 @@ func (s *Service) fund(ctx context.Context, seen *Contract, ik idem.Idem, ck clo
 	})
 }
 
-// fundTransfer is the transfer that funds c with the payment ref collected
-// on the rail: the price, from the rail's account into c's hold.
+// fundTransfer is the transfer that funds c into its hold: in a backed
+// currency from the buyer's wallet; in a notional one from the buyer's
+// mint account, with the reference ref of its collection on the rail.
 func (s *Service) fundTransfer(c *Contract, ck clock, ref string) ledger.Transfer {
-	return ledger.Transfer{ID: c.ID + ".fund", From: s.rail.Account(), To: holdAccount(c.ID),
+	if rail.Backed(c.Currency) {
+		return ledger.Transfer{ID: c.ID + ".fund", From: ledger.AgentAccount(c.Buyer), To: holdAccount(c.ID),
+			Amount: c.Price, Currency: c.Currency, Memo: "fund " + c.ID + " from the buyer's wallet", At: ck.now}
+	}
+	return ledger.Transfer{ID: c.ID + ".fund", From: rail.MintAccount(c.Currency, c.Buyer), To: holdAccount(c.ID),
 		Amount: c.Price, Currency: c.Currency, Memo: "fund " + c.ID + " (" + s.rail.Name() + " " + ref + ")", At: ck.now}
 }
 
+// debit locks an agent's wallet in currency and refuses when it holds
+// less than amount: the lock every service takes before a debit
+// (ledger.Lock), so that two debits of one wallet never pass on one
+// balance.
+func debit(tx store.Tx, agent string, amount int64, currency, what string) error {
+	acct := ledger.AgentAccount(agent)
+	if err := ledger.Lock(tx, acct); err != nil {
+		return err
+	}
+	bal, err := ledger.Balance(tx, acct, currency)
+	if err != nil {
+		return err
+	}
+	if bal < amount {
+		return fault.New(fault.Conflict, ECodeInsufficientFunds, "%s needs %d %s and the wallet of %s holds %d; deposit first (the market's deposit route)", what, amount, currency, agent, bal)
+	}
+	return nil
+}
+
 // Deliver records the seller's deliverable and evidence and their hash.
-func (s *Service) Deliver(ctx context.Context, id string, req DeliverRequest, ik idem.Idem) (Reply, error) {
-	if r, err := s.replay(ctx, ik); err != nil || r != nil {
-		return deref(r), err
+func (s *Service) Deliver(ctx context.Context, a principal.Actor, id string, req DeliverRequest, ik idem.Request) (Reply, error) {
+	if err := s.mayActOn(ctx, a, id, PartySeller); err != nil {
+		return Reply{}, err
 	}
 	d := bytes.TrimSpace(req.Deliverable)
 	if len(d) == 0 || string(d) == "null" {
@@ -538,11 +567,11 @@ func (s *Service) Deliver(ctx context.Context, id string, req DeliverRequest, ik
 		if err != nil {
 			return Reply{}, err
 		}
-		if due, err := s.settleDue(tx, c, ck); err != nil {
+		if err := s.lapse(tx, c, ck, func() error {
+			return fault.New(fault.Conflict, ECodeDeadlinePassed,
+				"cannot deliver contract %s: its deliver_by %s passed, and the escrow went back to the buyer", id, c.DeliverBy.Format(time.RFC3339))
+		}); err != nil {
 			return Reply{}, err
-		} else if due {
-			return Reply{}, idem.CommitThenFail(fault.New(fault.Conflict, ECodeDeadlinePassed,
-				"cannot deliver contract %s: its deliver_by %s passed, and the escrow went back to the buyer", id, c.DeliverBy.Format(time.RFC3339)))
 		}
 		if c.Status != StatusFunded {
 			return Reply{}, wrongState(c, "deliver", StatusFunded)
@@ -559,12 +588,12 @@ func (s *Service) Deliver(ctx context.Context, id string, req DeliverRequest, ik
 }
 
 // Accept releases the escrow to the seller: the buyer's own decision.
-func (s *Service) Accept(ctx context.Context, id string, ik idem.Idem) (Reply, error) {
-	if r, err := s.replay(ctx, ik); err != nil || r != nil {
-		return deref(r), err
+func (s *Service) Accept(ctx context.Context, a principal.Actor, id string, ik idem.Request) (Reply, error) {
+	if err := s.mayActOn(ctx, a, id, PartyBuyer); err != nil {
+		return Reply{}, err
 	}
 	ck := s.tick()
-	d := decision{event: "accept", verdict: adjudicate.VerdictRelease, tier: TierBuyerAccept, actor: principal.ActorOf(ctx)}
+	d := decision{event: "accept", verdict: adjudicate.VerdictRelease, tier: TierBuyerAccept, actor: a.Name()}
 	// The contract as this node last saw it, if it did, names the keys.
 	reads := func() []string { return decisionReads(id, s.contracts.peek(id), d) }
 	return s.mutateReading(ctx, ik, reads, func(tx store.Tx) (Reply, error) {
@@ -584,11 +613,11 @@ func (s *Service) decidable(tx store.Tx, id, action string, ck clock) (*Contract
 	if err != nil {
 		return nil, err
 	}
-	if due, err := s.settleDue(tx, c, ck); err != nil {
+	if err := s.lapse(tx, c, ck, func() error {
+		return fault.New(fault.Conflict, ECodeReviewWindowClosed,
+			"cannot %s contract %s: its review window closed and the escrow was released to the seller", action, id)
+	}); err != nil {
 		return nil, err
-	} else if due {
-		return nil, idem.CommitThenFail(fault.New(fault.Conflict, ECodeReviewWindowClosed,
-			"cannot %s contract %s: its review window closed and the escrow was released to the seller", action, id))
 	}
 	if c.Status != StatusDelivered {
 		return nil, wrongState(c, action, StatusDelivered)
@@ -598,16 +627,16 @@ func (s *Service) decidable(tx store.Tx, id, action string, ck clock) (*Contract
 
 // Dispute adjudicates the delivered contract: the court replays the
 // criteria against the deliverable and signs the verdict.
-func (s *Service) Dispute(ctx context.Context, id string, req DisputeRequest, ik idem.Idem) (Reply, error) {
-	if r, err := s.replay(ctx, ik); err != nil || r != nil {
-		return deref(r), err
-	}
+func (s *Service) Dispute(ctx context.Context, a principal.Actor, id string, req DisputeRequest, ik idem.Request) (Reply, error) {
 	if err := ident.Text("reason", req.Reason, MaxReasonBytes); err != nil {
 		return Reply{}, err
 	}
 	// Adjudicate on a snapshot, outside the write transaction.
 	c, dl, err := s.readDelivery(ctx, id)
 	if err != nil {
+		return Reply{}, err
+	}
+	if err := s.mayAct(ctx, a, c, PartyBuyer); err != nil {
 		return Reply{}, err
 	}
 	var adj *adjudication
@@ -621,7 +650,7 @@ func (s *Service) Dispute(ctx context.Context, id string, req DisputeRequest, ik
 	var d decision
 	if adj != nil {
 		d = decision{event: "dispute", verdict: adj.Result.Verdict, tier: adj.Result.Tier,
-			checks: adj.Result.Checks, reason: req.Reason, criteria: adj.Result.CriteriaSHA256, counts: true, actor: principal.ActorOf(ctx)}
+			checks: adj.Result.Checks, reason: req.Reason, criteria: adj.Result.CriteriaSHA256, counts: true, actor: a.Name()}
 	}
 	reads := func() []string { return decisionReads(id, seen, d) }
 	return s.mutateReading(ctx, ik, reads, func(tx store.Tx) (Reply, error) {
@@ -684,9 +713,9 @@ func (s *Service) adjudicate(ctx context.Context, c *Contract, dl delivery) (*ad
 }
 
 // Resolve is an operator's decision on an escalated dispute.
-func (s *Service) Resolve(ctx context.Context, id string, req ResolveRequest, ik idem.Idem) (Reply, error) {
-	if r, err := s.replay(ctx, ik); err != nil || r != nil {
-		return deref(r), err
+func (s *Service) Resolve(ctx context.Context, a principal.Actor, id string, req ResolveRequest, ik idem.Request) (Reply, error) {
+	if !a.IsOperator() {
+		return Reply{}, fault.New(fault.Forbidden, ECodeOperatorOnly, "only the operator resolves an escalated dispute")
 	}
 	if req.Verdict != adjudicate.VerdictRelease && req.Verdict != adjudicate.VerdictRefund {
 		return Reply{}, fault.New(fault.Invalid, ECodeInvalidVerdict, `verdict must be "release" or "refund"`)
@@ -742,6 +771,12 @@ func (s *Service) settleDue(tx store.Tx, c *Contract, ck clock) (bool, error) {
 	}
 	_, err := s.finalize(tx, c, ck, d)
 	return true, err
+}
+
+// lapse is idem.Lapse for c: when a deadline of c has passed, settle it in
+// tx and fail the request with refuse's error once the settlement commits.
+func (s *Service) lapse(tx store.Tx, c *Contract, ck clock, refuse func() error) error {
+	return idem.Lapse(s.isDue(c, ck.now), func() error { _, err := s.settleDue(tx, c, ck); return err }, refuse)
 }
 
 // payoutTransfer is the transfer that pays amount of c's hold out to agent

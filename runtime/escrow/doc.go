@@ -19,6 +19,17 @@
 // deterministic failed and no juror decided, held until an operator resolves
 // it.
 //
+// # Who may act, and with whose money
+//
+// Every mutation takes the request's principal.Actor, and the court
+// decides on the contract itself (party.go): in a signed court a party
+// that can prove who it is (a did:key, a registered principal) makes its
+// own mutations; a contract in a currency a rail backs (rail.USDMicro) is
+// funded from the buyer's own wallet, and each of its steps is made by
+// its party, in any mode. A notional currency (the seed's credits) is
+// minted for its buyer (rail.MintAccount), never from an account that
+// deposits move through, and never withdrawn.
+//
 // # One transaction per mutation
 //
 // Every mutation is one store.Update that commits the contract's new state,

@@ -11,9 +11,9 @@ import (
 
 	"github.com/assayhq/assay/adjudicate"
 	"github.com/assayhq/assay/checkers"
-	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/ident"
 	"github.com/assayhq/assay/runtime/ledger"
+	"github.com/assayhq/assay/runtime/principal"
 	"github.com/assayhq/assay/runtime/rail"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/store"
@@ -50,10 +50,6 @@ const (
 	MaxPrice       = ledger.MaxAmount
 	MaxDIDBytes    = ident.MaxIDBytes
 	MaxReasonBytes = 4096
-	MaxIdemKey     = idem.MaxKey
-	// MaxCheckerBytes bounds an uploaded checker. One badger transaction
-	// holds about 9 MiB, and a checker is stored in one.
-	MaxCheckerBytes = 8 << 20
 )
 
 // Signer signs receipts; *receipt.Keyring implements it.
@@ -66,19 +62,23 @@ type Signer interface {
 // one *checkers.Runner implements it.
 type Runner = adjudicate.Runner
 
-// Validator checks an uploaded checker of a kind (checkers.KindWasm or
-// checkers.KindPython); *checkers.Runner implements it.
-type Validator interface {
-	// Validate reports whether module is a checker of kind that the
-	// runner can run.
-	Validate(ctx context.Context, kind string, module []byte) error
+// Identities says which agent ids can prove who they are;
+// *principal.Registry implements it.
+type Identities interface {
+	// Provable reports whether agent can sign for itself: a did:key, or
+	// a registered principal's key id.
+	//
+	// # Errors
+	//
+	// A failed read, which refuses the request: never a pass.
+	Provable(ctx context.Context, agent string) (bool, error)
 }
 
 // Interface guards.
 var (
-	_ Signer    = (*receipt.Keyring)(nil)
-	_ Runner    = (*checkers.Runner)(nil)
-	_ Validator = (*checkers.Runner)(nil)
+	_ Identities = (*principal.Registry)(nil)
+	_ Signer     = (*receipt.Keyring)(nil)
+	_ Runner     = (*checkers.Runner)(nil)
 )
 
 // Config configures a Service. Store and Signer are required.
@@ -89,9 +89,6 @@ type Config struct {
 	// registry in Store (runtime/replays.Checkers). Nil: a dispute whose
 	// criteria name a checker is escalated.
 	Runner Runner
-	// Validator checks uploaded checkers, usually the same runner. Nil:
-	// checkers cannot be uploaded.
-	Validator Validator
 	// Juror answers semantic criteria: adjudicate/jury's LLM jury, wired
 	// by cmd/assay. Nil: semantic criteria get no answer and a dispute
 	// that reaches them is escalated.
@@ -101,11 +98,21 @@ type Config struct {
 	// NewID returns a fresh id; the store's choice (store.IDs) when
 	// nil.
 	NewID func() string
-	// Rail is the payment rail a buyer funds a contract from: the money
-	// is collected on the rail, then posted from the rail's ledger account
-	// into the contract's hold; a collection that cannot be recorded is
-	// refunded. rail.Dev{}, which settles instantly, when nil.
+	// Rail is the rail a contract in a notional currency (the seed's
+	// credits) is funded on: the price is collected on it, then posted from
+	// the buyer's mint account (rail.MintAccount) into the contract's hold;
+	// a collection that cannot be recorded is refunded (rail.Charge).
+	// rail.Mint{} when nil. A contract in a backed currency (rail.Backed)
+	// is funded from the buyer's own wallet instead, by a request the
+	// buyer makes.
 	Rail rail.Rail
+	// Auth is how the court authenticates parties: principal.Open (the
+	// seed's court, the default) or principal.Signed, where a party that
+	// can prove who it is (Identities) moves its contracts itself.
+	Auth principal.Mode
+	// Identities says which parties can prove who they are: the server's
+	// one principal registry. Required when Auth is signed.
+	Identities Identities
 	// ContractPrefix starts every contract id; "esc-" when empty.
 	ContractPrefix string
 }
@@ -114,12 +121,13 @@ type Config struct {
 type Service struct {
 	st     store.Store
 	signer Signer
-	valid  Validator
 	runner adjudicate.Runner
 	juror  adjudicate.Juror
 	now    func() time.Time
 	newID  func() string
 	rail   rail.Rail
+	auth   principal.Mode
+	ids    Identities
 	prefix string
 	plans  *adjudicate.Cache
 	// contracts keeps contracts decoded between the mutations of a case
@@ -142,12 +150,13 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	s := &Service{
 		st:     cfg.Store,
 		signer: cfg.Signer,
-		valid:  cfg.Validator,
 		runner: cfg.Runner,
 		juror:  cfg.Juror,
 		now:    cfg.Now,
 		newID:  cfg.NewID,
 		rail:   cfg.Rail,
+		auth:   cfg.Auth,
+		ids:    cfg.Identities,
 		prefix: cfg.ContractPrefix,
 		plans:  adjudicate.NewCache(4096),
 	}
@@ -158,7 +167,13 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		s.newID = store.IDs(cfg.Store)
 	}
 	if s.rail == nil {
-		s.rail = rail.Dev{}
+		s.rail = rail.Mint{}
+	}
+	if s.auth == "" {
+		s.auth = principal.Open
+	}
+	if s.auth == principal.Signed && s.ids == nil {
+		return nil, errors.New("escrow: a signed court needs Config.Identities")
 	}
 	if s.prefix == "" {
 		s.prefix = "esc-"
@@ -188,3 +203,6 @@ func (s *Service) HasJuror() bool { return s.juror != nil }
 
 // Store returns the store the Service runs on.
 func (s *Service) Store() store.Store { return s.st }
+
+// Mode returns how the court authenticates parties.
+func (s *Service) Mode() principal.Mode { return s.auth }

@@ -18,6 +18,7 @@ import (
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/ledger"
+	"github.com/assayhq/assay/runtime/principal"
 	"github.com/assayhq/assay/runtime/store"
 	"github.com/assayhq/assay/storage"
 )
@@ -26,7 +27,7 @@ func TestService_Create(t *testing.T) {
 	ctx := context.Background()
 	c := mustCourt(t)
 	t.Run("OK", func(t *testing.T) {
-		r, err := c.Create(ctx, createReq("did:a", "did:b", "50", rows100), idem.Idem{})
+		r, err := c.Create(ctx, createReq("did:a", "did:b", "50", rows100), idem.Request{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,7 +77,7 @@ func TestService_Create(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before, _ := c.Activity(ctx, 1000)
-			_, err := c.Create(ctx, createReq(tc.buyer, tc.seller, tc.price, tc.acceptance), idem.Idem{})
+			_, err := c.Create(ctx, createReq(tc.buyer, tc.seller, tc.price, tc.acceptance), idem.Request{})
 			wantCode(t, err, tc.code)
 			if fault.KindOf(err) != fault.Invalid {
 				t.Fatalf("kind %s, want invalid", fault.KindOf(err))
@@ -93,7 +94,7 @@ func TestService_Accept(t *testing.T) {
 	ctx := context.Background()
 	c := mustCourt(t)
 	id := c.delivered(t, createReq("did:nanda:buyer", "did:nanda:seller", "50", `{"assertions":[{"path":"rows","op":"gte","value":3}]}`), `{"rows":5}`)
-	r, err := c.Accept(ctx, id, idem.Idem{})
+	r, err := c.Accept(ctx, anon, id, idem.Request{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +118,7 @@ func TestService_Accept(t *testing.T) {
 	if rep, _ := c.Reputation(ctx, "did:nanda:buyer"); rep.AsBuyer.SampleCount != 0 || rep.Standing != escrow.StandingNew {
 		t.Fatalf("buyer's reputation %+v", rep)
 	}
-	_, err = c.Accept(ctx, id, idem.Idem{})
+	_, err = c.Accept(ctx, anon, id, idem.Request{})
 	wantCode(t, err, "invalid_state")
 }
 
@@ -126,7 +127,7 @@ func TestService_Dispute(t *testing.T) {
 	c := mustCourt(t)
 	t.Run("Refund", func(t *testing.T) {
 		id := c.delivered(t, createReq("did:nanda:buyer", "did:nanda:seller", "50", rows100), `{"rows":3}`)
-		r, err := c.Dispute(ctx, id, escrow.DisputeRequest{Reason: "far fewer rows than agreed"}, idem.Idem{})
+		r, err := c.Dispute(ctx, anon, id, escrow.DisputeRequest{Reason: "far fewer rows than agreed"}, idem.Request{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,7 +142,7 @@ func TestService_Dispute(t *testing.T) {
 	})
 	t.Run("Release", func(t *testing.T) {
 		id := c.delivered(t, createReq("did:nanda:buyer", "did:nanda:seller", "70", rows100), `{"rows":300}`)
-		r, err := c.Dispute(ctx, id, escrow.DisputeRequest{}, idem.Idem{})
+		r, err := c.Dispute(ctx, anon, id, escrow.DisputeRequest{}, idem.Request{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -160,24 +161,24 @@ func TestService_Dispute(t *testing.T) {
 		}
 	})
 	t.Run("ErrNotDelivered", func(t *testing.T) {
-		r, _ := c.Create(ctx, createReq("did:a", "did:b", "5", rows100), idem.Idem{})
+		r, _ := c.Create(ctx, createReq("did:a", "did:b", "5", rows100), idem.Request{})
 		var created escrow.Created
 		_ = json.Unmarshal(r.Body, &created)
-		_, err := c.Dispute(ctx, created.ContractID, escrow.DisputeRequest{}, idem.Idem{})
+		_, err := c.Dispute(ctx, anon, created.ContractID, escrow.DisputeRequest{}, idem.Request{})
 		wantCode(t, err, "invalid_state")
-		_, err = c.Deliver(ctx, created.ContractID, escrow.DeliverRequest{Deliverable: json.RawMessage(`{}`)}, idem.Idem{})
+		_, err = c.Deliver(ctx, anon, created.ContractID, escrow.DeliverRequest{Deliverable: json.RawMessage(`{}`)}, idem.Request{})
 		wantCode(t, err, "invalid_state")
 	})
 	t.Run("ErrNotFound", func(t *testing.T) {
-		_, err := c.Dispute(ctx, "esc-nope", escrow.DisputeRequest{}, idem.Idem{})
+		_, err := c.Dispute(ctx, anon, "esc-nope", escrow.DisputeRequest{}, idem.Request{})
 		wantCode(t, err, "contract_not_found")
 	})
 	t.Run("ErrReason", func(t *testing.T) {
 		id := c.delivered(t, createReq("did:nanda:buyer", "did:nanda:seller", "50", rows100), `{"rows":3}`)
 		for _, reason := range []string{"nul\x00byte", "bad \xff utf-8", "\u202eesrever", "\x1b[2J", strings.Repeat("x", escrow.MaxReasonBytes+1)} {
-			_, err := c.Dispute(ctx, id, escrow.DisputeRequest{Reason: reason}, idem.Idem{})
+			_, err := c.Dispute(ctx, anon, id, escrow.DisputeRequest{Reason: reason}, idem.Request{})
 			wantCode(t, err, "invalid_reason")
-			_, err = c.Resolve(ctx, id, escrow.ResolveRequest{Verdict: "release", Reason: reason}, idem.Idem{})
+			_, err = c.Resolve(ctx, principal.Operator(), id, escrow.ResolveRequest{Verdict: "release", Reason: reason}, idem.Request{})
 			wantCode(t, err, "invalid_reason")
 		}
 		if ct, _ := c.Get(ctx, id); ct.Status != escrow.StatusDelivered {
@@ -212,9 +213,9 @@ func TestService_OneWinner(t *testing.T) {
 			var r escrow.Reply
 			var err error
 			if i%2 == 0 {
-				r, err = c.Accept(ctx, id, idem.Idem{})
+				r, err = c.Accept(ctx, anon, id, idem.Request{})
 			} else {
-				r, err = c.Dispute(ctx, id, escrow.DisputeRequest{Reason: "race"}, idem.Idem{})
+				r, err = c.Dispute(ctx, anon, id, escrow.DisputeRequest{Reason: "race"}, idem.Request{})
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -253,7 +254,7 @@ func TestService_Idempotency(t *testing.T) {
 	ctx := context.Background()
 	c := mustCourt(t)
 	req := createReq("did:a", "did:b", "5", rows100)
-	k := idem.Idem{Key: "k1", Fingerprint: "fp1"}
+	k := idem.Request{Key: "k1", Fingerprint: "fp1"}
 	r1, err := c.Create(ctx, req, k)
 	if err != nil {
 		t.Fatal(err)
@@ -269,7 +270,7 @@ func TestService_Idempotency(t *testing.T) {
 		}
 	})
 	t.Run("ErrConflict", func(t *testing.T) {
-		_, err := c.Create(ctx, req, idem.Idem{Key: "k1", Fingerprint: "fp2"})
+		_, err := c.Create(ctx, req, idem.Request{Key: "k1", Fingerprint: "fp2"})
 		wantCode(t, err, "idempotency_conflict")
 	})
 	t.Run("Concurrent", func(t *testing.T) {
@@ -281,7 +282,7 @@ func TestService_Idempotency(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				r, err := c.Fund(ctx, created.ContractID, idem.Idem{Key: "f", Fingerprint: "fund"})
+				r, err := c.Fund(ctx, anon, created.ContractID, idem.Request{Key: "f", Fingerprint: "fund"})
 				if err != nil {
 					t.Error(err)
 				}
@@ -307,17 +308,17 @@ func TestService_Deadlines(t *testing.T) {
 		c := mustCourt(t)
 		req := createReq("did:a", "did:b", "9", rows100)
 		req.DeliverBy = c.clock.Now().Add(time.Hour).Format(time.RFC3339)
-		r, err := c.Create(ctx, req, idem.Idem{})
+		r, err := c.Create(ctx, req, idem.Request{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		var created escrow.Created
 		_ = json.Unmarshal(r.Body, &created)
-		if _, err := c.Fund(ctx, created.ContractID, idem.Idem{}); err != nil {
+		if _, err := c.Fund(ctx, anon, created.ContractID, idem.Request{}); err != nil {
 			t.Fatal(err)
 		}
 		c.clock.Advance(2 * time.Hour)
-		_, err = c.Deliver(ctx, created.ContractID, escrow.DeliverRequest{Deliverable: json.RawMessage(`{"rows":1000}`)}, idem.Idem{})
+		_, err = c.Deliver(ctx, anon, created.ContractID, escrow.DeliverRequest{Deliverable: json.RawMessage(`{"rows":1000}`)}, idem.Request{})
 		wantCode(t, err, "deadline_passed")
 		ct, _ := c.Get(ctx, created.ContractID)
 		if ct.Status != escrow.StatusResolved || ct.Verdict != "refund" || ct.Tier != escrow.TierDeliverBy || len(ct.Receipts) != 1 {
@@ -343,7 +344,7 @@ func TestService_Deadlines(t *testing.T) {
 		if err != nil || ct.Status != escrow.StatusResolved || ct.Verdict != "release" || ct.Tier != escrow.TierReview {
 			t.Fatalf("contract %+v %v", ct, err)
 		}
-		_, err = c.Dispute(ctx, id, escrow.DisputeRequest{}, idem.Idem{})
+		_, err = c.Dispute(ctx, anon, id, escrow.DisputeRequest{}, idem.Request{})
 		wantCode(t, err, "invalid_state")
 		r, err := c.Receipt(ctx, ct.Receipts[0])
 		if err != nil {
@@ -361,7 +362,7 @@ func TestService_Deadlines(t *testing.T) {
 		req.ReviewWindow = json.RawMessage(`60`)
 		id := c.delivered(t, req, `{"rows":1}`)
 		c.clock.Advance(time.Minute)
-		_, err := c.Dispute(ctx, id, escrow.DisputeRequest{}, idem.Idem{})
+		_, err := c.Dispute(ctx, anon, id, escrow.DisputeRequest{}, idem.Request{})
 		wantCode(t, err, "review_window_closed")
 		if ct, _ := c.Get(ctx, id); ct.Verdict != "release" {
 			t.Fatalf("contract %+v", ct)
@@ -375,7 +376,7 @@ func TestService_Escalation(t *testing.T) {
 	t.Run("Operator", func(t *testing.T) {
 		c := mustCourt(t)
 		id := c.delivered(t, createReq("did:a", "did:b", "9", semantic), `{"summary":"made up"}`)
-		r, err := c.Dispute(ctx, id, escrow.DisputeRequest{Reason: "unfaithful"}, idem.Idem{})
+		r, err := c.Dispute(ctx, anon, id, escrow.DisputeRequest{Reason: "unfaithful"}, idem.Request{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -386,11 +387,11 @@ func TestService_Escalation(t *testing.T) {
 		if ct.Status != escrow.StatusEscalated {
 			t.Fatalf("contract %+v", ct)
 		}
-		_, err = c.Accept(ctx, id, idem.Idem{})
+		_, err = c.Accept(ctx, anon, id, idem.Request{})
 		wantCode(t, err, "invalid_state")
-		_, err = c.Resolve(ctx, id, escrow.ResolveRequest{Verdict: "split"}, idem.Idem{})
+		_, err = c.Resolve(ctx, principal.Operator(), id, escrow.ResolveRequest{Verdict: "split"}, idem.Request{})
 		wantCode(t, err, "invalid_verdict")
-		r, err = c.Resolve(ctx, id, escrow.ResolveRequest{Verdict: "refund", Reason: "the summary invents facts"}, idem.Idem{})
+		r, err = c.Resolve(ctx, principal.Operator(), id, escrow.ResolveRequest{Verdict: "refund", Reason: "the summary invents facts"}, idem.Request{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -401,14 +402,14 @@ func TestService_Escalation(t *testing.T) {
 		if ct.Status != escrow.StatusResolved || len(ct.Receipts) != 2 {
 			t.Fatalf("contract %+v", ct)
 		}
-		_, err = c.Resolve(ctx, id, escrow.ResolveRequest{Verdict: "release"}, idem.Idem{})
+		_, err = c.Resolve(ctx, principal.Operator(), id, escrow.ResolveRequest{Verdict: "release"}, idem.Request{})
 		wantCode(t, err, "invalid_state")
 		c.sums(t)
 	})
 	t.Run("Jury", func(t *testing.T) {
 		c := mustCourt(t, withJuror(juror{pass: true}))
 		id := c.delivered(t, createReq("did:a", "did:b", "9", semantic), `{"summary":"faithful"}`)
-		r, err := c.Dispute(ctx, id, escrow.DisputeRequest{}, idem.Idem{})
+		r, err := c.Dispute(ctx, anon, id, escrow.DisputeRequest{}, idem.Request{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -423,7 +424,7 @@ func TestService_Ban(t *testing.T) {
 	c := mustCourt(t)
 	for range 3 {
 		id := c.delivered(t, createReq("did:buyer", "did:cheat", "5", rows100), `{"rows":1}`)
-		if _, err := c.Dispute(ctx, id, escrow.DisputeRequest{}, idem.Idem{}); err != nil {
+		if _, err := c.Dispute(ctx, anon, id, escrow.DisputeRequest{}, idem.Request{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -431,10 +432,10 @@ func TestService_Ban(t *testing.T) {
 	if rep.Standing != escrow.StandingBanned || rep.AsSeller.Standing != escrow.StandingBanned || rep.AsSeller.Score != 0.2 {
 		t.Fatalf("reputation %+v", rep)
 	}
-	_, err := c.Create(ctx, createReq("did:buyer", "did:cheat", "5", rows100), idem.Idem{})
+	_, err := c.Create(ctx, createReq("did:buyer", "did:cheat", "5", rows100), idem.Request{})
 	wantCode(t, err, "seller_banned")
 	// A banned seller may still buy.
-	if _, err := c.Create(ctx, createReq("did:cheat", "did:other", "5", rows100), idem.Idem{}); err != nil {
+	if _, err := c.Create(ctx, createReq("did:cheat", "did:other", "5", rows100), idem.Request{}); err != nil {
 		t.Fatal(err)
 	}
 	if rep, _ := c.Reputation(ctx, "did:buyer"); rep.AsBuyer.Positive != 3 || rep.AsBuyer.Standing != escrow.StandingGood {
@@ -455,13 +456,13 @@ func TestService_BanMarks(t *testing.T) {
 	c := mustCourtOn(t, db, t.TempDir())
 	for range 3 { // did:whiner disputes good deliveries and loses, as buyer
 		id := c.delivered(t, createReq("did:whiner", "did:honest", "5", rows100), `{"rows":150}`)
-		if _, err := c.Dispute(ctx, id, escrow.DisputeRequest{}, idem.Idem{}); err != nil {
+		if _, err := c.Dispute(ctx, anon, id, escrow.DisputeRequest{}, idem.Request{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, err = c.Create(ctx, createReq("did:buyer", "did:whiner", "5", rows100), idem.Idem{})
+	_, err = c.Create(ctx, createReq("did:buyer", "did:whiner", "5", rows100), idem.Request{})
 	wantCode(t, err, "seller_banned")
-	if _, err := c.Create(ctx, createReq("did:whiner", "did:honest", "5", rows100), idem.Idem{}); err != nil {
+	if _, err := c.Create(ctx, createReq("did:whiner", "did:honest", "5", rows100), idem.Request{}); err != nil {
 		t.Fatal(err) // an agent with positives only is never read
 	}
 	// As a store written before the marks: none, and no note that they
@@ -487,7 +488,7 @@ func TestService_BanMarks(t *testing.T) {
 		t.Fatal(err)
 	}
 	reopened := mustCourtOn(t, db, t.TempDir())
-	_, err = reopened.Create(ctx, createReq("did:buyer", "did:whiner", "5", rows100), idem.Idem{})
+	_, err = reopened.Create(ctx, createReq("did:buyer", "did:whiner", "5", rows100), idem.Request{})
 	wantCode(t, err, "seller_banned")
 }
 
@@ -495,7 +496,7 @@ func TestService_Checkers(t *testing.T) {
 	ctx := context.Background()
 	c := mustCourt(t, withSandbox(t))
 	pass := fixture(t, "pass.wasm")
-	r, err := c.PutChecker(ctx, "wasm", pass, idem.Idem{})
+	r, err := c.PutChecker(ctx, "wasm", pass, idem.Request{})
 	if err != nil || !r.Created {
 		t.Fatalf("put %+v %v", r, err)
 	}
@@ -503,20 +504,20 @@ func TestService_Checkers(t *testing.T) {
 	if info, err := c.Checker(ctx, sum); err != nil || info.Size != len(pass) || info.Kind != "wasm" {
 		t.Fatalf("info %+v %v", info, err)
 	}
-	if r, err := c.PutChecker(ctx, "wasm", pass, idem.Idem{}); err != nil || r.Created {
+	if r, err := c.PutChecker(ctx, "wasm", pass, idem.Request{}); err != nil || r.Created {
 		t.Fatalf("second put %+v %v", r, err)
 	}
 	t.Run("ErrInvalid", func(t *testing.T) {
-		_, err := c.PutChecker(ctx, "wasm", fixture(t, "nostart.wasm"), idem.Idem{})
+		_, err := c.PutChecker(ctx, "wasm", fixture(t, "nostart.wasm"), idem.Request{})
 		wantCode(t, err, "invalid_checker")
 		_, err = c.Checker(ctx, checkers.SHA256(fixture(t, "nostart.wasm")))
 		wantCode(t, err, "checker_not_found")
-		_, err = c.PutChecker(ctx, "lua", []byte("x"), idem.Idem{})
+		_, err = c.PutChecker(ctx, "lua", []byte("x"), idem.Request{})
 		wantCode(t, err, "unsupported_checker_kind")
 	})
 	t.Run("Dispute", func(t *testing.T) {
 		id := c.delivered(t, createReq("did:a", "did:b", "5", `{"checkers":[{"sha256":"`+sum+`"}]}`), `{"rows":1}`)
-		r, err := c.Dispute(ctx, id, escrow.DisputeRequest{}, idem.Idem{})
+		r, err := c.Dispute(ctx, anon, id, escrow.DisputeRequest{}, idem.Request{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -530,7 +531,7 @@ func TestService_Checkers(t *testing.T) {
 		// and all, not escaped on the way through the store.
 		const deliverable = `{ "rows": 1, "html": "<b>&amp;</b>" }`
 		id := c.delivered(t, createReq("did:a", "did:b", "5", `{"checkers":[{"sha256":"`+sum+`"}]}`), deliverable)
-		if _, err := c.Dispute(ctx, id, escrow.DisputeRequest{}, idem.Idem{}); err != nil {
+		if _, err := c.Dispute(ctx, anon, id, escrow.DisputeRequest{}, idem.Request{}); err != nil {
 			t.Fatal(err)
 		}
 		var adj struct {
@@ -551,11 +552,11 @@ func TestService_Checkers(t *testing.T) {
 	})
 	t.Run("FailingChecker", func(t *testing.T) {
 		fail := fixture(t, "fail.wasm")
-		if _, err := c.PutChecker(ctx, "wasm", fail, idem.Idem{}); err != nil {
+		if _, err := c.PutChecker(ctx, "wasm", fail, idem.Request{}); err != nil {
 			t.Fatal(err)
 		}
 		id := c.delivered(t, createReq("did:a", "did:b", "5", `{"checkers":[{"sha256":"`+checkers.SHA256(fail)+`"}]}`), `{"rows":1}`)
-		r, err := c.Dispute(ctx, id, escrow.DisputeRequest{}, idem.Idem{})
+		r, err := c.Dispute(ctx, anon, id, escrow.DisputeRequest{}, idem.Request{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -583,7 +584,7 @@ func TestService_ActivityResumes(t *testing.T) {
 	}
 	defer db.Close()
 	c = mustCourtOn(t, db, keys)
-	if _, err := c.Create(ctx, createReq("did:a", "did:b", "5", rows100), idem.Idem{}); err != nil {
+	if _, err := c.Create(ctx, createReq("did:a", "did:b", "5", rows100), idem.Request{}); err != nil {
 		t.Fatal(err)
 	}
 	a, err := c.Activity(ctx, 2)
@@ -609,7 +610,7 @@ func TestService_ActivityTwoNodes(t *testing.T) {
 	a, b := mustCourtOn(t, db, keys), mustCourtOn(t, db, keys)
 	for range 3 {
 		for _, c := range []*court{a, b} {
-			if _, err := c.Create(ctx, createReq("did:a", "did:b", "5", rows100), idem.Idem{}); err != nil {
+			if _, err := c.Create(ctx, createReq("did:a", "did:b", "5", rows100), idem.Request{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -626,10 +627,10 @@ func TestService_ActivityTwoNodes(t *testing.T) {
 func TestService_Deliver(t *testing.T) {
 	ctx := context.Background()
 	c := mustCourt(t)
-	r, _ := c.Create(ctx, createReq("did:a", "did:b", "5", rows100), idem.Idem{})
+	r, _ := c.Create(ctx, createReq("did:a", "did:b", "5", rows100), idem.Request{})
 	var created escrow.Created
 	_ = json.Unmarshal(r.Body, &created)
-	if _, err := c.Fund(ctx, created.ContractID, idem.Idem{}); err != nil {
+	if _, err := c.Fund(ctx, anon, created.ContractID, idem.Request{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ name, deliverable, code string }{
@@ -638,12 +639,12 @@ func TestService_Deliver(t *testing.T) {
 		{"ErrUnsafeInteger", `{"n":9007199254740993}`, "invalid_deliverable"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := c.Deliver(ctx, created.ContractID, escrow.DeliverRequest{Deliverable: json.RawMessage(tc.deliverable)}, idem.Idem{})
+			_, err := c.Deliver(ctx, anon, created.ContractID, escrow.DeliverRequest{Deliverable: json.RawMessage(tc.deliverable)}, idem.Request{})
 			wantCode(t, err, tc.code)
 		})
 	}
 	t.Run("OK", func(t *testing.T) {
-		r, err := c.Deliver(ctx, created.ContractID, escrow.DeliverRequest{Deliverable: json.RawMessage(`{"rows": 40}`), Evidence: json.RawMessage(`{}`)}, idem.Idem{})
+		r, err := c.Deliver(ctx, anon, created.ContractID, escrow.DeliverRequest{Deliverable: json.RawMessage(`{"rows": 40}`), Evidence: json.RawMessage(`{}`)}, idem.Request{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -653,7 +654,7 @@ func TestService_Deliver(t *testing.T) {
 			t.Fatalf("body %s", r.Body)
 		}
 	})
-	_, err := c.Fund(ctx, created.ContractID, idem.Idem{})
+	_, err := c.Fund(ctx, anon, created.ContractID, idem.Request{})
 	if !errors.Is(err, err) || fault.KindOf(err) != fault.Conflict {
 		t.Fatalf("fund twice: %v", err)
 	}
@@ -670,13 +671,13 @@ func TestService_DeliverStored(t *testing.T) {
 		{`[ 3, true ]`, `[]`, `{"deliverable":[3,true],"evidence":[]}`},
 		{`{"html": "<b>&amp;</b>"}`, `"<i>"`, `{"deliverable":{"html":"<b>&amp;</b>"},"evidence":"<i>"}`},
 	} {
-		r, _ := c.Create(ctx, createReq("did:a", "did:b", "5", rows100), idem.Idem{})
+		r, _ := c.Create(ctx, createReq("did:a", "did:b", "5", rows100), idem.Request{})
 		var created escrow.Created
 		_ = json.Unmarshal(r.Body, &created)
-		if _, err := c.Fund(ctx, created.ContractID, idem.Idem{}); err != nil {
+		if _, err := c.Fund(ctx, anon, created.ContractID, idem.Request{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.Deliver(ctx, created.ContractID, escrow.DeliverRequest{Deliverable: json.RawMessage(tc.deliverable), Evidence: json.RawMessage(tc.evidence)}, idem.Idem{}); err != nil {
+		if _, err := c.Deliver(ctx, anon, created.ContractID, escrow.DeliverRequest{Deliverable: json.RawMessage(tc.deliverable), Evidence: json.RawMessage(tc.evidence)}, idem.Request{}); err != nil {
 			t.Fatalf("%s: %v", tc.deliverable, err)
 		}
 		err := c.store.View(ctx, func(tx store.Tx) error {

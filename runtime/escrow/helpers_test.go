@@ -16,6 +16,7 @@ import (
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/ledger"
+	"github.com/assayhq/assay/runtime/principal"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/replays"
 	"github.com/assayhq/assay/runtime/store"
@@ -46,6 +47,22 @@ type court struct {
 	clock *clock
 	keys  *receipt.Keyring
 	store store.Store
+	// lib is the checker registry's uploads, validated by the court's
+	// runner, as assay serve wires them.
+	lib *replays.Library
+}
+
+// anon is the caller that proved nothing: the seed's open court.
+var anon principal.Actor
+
+// PutChecker uploads a checker to the registry the court reads.
+func (c *court) PutChecker(ctx context.Context, kind string, module []byte, ik idem.Request) (escrow.Reply, error) {
+	return c.lib.Put(ctx, kind, module, ik)
+}
+
+// Checker is a stored checker's metadata.
+func (c *court) Checker(ctx context.Context, sum string) (checkers.Info, error) {
+	return c.lib.Info(ctx, sum)
 }
 
 type option func(*escrow.Config)
@@ -61,7 +78,7 @@ func withSandbox(tb testing.TB) option {
 		// As assay serve wires it: one runner over the registry in the
 		// court's store, validating uploads too.
 		r := checkers.NewRunner(sb, replays.Checkers(c.Store), checkers.WithMemo(replays.NewMemo(c.Store)))
-		c.Runner, c.Validator = r, r
+		c.Runner = r
 	}
 }
 
@@ -94,7 +111,8 @@ func mustCourtOn(tb testing.TB, db store.Store, keyDir string, opts ...option) *
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &court{Service: s, clock: ck, keys: keys, store: db}
+	v, _ := cfg.Runner.(replays.Validator)
+	return &court{Service: s, clock: ck, keys: keys, store: db, lib: replays.NewLibrary(db, v, ck.Now)}
 }
 
 func createReq(buyer, seller string, price string, acceptance string) escrow.CreateRequest {
@@ -107,7 +125,7 @@ const rows100 = `{"assertions":[{"path":"rows","op":"gte","value":100}]}`
 func (c *court) delivered(tb testing.TB, req escrow.CreateRequest, deliverable string) string {
 	tb.Helper()
 	ctx := context.Background()
-	r, err := c.Create(ctx, req, idem.Idem{})
+	r, err := c.Create(ctx, req, idem.Request{})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -115,10 +133,10 @@ func (c *court) delivered(tb testing.TB, req escrow.CreateRequest, deliverable s
 	if err := json.Unmarshal(r.Body, &created); err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := c.Fund(ctx, created.ContractID, idem.Idem{}); err != nil {
+	if _, err := c.Fund(ctx, anon, created.ContractID, idem.Request{}); err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := c.Deliver(ctx, created.ContractID, escrow.DeliverRequest{Deliverable: json.RawMessage(deliverable)}, idem.Idem{}); err != nil {
+	if _, err := c.Deliver(ctx, anon, created.ContractID, escrow.DeliverRequest{Deliverable: json.RawMessage(deliverable)}, idem.Request{}); err != nil {
 		tb.Fatal(err)
 	}
 	return created.ContractID

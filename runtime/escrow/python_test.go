@@ -20,7 +20,7 @@ func TestService_PythonChecker(t *testing.T) {
 	ctx := context.Background()
 	c := mustCourt(t, withSandbox(t))
 	src := []byte("rows = data[\"rows\"]\nassert rows >= 2, f\"only {rows} rows\"\n")
-	r, err := c.PutChecker(ctx, checkers.KindPython, src, idem.Idem{})
+	r, err := c.PutChecker(ctx, checkers.KindPython, src, idem.Request{})
 	if err != nil || !r.Created {
 		t.Fatalf("put: %+v %v", r, err)
 	}
@@ -30,7 +30,7 @@ func TestService_PythonChecker(t *testing.T) {
 		{`{"rows":3}`, "release"},
 	} {
 		id := c.delivered(t, createReq("did:a", "did:b", "5", crit), tc.deliverable)
-		r, err := c.Dispute(ctx, id, escrow.DisputeRequest{Reason: "check"}, idem.Idem{})
+		r, err := c.Dispute(ctx, anon, id, escrow.DisputeRequest{Reason: "check"}, idem.Request{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,7 +50,7 @@ func TestService_PythonCodeTricks(t *testing.T) {
 	ctx := context.Background()
 	c := mustCourt(t, withSandbox(t))
 	src := []byte("assert add(2, 2) == 4\n")
-	if _, err := c.PutChecker(ctx, checkers.KindPython, src, idem.Idem{}); err != nil {
+	if _, err := c.PutChecker(ctx, checkers.KindPython, src, idem.Request{}); err != nil {
 		t.Fatal(err)
 	}
 	crit := `{"checkers":[{"sha256":"` + checkers.SHA256(src) + `","kind":"python","artifact_type":"code"}]}`
@@ -66,7 +66,7 @@ func TestService_PythonCodeTricks(t *testing.T) {
 				t.Fatal(err)
 			}
 			id := c.delivered(t, createReq("did:a", "did:b", "5", crit), string(deliverable))
-			r, err := c.Dispute(ctx, id, escrow.DisputeRequest{Reason: "check"}, idem.Idem{})
+			r, err := c.Dispute(ctx, anon, id, escrow.DisputeRequest{Reason: "check"}, idem.Request{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -91,7 +91,7 @@ func TestService_PythonSyntaxRefused(t *testing.T) {
 		t.Skip("compiles CPython for the sandbox")
 	}
 	c := mustCourt(t, withSandbox(t))
-	_, err := c.PutChecker(context.Background(), checkers.KindPython, []byte("def f(:\n"), idem.Idem{})
+	_, err := c.PutChecker(context.Background(), checkers.KindPython, []byte("def f(:\n"), idem.Request{})
 	if err == nil || !strings.Contains(err.Error(), "line 1") || !strings.Contains(err.Error(), "invalid syntax") {
 		t.Fatalf("put: %v", err)
 	}

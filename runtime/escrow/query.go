@@ -72,3 +72,19 @@ func (s *Service) Audit(ctx context.Context) (ledger.Audit, error) {
 	})
 	return a, err
 }
+
+// SignedReceipt returns a stored receipt of any service, by its id, in
+// the bytes that were signed.
+//
+// # Errors
+//
+// receipt_not_found (404).
+func (s *Service) SignedReceipt(ctx context.Context, id string) (json.RawMessage, error) {
+	var b json.RawMessage
+	err := s.st.View(ctx, func(tx store.Tx) error {
+		var err error
+		b, err = receipt.Get(tx, id)
+		return err
+	})
+	return b, err
+}

@@ -71,7 +71,7 @@ func TestService_Fund_rail(t *testing.T) {
 		// rail keeps exactly the price; the others were refunded.
 		r := newRecordingRail()
 		c := mustCourt(t, withRail(r))
-		created, err := c.Create(ctx, createReq("did:x:buyer", "did:x:seller", "50", rows100), idem.Idem{})
+		created, err := c.Create(ctx, createReq("did:x:buyer", "did:x:seller", "50", rows100), idem.Request{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,7 +84,7 @@ func TestService_Fund_rail(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if _, err := c.Fund(ctx, cr.ContractID, idem.Idem{}); err == nil {
+				if _, err := c.Fund(ctx, anon, cr.ContractID, idem.Request{}); err == nil {
 					mu.Lock()
 					won++
 					mu.Unlock()
@@ -103,13 +103,13 @@ func TestService_Fund_rail(t *testing.T) {
 		r := newRecordingRail()
 		r.fail = errors.New("card declined")
 		c := mustCourt(t, withRail(r))
-		created, err := c.Create(ctx, createReq("did:x:buyer", "did:x:seller", "50", rows100), idem.Idem{})
+		created, err := c.Create(ctx, createReq("did:x:buyer", "did:x:seller", "50", rows100), idem.Request{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		var cr escrow.Created
 		json.Unmarshal(created.Body, &cr)
-		_, err = c.Fund(ctx, cr.ContractID, idem.Idem{})
+		_, err = c.Fund(ctx, anon, cr.ContractID, idem.Request{})
 		wantCode(t, err, "rail_failed")
 		got, err := c.Get(ctx, cr.ContractID)
 		if err != nil || got.Status != escrow.StatusCreated {
@@ -147,14 +147,14 @@ func TestService_Fund_commitUnknown(t *testing.T) {
 	us := &unsureStore{Store: db}
 	r := newRecordingRail()
 	c := mustCourtOn(t, us, t.TempDir(), withRail(r))
-	created, err := c.Create(ctx, createReq("did:x:buyer", "did:x:seller", "50", rows100), idem.Idem{})
+	created, err := c.Create(ctx, createReq("did:x:buyer", "did:x:seller", "50", rows100), idem.Request{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var cr escrow.Created
 	json.Unmarshal(created.Body, &cr)
 	us.armed.Store(true)
-	_, err = c.Fund(ctx, cr.ContractID, idem.Idem{})
+	_, err = c.Fund(ctx, anon, cr.ContractID, idem.Request{})
 	wantCode(t, err, "commit_unknown")
 	if fault.KindOf(err) != fault.Internal {
 		t.Errorf("kind %q, want internal", fault.KindOf(err))

@@ -106,7 +106,7 @@ func TestVerdictSubject_CanonicalMembers(t *testing.T) {
 func TestService_ContractCache(t *testing.T) {
 	ctx := context.Background()
 	c := mustCourt(t)
-	r, err := c.Create(ctx, createReq("did:x:buyer", "did:x:seller", "10", rows100), idem.Idem{})
+	r, err := c.Create(ctx, createReq("did:x:buyer", "did:x:seller", "10", rows100), idem.Request{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestService_ContractCache(t *testing.T) {
 	if got.Price != 11 {
 		t.Errorf("price %d, want the stored 11", got.Price)
 	}
-	if _, err := c.Fund(ctx, created.ContractID, idem.Idem{}); err != nil {
+	if _, err := c.Fund(ctx, anon, created.ContractID, idem.Request{}); err != nil {
 		t.Fatal(err)
 	}
 	// A copy: what a caller does to it is not what the next read sees.

@@ -3,8 +3,9 @@
 // transaction as its effects, and a later request with the same key and the
 // same content gets the stored answer again, while one with the same key
 // and other content is refused with idempotency_conflict. Keys live in
-// scopes (a service, a tenant, a solver), so that one client's key never
-// collides with another's.
+// the scope of their operation and of the actor that sent them (New), so
+// that one client's key never collides with another's, and a retry over
+// REST or MCP, which name an operation alike, is the same request.
 //
 // Mutate is the one mutation kernel of the services: lookup, the change
 // and the stored answer in one transaction, with CommitThenFail for a
@@ -20,19 +21,29 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/ident"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/store"
 )
 
 // MaxKey is the longest idempotency key accepted, in bytes.
-const MaxKey = 255
+const MaxKey = 256
 
-// Request is one request's idempotency key, in its scope, and the
-// fingerprint of what it asked (the transport takes e.g. the SHA-256 of the
-// method, path and body). A zero Key means the request has none.
+// ECodeInvalidKey and ECodeConflict are the codes of a key that breaks
+// the grammar and of a key used before with another request.
+const (
+	ECodeInvalidKey = "invalid_idempotency_key"
+	ECodeConflict   = "idempotency_conflict"
+)
+
+// Request is one request's idempotency key, in the scope of its operation
+// and its actor, and the fingerprint of what it asked (New makes all
+// three). A zero Key means the request has none.
 type Request struct {
 	Scope       string
 	Key         string
@@ -72,16 +83,19 @@ func (r record) AppendJSON(b []byte) ([]byte, bool) {
 	return append(b, '}'), true
 }
 
-// ValidKey reports whether k is usable as an idempotency key: 1 to MaxKey
-// bytes of printable characters.
+// ValidKey reports whether k is usable as an idempotency key, by the one
+// grammar of every service: 1 to MaxKey bytes of printable UTF-8, with no
+// control character (tab and newline included) and no bidi control.
+//
+// # Errors
+//
+// invalid_idempotency_key (400).
 func ValidKey(k string) error {
 	if k == "" || len(k) > MaxKey {
-		return fault.New(fault.Invalid, "invalid_idempotency_key", "Idempotency-Key must be 1 to %d characters", MaxKey)
+		return fault.New(fault.Invalid, ECodeInvalidKey, "an idempotency key is 1 to %d bytes, not %d", MaxKey, len(k))
 	}
-	for _, r := range k {
-		if !unicode.IsPrint(r) {
-			return fault.New(fault.Invalid, "invalid_idempotency_key", "Idempotency-Key must be printable")
-		}
+	if !utf8.ValidString(k) || strings.ContainsFunc(k, func(r rune) bool { return !unicode.IsPrint(r) && r != ' ' }) || ident.TextMessage(k, MaxKey) != "" {
+		return fault.New(fault.Invalid, ECodeInvalidKey, "an idempotency key is printable UTF-8, with no control or bidi characters")
 	}
 	return nil
 }
@@ -119,7 +133,7 @@ func found(r Request, b []byte) (*Reply, error) {
 		return nil, fmt.Errorf("store: decode %s: %w", key(r), err)
 	}
 	if rec.Fingerprint != r.Fingerprint {
-		return nil, fault.New(fault.Conflict, "idempotency_conflict",
+		return nil, fault.New(fault.Conflict, ECodeConflict,
 			"Idempotency-Key %q was already used with a different request; use a new key", r.Key)
 	}
 	return &Reply{Body: rec.Body, Created: rec.Created, Replayed: true}, nil
@@ -145,54 +159,49 @@ func Forget(tx store.Tx, r Request) error {
 	return tx.Delete(key(r))
 }
 
-// Idem is a request's idempotency key and the fingerprint of what it
-// asked, as the transport reads them; a service puts it in its scope with
-// In. A zero Idem means the request has none.
-type Idem struct {
-	Key         string
-	Fingerprint string
+// New is a request's idempotency: key, validated by ValidKey, in the
+// scope of the operation op and the actor (its name, or "" for a caller
+// that proved nothing), and the request's fingerprint over op and its
+// content. It is the one place a scope and a fingerprint are made, for
+// every service and every transport: REST and MCP name an operation by
+// the same op, so that a retry over either is the same request. An empty
+// key gives a zero Request.
+//
+// # Errors
+//
+// invalid_idempotency_key (400).
+func New(op, actor, key string, content []byte) (Request, error) {
+	if key == "" {
+		return Request{}, nil
+	}
+	if err := ValidKey(key); err != nil {
+		return Request{}, err
+	}
+	sum := sha256.Sum256([]byte(actor))
+	return Request{Scope: op + ":" + hex.EncodeToString(sum[:]), Key: key, Fingerprint: Fingerprint(op, content)}, nil
 }
 
-// In puts i in scope.
-func (i Idem) In(scope string) Request {
-	return Request{Scope: scope, Key: i.Key, Fingerprint: i.Fingerprint}
-}
-
-// Fingerprint is what "the same request" means for every transport: the
-// hex SHA-256 of the operation, a newline and the request's content. REST
-// names the operation by method and path ("POST /contracts") and gives the
-// body; MCP names it "mcp <tool>" and gives the arguments; a service that
-// decodes its own requests gives their RFC 8785 form (FingerprintJSON).
+// Fingerprint is what "the same request" means: the hex SHA-256 of the
+// operation, a newline and the request's content (its RFC 8785 form
+// where it is JSON, so that member order and spacing do not make two
+// requests differ).
 func Fingerprint(op string, content []byte) string {
+	if c, err := receipt.CanonicalJSON(content); err == nil {
+		content = c
+	}
 	h := sha256.New()
 	h.Write([]byte(op + "\n"))
 	h.Write(content)
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// FingerprintJSON is Fingerprint over v marshalled in RFC 8785 form, so
-// that member order and spacing do not make two requests differ.
+// FingerprintJSON is Fingerprint over v marshalled as JSON.
 func FingerprintJSON(op string, v any) string {
 	b, err := json.Marshal(v)
 	if err != nil {
 		b = []byte(fmt.Sprint(v))
 	}
-	if c, err := receipt.CanonicalJSON(b); err == nil {
-		b = c
-	}
 	return Fingerprint(op, b)
-}
-
-// Read is a request's Idem: key validated with ValidKey, and the request
-// fingerprinted. An empty key gives a zero Idem.
-func Read(key, op string, content []byte) (Idem, error) {
-	if key == "" {
-		return Idem{}, nil
-	}
-	if err := ValidKey(key); err != nil {
-		return Idem{}, err
-	}
-	return Idem{Key: key, Fingerprint: Fingerprint(op, content)}, nil
 }
 
 // committed is what CommitThenFail returns.
@@ -286,3 +295,30 @@ func ahead(r Request, reads func() []string) []string {
 	}
 	return keys
 }
+
+// Lapse is the one way a mutation meets an object past its deadline
+// (a contract's deliver_by or review window, a Matter's deadline): when
+// due, settle settles the object in tx (a refund, a release, an expiry),
+// and the request fails with refuse's error once that settlement has
+// committed (CommitThenFail), so that a retry meets the settled state.
+// It returns nil when the object is not due.
+func Lapse(due bool, settle func() error, refuse func() error) error {
+	if !due {
+		return nil
+	}
+	if err := settle(); err != nil {
+		return err
+	}
+	return CommitThenFail(refuse())
+}
+
+// Keeper looks up stored replies on a store, for a transport that checks
+// for a replay before it calls a service: the one replay pre-check, made
+// before any slow work (an adjudication, a collection on a rail).
+type Keeper struct{ st store.Store }
+
+// NewKeeper returns a Keeper of the replies stored in st.
+func NewKeeper(st store.Store) Keeper { return Keeper{st: st} }
+
+// Replay is Replay on the Keeper's store.
+func (k Keeper) Replay(ctx context.Context, r Request) (*Reply, error) { return Replay(ctx, k.st, r) }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/assayhq/assay/runtime/fault"
@@ -43,7 +44,7 @@ func TestMutate(t *testing.T) {
 	ok := func(tx store.Tx) (idem.Reply, error) {
 		return idem.Reply{Body: []byte(`{"n":1}`), Created: true}, effect(tx)
 	}
-	r := idem.Idem{Key: "k1", Fingerprint: idem.Fingerprint("POST /things", []byte(`{}`))}.In("svc")
+	r := idem.Request{Scope: "svc", Key: "k1", Fingerprint: idem.Fingerprint("POST /things", []byte(`{}`))}
 
 	t.Run("OK", func(t *testing.T) {
 		rep, err := idem.Mutate(ctx, db, r, ok)
@@ -75,7 +76,7 @@ func TestMutate(t *testing.T) {
 	t.Run("ErrRollsBack", func(t *testing.T) {
 		before := count(t)
 		boom := errors.New("boom")
-		r2 := idem.Idem{Key: "k2", Fingerprint: "f"}.In("svc")
+		r2 := idem.Request{Scope: "svc", Key: "k2", Fingerprint: "f"}
 		_, err := idem.Mutate(ctx, db, r2, func(tx store.Tx) (idem.Reply, error) {
 			if err := effect(tx); err != nil {
 				return idem.Reply{}, err
@@ -92,7 +93,7 @@ func TestMutate(t *testing.T) {
 	t.Run("CommitThenFail", func(t *testing.T) {
 		before := count(t)
 		late := fault.New(fault.Conflict, "deadline_passed", "too late")
-		r3 := idem.Idem{Key: "k3", Fingerprint: "f"}.In("svc")
+		r3 := idem.Request{Scope: "svc", Key: "k3", Fingerprint: "f"}
 		fn := func(tx store.Tx) (idem.Reply, error) {
 			if err := effect(tx); err != nil {
 				return idem.Reply{}, err
@@ -114,7 +115,7 @@ func TestMutate(t *testing.T) {
 	t.Run("NoKey", func(t *testing.T) {
 		before := count(t)
 		for range 2 {
-			if rep, err := idem.Mutate(ctx, db, idem.Idem{}.In("svc"), ok); err != nil || rep.Replayed {
+			if rep, err := idem.Mutate(ctx, db, idem.Request{Scope: "svc"}, ok); err != nil || rep.Replayed {
 				t.Fatalf("%+v %v", rep, err)
 			}
 		}
@@ -125,26 +126,39 @@ func TestMutate(t *testing.T) {
 }
 
 func TestFingerprint(t *testing.T) {
-	// The fingerprints REST, MCP and matters stored before they shared
-	// this function: sha256 of the operation, a newline and the content.
+	// sha256 of the operation, a newline and the content, in its RFC 8785
+	// form where it is JSON, whatever the transport.
 	sum := func(s string) string { h := sha256.Sum256([]byte(s)); return hex.EncodeToString(h[:]) }
 	for _, c := range []struct{ name, got, want string }{
-		{"REST", idem.Fingerprint("POST /contracts", []byte(`{"a":1}`)), sum("POST /contracts\n{\"a\":1}")},
-		{"MCP", idem.Fingerprint("mcp purchase", []byte(`{"b":2}`)), sum("mcp purchase\n{\"b\":2}")},
-		{"JSON", idem.FingerprintJSON("open", map[string]any{"z": 1, "a": "<&>"}), sum("open\n{\"a\":\"<&>\",\"z\":1}")},
+		{"Raw", idem.Fingerprint("POST /checkers", []byte{0, 'a', 's', 'm'}), sum("POST /checkers\n\x00asm")},
+		{"JSON", idem.Fingerprint("purchase", []byte(`{ "b": 2, "a":1}`)), sum("purchase\n{\"a\":1,\"b\":2}")},
+		{"Marshalled", idem.FingerprintJSON("open", map[string]any{"z": 1, "a": "<&>"}), sum("open\n{\"a\":\"<&>\",\"z\":1}")},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: %s, want %s", c.name, c.got, c.want)
 		}
 	}
-	if i, err := idem.Read("", "POST /x", nil); err != nil || i != (idem.Idem{}) {
-		t.Errorf("Read without a key = %+v %v", i, err)
+}
+
+// TestNew: a key is scoped by its operation and its actor; a request
+// without one has none.
+func TestNew(t *testing.T) {
+	if r, err := idem.New("fund", "did:key:z", "", nil); err != nil || r != (idem.Request{}) {
+		t.Errorf("New without a key = %+v %v", r, err)
 	}
-	if _, err := idem.Read("tab\there", "POST /x", nil); fault.CodeOf(err) != "invalid_idempotency_key" {
-		t.Errorf("Read with a bad key: %v", err)
+	for _, bad := range []string{"tab\there", "new\nline", "bidi\u202e", strings.Repeat("k", idem.MaxKey+1), "\xff"} {
+		if _, err := idem.New("fund", "a", bad, nil); fault.CodeOf(err) != idem.ECodeInvalidKey {
+			t.Errorf("New with key %q: %v", bad, err)
+		}
 	}
-	if i, err := idem.Read("k", "POST /x", []byte("{}")); err != nil || i.Key != "k" || i.Fingerprint != idem.Fingerprint("POST /x", []byte("{}")) {
-		t.Errorf("Read = %+v %v", i, err)
+	a, _ := idem.New("fund", "alice", "k", []byte(`{}`))
+	b, _ := idem.New("fund", "bob", "k", []byte(`{}`))
+	c, _ := idem.New("accept", "alice", "k", []byte(`{}`))
+	if a.Scope == b.Scope || a.Scope == c.Scope || a.Key != "k" || a.Fingerprint != idem.Fingerprint("fund", []byte(`{}`)) {
+		t.Errorf("scopes %q %q %q", a.Scope, b.Scope, c.Scope)
+	}
+	if _, err := idem.New("fund", "alice", strings.Repeat("k", idem.MaxKey), nil); err != nil {
+		t.Errorf("a key of MaxKey bytes: %v", err)
 	}
 }
 

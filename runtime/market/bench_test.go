@@ -31,14 +31,14 @@ func BenchmarkService_Publish(b *testing.B) {
 			}
 			// One untimed publish compiles the checker (and, for Python,
 			// takes the interpreter's snapshot): the figure is a warm one.
-			if _, err := e.svc.Publish(ctx, market.PublishRequest{Agent: "seller", Title: "squares", ProblemStatement: "warm-up " + bc.name,
-				Artifact: raw(table), ArtifactType: "dataset", PriceUSD: raw("2.50"), Checker: bc.checker}, idem.Idem{}); err != nil {
+			if _, err := e.svc.Publish(ctx, anon, market.PublishRequest{Agent: "seller", Title: "squares", ProblemStatement: "warm-up " + bc.name,
+				Artifact: raw(table), ArtifactType: "dataset", PriceUSD: raw("2.50"), Checker: bc.checker}, idem.Request{}); err != nil {
 				b.Fatal(err)
 			}
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
-				_, err := e.svc.Publish(ctx, market.PublishRequest{Agent: "seller", Title: "squares", ProblemStatement: fmt.Sprintf("squares %s %d", bc.name, i),
-					Artifact: raw(table), ArtifactType: "dataset", PriceUSD: raw("2.50"), Checker: bc.checker}, idem.Idem{})
+				_, err := e.svc.Publish(ctx, anon, market.PublishRequest{Agent: "seller", Title: "squares", ProblemStatement: fmt.Sprintf("squares %s %d", bc.name, i),
+					Artifact: raw(table), ArtifactType: "dataset", PriceUSD: raw("2.50"), Checker: bc.checker}, idem.Request{})
 				if err != nil {
 					b.Fatal(err)
 				}

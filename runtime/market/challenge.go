@@ -12,6 +12,7 @@ import (
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/ledger"
+	"github.com/assayhq/assay/runtime/principal"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/store"
 	"github.com/assayhq/assay/wasm"
@@ -89,9 +90,11 @@ func (s *Service) ChallengeOf(ctx context.Context, id string) (*Challenge, error
 // (413); listing_not_found, purchase_not_found (404);
 // challenge_window_closed, already_challenged, purchase_closed (409);
 // idempotency_conflict.
-func (s *Service) Challenge(ctx context.Context, listingID string, req ChallengeRequest, key idem.Idem) (Reply, error) {
-	i := scoped(key, "challenge", req.Agent)
+func (s *Service) Challenge(ctx context.Context, a principal.Actor, listingID string, req ChallengeRequest, i idem.Request) (Reply, error) {
 	if err := validAgent("agent", req.Agent); err != nil {
+		return Reply{}, err
+	}
+	if err := s.actsFor(a, req.Agent); err != nil {
 		return Reply{}, err
 	}
 	ev := bytes.TrimSpace(req.Evidence)
@@ -106,9 +109,6 @@ func (s *Service) Challenge(ctx context.Context, listingID string, req Challenge
 	}
 	if err := validText("reason", req.Reason, MaxTextBytes); err != nil {
 		return Reply{}, err
-	}
-	if r, err := idem.Replay(ctx, s.st, i); err != nil || r != nil {
-		return deref(r), err
 	}
 	now := s.now().UTC()
 	// Read what the replay needs on a snapshot, and refuse early.
@@ -139,7 +139,8 @@ func (s *Service) Challenge(ctx context.Context, listingID string, req Challenge
 	})
 	if err != nil {
 		// A request with the same key may have opened the challenge since
-		// the replay check above: its answer, not a refusal, is this one's.
+		// the transport looked for a replay: its answer, not a refusal, is
+		// this one's.
 		if r, rerr := idem.Replay(ctx, s.st, i); rerr != nil || r != nil {
 			return deref(r), rerr
 		}
@@ -176,7 +177,7 @@ func (s *Service) Challenge(ctx context.Context, listingID string, req Challenge
 		p.ChallengeID = cid
 		if out != nil && !out.Pass && out.Kind.Decides() {
 			c.Basis = BasisReplay
-			err = s.uphold(ctx, tx, c, p, l, "the seller's checker failed on replay with the challenger's evidence: "+string(out.Kind), now)
+			err = s.uphold(a, tx, c, p, l, "the seller's checker failed on replay with the challenger's evidence: "+string(out.Kind), now)
 		} else {
 			// Held for the operator: out of the due index, so that it
 			// cannot settle while the challenge is open.
@@ -185,7 +186,7 @@ func (s *Service) Challenge(ctx context.Context, listingID string, req Challenge
 				err = store.SetJSON(tx, purchaseKey(p.ID), p)
 			}
 			if err == nil {
-				err = s.signChallenge(ctx, tx, c, now)
+				err = s.signChallenge(a, tx, c, now)
 			}
 		}
 		if err != nil {
@@ -218,7 +219,7 @@ func challengeable(p *Purchase, now time.Time) error {
 // uphold decides a challenge for the challenger: the purchase refunded,
 // the bond (if any) paid to the challenger, the listing pulled, the
 // seller's record marked. It stores p and l; the caller stores c.
-func (s *Service) uphold(ctx context.Context, tx store.Tx, c *Challenge, p *Purchase, l *Listing, why string, now time.Time) error {
+func (s *Service) uphold(a principal.Actor, tx store.Tx, c *Challenge, p *Purchase, l *Listing, why string, now time.Time) error {
 	back, err := Add(p.Price, p.Fee)
 	if err != nil {
 		return err
@@ -256,12 +257,12 @@ func (s *Service) uphold(ctx context.Context, tx store.Tx, c *Challenge, p *Purc
 	}); err != nil {
 		return err
 	}
-	return s.signChallenge(ctx, tx, c, now)
+	return s.signChallenge(a, tx, c, now)
 }
 
-func (s *Service) signChallenge(ctx context.Context, tx store.Tx, c *Challenge, now time.Time) error {
+func (s *Service) signChallenge(a principal.Actor, tx store.Tx, c *Challenge, now time.Time) error {
 	rid := receiptID(c.ID, c.Status)
-	_, err := s.sign(tx, KindChallenge, rid, now, withActor(ctx, map[string]any{
+	_, err := s.sign(tx, KindChallenge, rid, now, withActor(a, map[string]any{
 		"challenge_id": c.ID, "purchase_id": c.PurchaseID, "listing_id": c.ListingID, "challenger": c.Challenger,
 		"evidence_sha256": c.EvidenceSHA256, "status": c.Status, "basis": c.Basis, "replay": c.Replay, "resolution": c.Resolution,
 		"refund_usd": c.RefundUSD, "bond_paid_usd": c.BondPaidUSD, "at": now.Format(time.RFC3339Nano),
@@ -278,16 +279,15 @@ func (s *Service) signChallenge(ctx context.Context, tx store.Tx, c *Challenge, 
 //
 // invalid_verdict, invalid_reason (400); challenge_not_found (404);
 // challenge_not_open (409); idempotency_conflict.
-func (s *Service) Resolve(ctx context.Context, id string, req ResolveRequest, key idem.Idem) (Reply, error) {
-	i := scoped(key, "resolve", "operator")
+func (s *Service) Resolve(ctx context.Context, a principal.Actor, id string, req ResolveRequest, i idem.Request) (Reply, error) {
+	if err := operatorOnly(a, "resolves a challenge"); err != nil {
+		return Reply{}, err
+	}
 	if req.Verdict != "uphold" && req.Verdict != "reject" {
 		return Reply{}, fault.New(fault.Invalid, ECodeInvalidVerdict, `verdict must be "uphold" or "reject"`)
 	}
 	if err := validText("reason", req.Reason, MaxTextBytes); err != nil {
 		return Reply{}, err
-	}
-	if r, err := idem.Replay(ctx, s.st, i); err != nil || r != nil {
-		return deref(r), err
 	}
 	now := s.now().UTC()
 	defer s.payBackOwed(ctx)
@@ -309,7 +309,7 @@ func (s *Service) Resolve(ctx context.Context, id string, req ResolveRequest, ke
 		}
 		why := "operator: " + req.Reason
 		if req.Verdict == "uphold" {
-			err = s.uphold(ctx, tx, c, p, l, why, now)
+			err = s.uphold(a, tx, c, p, l, why, now)
 		} else {
 			c.Status, c.Resolution, c.ResolvedAt = ChallengeRejected, why, now
 			p.Status = PurchaseHeld
@@ -319,7 +319,7 @@ func (s *Service) Resolve(ctx context.Context, id string, req ResolveRequest, ke
 				}
 			}
 			if err == nil {
-				err = s.signChallenge(ctx, tx, c, now)
+				err = s.signChallenge(a, tx, c, now)
 			}
 		}
 		if err != nil {

@@ -41,6 +41,7 @@ const (
 	ECodePurchaseClosed          = "purchase_closed"
 	ECodePurchaseNotFound        = "purchase_not_found"
 	ECodeRailFailed              = "rail_failed"
+	ECodeOperatorOnly            = "operator_only"
 	ECodeStatsOverflow           = "stats_overflow"
 	ECodeUnknownChecker          = "unknown_checker"
 	ECodeUnsupportedCheckerKind  = "unsupported_checker_kind"

@@ -165,8 +165,8 @@ const (
 
 // Basis is every match's basis: how the score is computed and what it can
 // miss.
-const Basis = "lexical v1: confidence = 0.75 x (share of the query's tokens the listing has) + 0.25 x (Jaccard similarity of the token sets), " +
-	"after the fingerprint's normalisation; exact = equal fingerprints; constraints are names with numbers (name=N, N names, $N) compared by value. " +
+const Basis = "lexical v1: confidence = 0.75 x (share of the query's words the listing has) + 0.25 x (Jaccard similarity of the word sets), " +
+	"after the fingerprint's normalisation, a word's plural s folded (primes finds prime); exact = equal fingerprints; constraints are names with numbers (name=N, N names, $N) compared by value. " +
 	"Blind spots: paraphrases that share no vocabulary, constraints written in words, units."
 
 // Score compares a query (its tokens, its constraints, its fingerprint)
@@ -192,18 +192,9 @@ func Score(qTokens []string, qCons []Constraint, qFP string, lTokens []string, l
 		m.Confidence, m.Class = 1, ClassExact
 		return m
 	}
-	inter := 0
-	ls := map[string]bool{}
-	for _, t := range lTokens {
-		ls[t] = true
-	}
-	for _, t := range qTokens {
-		if ls[t] {
-			inter++
-		}
-	}
 	if len(qTokens) > 0 {
-		m.Confidence = confidence(inter, len(qTokens), len(lTokens))
+		qt := terms(qTokens)
+		m.Confidence = confidence(overlap(qt, lTokens), len(qt), len(lTokens))
 	}
 	d := m.ConstraintDiff
 	switch {

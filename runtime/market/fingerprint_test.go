@@ -58,3 +58,30 @@ func TestScore(t *testing.T) {
 		t.Fatalf("conflicts %q", m.ConstraintDiff.Conflicting)
 	}
 }
+
+// TestScore_plurals: a word matches in the singular and the plural, and
+// counts once however it is spelled.
+func TestScore_plurals(t *testing.T) {
+	listing := "The first 10 prime numbers, as a JSON list."
+	lt, lc, lf := market.Tokens(listing), market.Constraints(listing), market.Fingerprint(listing)
+	for _, tc := range []struct {
+		q          string
+		confidence float64
+		class      string
+	}{
+		{"primes", 0.79, market.ClassStrong}, // 0.75 x 1/1 + 0.25 x 1/6
+		{"prime", 0.79, market.ClassStrong},
+		{"prime primes", 0.79, market.ClassStrong},        // one word
+		{"first primes number", 0.88, market.ClassStrong}, // 0.75 + 0.25 x 3/6
+		{"composites", 0, market.ClassWeak},
+		{"class", 0, market.ClassWeak}, // "ss" is no plural: never "clas"
+	} {
+		m := market.Score(market.Tokens(tc.q), market.Constraints(tc.q), market.Fingerprint(tc.q), lt, lc, lf)
+		if m.Confidence != tc.confidence || m.Class != tc.class {
+			t.Errorf("%q: confidence %v class %s, want %v %s", tc.q, m.Confidence, m.Class, tc.confidence, tc.class)
+		}
+	}
+	if market.Fingerprint("primes") == market.Fingerprint("prime") {
+		t.Error("the fingerprint folds plurals: it is the seed's, token for token")
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/ledger"
+	"github.com/assayhq/assay/runtime/principal"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/store"
 	"github.com/assayhq/assay/wasm"
@@ -319,13 +320,20 @@ func (s *Service) runCheckers(ctx context.Context, jobs []checkers.Job) ([]wasm.
 // unknown_checker (400); artifact_too_large (413); checker_failed (422,
 // with the outcome); insufficient_funds (409, the bond);
 // checkers_unavailable (503); idempotency_conflict.
-func (s *Service) Publish(ctx context.Context, req PublishRequest, key idem.Idem) (Reply, error) {
-	i := scoped(key, "publish", req.Agent)
-	if r, err := idem.Replay(ctx, s.st, i); err != nil || r != nil {
-		return deref(r), err
+func (s *Service) Publish(ctx context.Context, a principal.Actor, req PublishRequest, i idem.Request) (Reply, error) {
+	if req.Agent != "" {
+		if err := validAgent("agent", req.Agent); err != nil {
+			return Reply{}, err
+		}
+		if err := s.actsFor(a, req.Agent); err != nil {
+			return Reply{}, err
+		}
 	}
 	l, source, err := s.publishTerms(req)
 	if err != nil {
+		return Reply{}, err
+	}
+	if err := s.actsFor(a, req.Agent); err != nil {
 		return Reply{}, err
 	}
 	art := bytes.TrimSpace(req.Artifact)
@@ -377,7 +385,7 @@ func (s *Service) Publish(ctx context.Context, req PublishRequest, key idem.Idem
 			l.BondHeld = true
 		}
 		rid := receiptID(l.ID, "listing")
-		rc, err := s.sign(tx, KindListing, rid, now, withActor(ctx, map[string]any{
+		rc, err := s.sign(tx, KindListing, rid, now, withActor(a, map[string]any{
 			"listing_id": l.ID, "seller": l.Seller, "fingerprint": l.Fingerprint, "artifact_sha256": l.ArtifactSHA256,
 			"price_usd": l.Price, "verification_level": l.Level, "bond_usd": l.Bond, "checker": l.Checker,
 			"replay": out, "verification_basis": basisOf(&l), "published_at": now.Format(time.RFC3339Nano),
@@ -495,13 +503,12 @@ type DeactivateRequest struct {
 // # Errors
 //
 // listing_not_found (404), not_seller (403), listing_not_active (409).
-func (s *Service) Deactivate(ctx context.Context, id string, req DeactivateRequest, key idem.Idem) (Reply, error) {
-	i := scoped(key, "deactivate", req.Agent)
+func (s *Service) Deactivate(ctx context.Context, a principal.Actor, id string, req DeactivateRequest, i idem.Request) (Reply, error) {
 	if err := validAgent("agent", req.Agent); err != nil {
 		return Reply{}, err
 	}
-	if r, err := idem.Replay(ctx, s.st, i); err != nil || r != nil {
-		return deref(r), err
+	if err := s.actsFor(a, req.Agent); err != nil {
+		return Reply{}, err
 	}
 	now := s.now().UTC()
 	return idem.Mutate(ctx, s.st, i, func(tx store.Tx) (Reply, error) {

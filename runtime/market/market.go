@@ -2,8 +2,6 @@ package market
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +13,7 @@ import (
 	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/ident"
 	"github.com/assayhq/assay/runtime/ledger"
+	"github.com/assayhq/assay/runtime/principal"
 	"github.com/assayhq/assay/runtime/rail"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/store"
@@ -120,6 +119,11 @@ type Config struct {
 	HousePrefix string
 	// PlatformAccount receives fees; "platform:market" when empty.
 	PlatformAccount string
+	// Auth is how the market authenticates the agents that act in it:
+	// principal.Signed (an action is made by the agent it names) or
+	// principal.Open (agents named in the body, local use only; the
+	// default).
+	Auth principal.Mode
 	// Identity names who stands behind an agent id, for level 3: replays
 	// by agent ids with one identity count as one buyer, and never when
 	// the identity is the seller's. Nil: the agent id itself, which is all
@@ -142,6 +146,7 @@ type Service struct {
 	house    string
 	platform string
 	ident    func(context.Context, string) string
+	auth     principal.Mode
 	scanOnly bool // tests: search by scanning every search record
 	common   int  // commonPostings; tests lower it
 }
@@ -152,7 +157,10 @@ func New(cfg Config) (*Service, error) {
 		return nil, errors.New("market: Config.Store and Config.Signer are required")
 	}
 	s := &Service{st: cfg.Store, signer: cfg.Signer, runner: cfg.Runner, rail: cfg.Rail, now: cfg.Now, newID: cfg.NewID,
-		rand: cfg.Rand, house: cfg.HousePrefix, platform: cfg.PlatformAccount, ident: cfg.Identity, common: commonPostings}
+		rand: cfg.Rand, house: cfg.HousePrefix, platform: cfg.PlatformAccount, ident: cfg.Identity, common: commonPostings, auth: cfg.Auth}
+	if s.auth == "" {
+		s.auth = principal.Open
+	}
 	if s.rail == nil {
 		s.rail = rail.Dev{}
 	}
@@ -201,6 +209,9 @@ func (s *Service) Store() store.Store { return s.st }
 // Rail returns the payment rail.
 func (s *Service) Rail() rail.Rail { return s.rail }
 
+// Mode returns how the market authenticates agents.
+func (s *Service) Mode() principal.Mode { return s.auth }
+
 // Key prefixes; storage/doc.go lists them.
 const (
 	keyListing   = "market/listing/"   // <id> -> Listing
@@ -234,17 +245,6 @@ func dueKey(at time.Time, purchase string) string {
 
 func holdAccount(purchase string) string { return "hold:market:" + purchase }
 func bondAccount(listing string) string  { return "hold:bond:" + listing }
-
-// scoped puts a request's idempotency key in the scope of its operation
-// (publish, buy, deposit, …) and of the agent acting:
-// "market:<op>:<sha256 of the agent>", as matters scopes its keys by
-// tenant and caller. Two agents may use the same key, and so may one agent
-// on two operations: one agent's key never answers, nor conflicts with,
-// another agent's request.
-func scoped(i idem.Idem, op, agent string) idem.Request {
-	sum := sha256.Sum256([]byte(agent))
-	return i.In("market:" + op + ":" + hex.EncodeToString(sum[:]))
-}
 
 // Reply is a mutation's answer: the JSON body the client gets.
 type Reply = idem.Reply

@@ -18,6 +18,7 @@ import (
 	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/ledger"
 	"github.com/assayhq/assay/runtime/market"
+	"github.com/assayhq/assay/runtime/principal"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/replays"
 	"github.com/assayhq/assay/storage"
@@ -126,9 +127,9 @@ const table = `"1 1\n2 4\n3 9\n"`
 
 func (e *env) publishSquares(tb testing.TB, seller, problem string) string {
 	tb.Helper()
-	r := must(e.svc.Publish(context.Background(), market.PublishRequest{Agent: seller, Title: "squares", ProblemStatement: problem,
+	r := must(e.svc.Publish(context.Background(), anon, market.PublishRequest{Agent: seller, Title: "squares", ProblemStatement: problem,
 		Artifact: raw(table), ArtifactType: "dataset", PriceUSD: raw("2.50"),
-		Checker: &market.CheckerSpec{SHA256: e.squares}}, idem.Idem{}))(tb)
+		Checker: &market.CheckerSpec{SHA256: e.squares}}, idem.Request{}))(tb)
 	var p market.Published
 	if err := json.Unmarshal(r.Body, &p); err != nil {
 		tb.Fatal(err)
@@ -139,13 +140,13 @@ func (e *env) publishSquares(tb testing.TB, seller, problem string) string {
 func TestService_Lifecycle(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
-	must(e.svc.Deposit(ctx, "buyer", amount("10"), idem.Idem{}))(t)
+	must(e.svc.Deposit(ctx, anon, "buyer", amount("10"), idem.Request{}))(t)
 	id := e.publishSquares(t, "seller", "table of squares of 3 integers")
 	v := must(e.svc.Get(ctx, id))(t)
 	if v.Level != 1 || !v.HasChecker || v.Bond != 0 {
 		t.Fatalf("listing %+v", v)
 	}
-	r := must(e.svc.Buy(ctx, id, market.PurchaseRequest{Agent: "buyer", Purpose: "homework"}, idem.Idem{}))(t)
+	r := must(e.svc.Buy(ctx, anon, id, market.PurchaseRequest{Agent: "buyer", Purpose: "homework"}, idem.Request{}))(t)
 	var b market.Bought
 	json.Unmarshal(r.Body, &b)
 	if string(b.Artifact) != table || b.TotalUSD != 2_575_000 || b.Recourse.ChallengeWindowHours != 1 {
@@ -154,9 +155,9 @@ func TestService_Lifecycle(t *testing.T) {
 	if got := e.balance(t, "buyer"); got != 10_000_000-2_575_000 {
 		t.Fatalf("buyer %s", got)
 	}
-	_, err := e.svc.Buy(ctx, id, market.PurchaseRequest{Agent: "buyer"}, idem.Idem{})
+	_, err := e.svc.Buy(ctx, anon, id, market.PurchaseRequest{Agent: "buyer"}, idem.Request{})
 	wantCode(t, err, "already_purchased")
-	_, err = e.svc.Buy(ctx, id, market.PurchaseRequest{Agent: "poor"}, idem.Idem{})
+	_, err = e.svc.Buy(ctx, anon, id, market.PurchaseRequest{Agent: "poor"}, idem.Request{})
 	wantCode(t, err, "insufficient_funds")
 	if got := e.balance(t, "seller"); got != 0 {
 		t.Fatalf("seller paid %s before the window closed", got)
@@ -168,7 +169,7 @@ func TestService_Lifecycle(t *testing.T) {
 	if got := e.balance(t, "platform-is-not-an-agent"); got != 0 {
 		t.Fatal(got)
 	}
-	_, err = e.svc.Challenge(ctx, id, market.ChallengeRequest{Agent: "buyer", Evidence: raw(`"4"`)}, idem.Idem{})
+	_, err = e.svc.Challenge(ctx, anon, id, market.ChallengeRequest{Agent: "buyer", Evidence: raw(`"4"`)}, idem.Request{})
 	wantCode(t, err, "purchase_closed")
 	p := must(e.svc.AgentProfile(ctx, "seller"))(t)
 	if p.TradesSold != 1 || p.ChallengesLost != 0 {
@@ -181,13 +182,13 @@ func TestService_Publish(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
 	t.Run("ErrCheckerFailed", func(t *testing.T) {
-		_, err := e.svc.Publish(ctx, market.PublishRequest{Agent: "s", Title: "t", ProblemStatement: "squares table",
-			Artifact: raw(`"2 5\n"`), ArtifactType: "dataset", PriceUSD: raw("1"), Checker: &market.CheckerSpec{SHA256: e.squares}}, idem.Idem{})
+		_, err := e.svc.Publish(ctx, anon, market.PublishRequest{Agent: "s", Title: "t", ProblemStatement: "squares table",
+			Artifact: raw(`"2 5\n"`), ArtifactType: "dataset", PriceUSD: raw("1"), Checker: &market.CheckerSpec{SHA256: e.squares}}, idem.Request{})
 		wantCode(t, err, "checker_failed")
 	})
 	t.Run("ErrBondFunds", func(t *testing.T) {
-		_, err := e.svc.Publish(ctx, market.PublishRequest{Agent: "s", Title: "t", ProblemStatement: "squares table",
-			Artifact: raw(`"x"`), ArtifactType: "dataset", PriceUSD: raw("10")}, idem.Idem{})
+		_, err := e.svc.Publish(ctx, anon, market.PublishRequest{Agent: "s", Title: "t", ProblemStatement: "squares table",
+			Artifact: raw(`"x"`), ArtifactType: "dataset", PriceUSD: raw("10")}, idem.Request{})
 		wantCode(t, err, "insufficient_funds")
 	})
 	t.Run("ErrInput", func(t *testing.T) {
@@ -198,21 +199,21 @@ func TestService_Publish(t *testing.T) {
 			"missing_field":         {Agent: "s", Title: "t", ProblemStatement: "pq rs", ArtifactType: "dataset", PriceUSD: raw("1")},
 			"unknown_checker":       {Agent: "s", Title: "t", ProblemStatement: "pq rs", Artifact: raw(`1`), ArtifactType: "dataset", PriceUSD: raw("1"), Checker: &market.CheckerSpec{SHA256: fmt.Sprintf("%064d", 0)}},
 		} {
-			_, err := e.svc.Publish(ctx, req, idem.Idem{})
+			_, err := e.svc.Publish(ctx, anon, req, idem.Request{})
 			wantCode(t, err, code)
 		}
 	})
 	t.Run("Level2Bond", func(t *testing.T) {
-		must(e.svc.Deposit(ctx, "s2", amount("1"), idem.Idem{}))(t)
-		r := must(e.svc.Publish(ctx, market.PublishRequest{Agent: "s2", Title: "t", ProblemStatement: "squares table",
-			Artifact: raw(`"x"`), ArtifactType: "dataset", PriceUSD: raw("2")}, idem.Idem{}))(t)
+		must(e.svc.Deposit(ctx, anon, "s2", amount("1"), idem.Request{}))(t)
+		r := must(e.svc.Publish(ctx, anon, market.PublishRequest{Agent: "s2", Title: "t", ProblemStatement: "squares table",
+			Artifact: raw(`"x"`), ArtifactType: "dataset", PriceUSD: raw("2")}, idem.Request{}))(t)
 		var p market.Published
 		json.Unmarshal(r.Body, &p)
 		if p.Listing.Level != 2 || p.Listing.Bond != 500_000 || e.balance(t, "s2") != 500_000 {
 			t.Fatalf("level 2 %s", r.Body)
 		}
 		// Clean retirement with no window open returns the bond.
-		must(e.svc.Deactivate(ctx, p.Listing.ListingID, market.DeactivateRequest{Agent: "s2"}, idem.Idem{}))(t)
+		must(e.svc.Deactivate(ctx, anon, p.Listing.ListingID, market.DeactivateRequest{Agent: "s2"}, idem.Request{}))(t)
 		if e.balance(t, "s2") != 1_000_000 {
 			t.Fatal("bond not returned")
 		}
@@ -224,10 +225,10 @@ func TestService_Challenge(t *testing.T) {
 	ctx := context.Background()
 	t.Run("UpheldByReplay", func(t *testing.T) {
 		e := newEnv(t)
-		must(e.svc.Deposit(ctx, "buyer", amount("10"), idem.Idem{}))(t)
+		must(e.svc.Deposit(ctx, anon, "buyer", amount("10"), idem.Request{}))(t)
 		id := e.publishSquares(t, "seller", "table of squares")
-		must(e.svc.Buy(ctx, id, market.PurchaseRequest{Agent: "buyer"}, idem.Idem{}))(t)
-		r := must(e.svc.Challenge(ctx, id, market.ChallengeRequest{Agent: "buyer", Evidence: raw(`"4"`)}, idem.Idem{}))(t)
+		must(e.svc.Buy(ctx, anon, id, market.PurchaseRequest{Agent: "buyer"}, idem.Request{}))(t)
+		r := must(e.svc.Challenge(ctx, anon, id, market.ChallengeRequest{Agent: "buyer", Evidence: raw(`"4"`)}, idem.Request{}))(t)
 		var out struct{ Challenge market.Challenge }
 		json.Unmarshal(r.Body, &out)
 		if out.Challenge.Status != market.ChallengeUpheld || out.Challenge.Replay == nil || out.Challenge.Replay.Pass {
@@ -247,10 +248,10 @@ func TestService_Challenge(t *testing.T) {
 	})
 	t.Run("PassingReplayGoesToOperator", func(t *testing.T) {
 		e := newEnv(t)
-		must(e.svc.Deposit(ctx, "buyer", amount("10"), idem.Idem{}))(t)
+		must(e.svc.Deposit(ctx, anon, "buyer", amount("10"), idem.Request{}))(t)
 		id := e.publishSquares(t, "seller", "table of squares")
-		must(e.svc.Buy(ctx, id, market.PurchaseRequest{Agent: "buyer"}, idem.Idem{}))(t)
-		r := must(e.svc.Challenge(ctx, id, market.ChallengeRequest{Agent: "buyer", Evidence: raw(`"3"`)}, idem.Idem{}))(t)
+		must(e.svc.Buy(ctx, anon, id, market.PurchaseRequest{Agent: "buyer"}, idem.Request{}))(t)
+		r := must(e.svc.Challenge(ctx, anon, id, market.ChallengeRequest{Agent: "buyer", Evidence: raw(`"3"`)}, idem.Request{}))(t)
 		var out struct{ Challenge market.Challenge }
 		json.Unmarshal(r.Body, &out)
 		if out.Challenge.Status != market.ChallengeOpen {
@@ -260,9 +261,9 @@ func TestService_Challenge(t *testing.T) {
 		if e.balance(t, "seller") != 0 {
 			t.Fatal("settled while a challenge was open")
 		}
-		_, err := e.svc.Challenge(ctx, id, market.ChallengeRequest{Agent: "buyer", Evidence: raw(`"3"`)}, idem.Idem{})
+		_, err := e.svc.Challenge(ctx, anon, id, market.ChallengeRequest{Agent: "buyer", Evidence: raw(`"3"`)}, idem.Request{})
 		wantCode(t, err, "already_challenged")
-		must(e.svc.Resolve(ctx, out.Challenge.ID, market.ResolveRequest{Verdict: "reject", Reason: "table is right"}, idem.Idem{}))(t)
+		must(e.svc.Resolve(ctx, principal.Operator(), out.Challenge.ID, market.ResolveRequest{Verdict: "reject", Reason: "table is right"}, idem.Request{}))(t)
 		if e.balance(t, "seller") != 2_500_000 {
 			t.Fatal("not settled after the operator rejected")
 		}
@@ -270,36 +271,36 @@ func TestService_Challenge(t *testing.T) {
 	})
 	t.Run("ErrWindowClosed", func(t *testing.T) {
 		e := newEnv(t)
-		must(e.svc.Deposit(ctx, "buyer", amount("10"), idem.Idem{}))(t)
-		must(e.svc.Deposit(ctx, "seller", amount("1"), idem.Idem{}))(t)
-		r := must(e.svc.Publish(ctx, market.PublishRequest{Agent: "seller", Title: "t", ProblemStatement: "squares table",
-			Artifact: raw(`"x"`), ArtifactType: "dataset", PriceUSD: raw("5")}, idem.Idem{}))(t)
+		must(e.svc.Deposit(ctx, anon, "buyer", amount("10"), idem.Request{}))(t)
+		must(e.svc.Deposit(ctx, anon, "seller", amount("1"), idem.Request{}))(t)
+		r := must(e.svc.Publish(ctx, anon, market.PublishRequest{Agent: "seller", Title: "t", ProblemStatement: "squares table",
+			Artifact: raw(`"x"`), ArtifactType: "dataset", PriceUSD: raw("5")}, idem.Request{}))(t)
 		var p market.Published
 		json.Unmarshal(r.Body, &p)
-		must(e.svc.Buy(ctx, p.Listing.ListingID, market.PurchaseRequest{Agent: "buyer"}, idem.Idem{}))(t)
+		must(e.svc.Buy(ctx, anon, p.Listing.ListingID, market.PurchaseRequest{Agent: "buyer"}, idem.Request{}))(t)
 		e.ck.Add(72 * time.Hour)
-		_, err := e.svc.Challenge(ctx, p.Listing.ListingID, market.ChallengeRequest{Agent: "buyer", Evidence: raw(`"bad"`)}, idem.Idem{})
+		_, err := e.svc.Challenge(ctx, anon, p.Listing.ListingID, market.ChallengeRequest{Agent: "buyer", Evidence: raw(`"bad"`)}, idem.Request{})
 		wantCode(t, err, "challenge_window_closed")
 		e.zero(t)
 	})
 	t.Run("Level2UpheldForfeitsBond", func(t *testing.T) {
 		e := newEnv(t)
-		must(e.svc.Deposit(ctx, "buyer", amount("10"), idem.Idem{}))(t)
-		must(e.svc.Deposit(ctx, "seller", amount("1"), idem.Idem{}))(t)
-		r := must(e.svc.Publish(ctx, market.PublishRequest{Agent: "seller", Title: "t", ProblemStatement: "squares table",
-			Artifact: raw(`"x"`), ArtifactType: "dataset", PriceUSD: raw("1")}, idem.Idem{}))(t)
+		must(e.svc.Deposit(ctx, anon, "buyer", amount("10"), idem.Request{}))(t)
+		must(e.svc.Deposit(ctx, anon, "seller", amount("1"), idem.Request{}))(t)
+		r := must(e.svc.Publish(ctx, anon, market.PublishRequest{Agent: "seller", Title: "t", ProblemStatement: "squares table",
+			Artifact: raw(`"x"`), ArtifactType: "dataset", PriceUSD: raw("1")}, idem.Request{}))(t)
 		var p market.Published
 		json.Unmarshal(r.Body, &p)
 		lid := p.Listing.ListingID
-		must(e.svc.Buy(ctx, lid, market.PurchaseRequest{Agent: "buyer"}, idem.Idem{}))(t)
-		must(e.svc.Deactivate(ctx, lid, market.DeactivateRequest{Agent: "seller"}, idem.Idem{}))(t)
+		must(e.svc.Buy(ctx, anon, lid, market.PurchaseRequest{Agent: "buyer"}, idem.Request{}))(t)
+		must(e.svc.Deactivate(ctx, anon, lid, market.DeactivateRequest{Agent: "seller"}, idem.Request{}))(t)
 		if e.balance(t, "seller") != 500_000 {
 			t.Fatal("bond returned with a window open")
 		}
-		r = must(e.svc.Challenge(ctx, lid, market.ChallengeRequest{Agent: "buyer", Evidence: raw(`"wrong"`)}, idem.Idem{}))(t)
+		r = must(e.svc.Challenge(ctx, anon, lid, market.ChallengeRequest{Agent: "buyer", Evidence: raw(`"wrong"`)}, idem.Request{}))(t)
 		var out struct{ Challenge market.Challenge }
 		json.Unmarshal(r.Body, &out)
-		must(e.svc.Resolve(ctx, out.Challenge.ID, market.ResolveRequest{Verdict: "uphold"}, idem.Idem{}))(t)
+		must(e.svc.Resolve(ctx, principal.Operator(), out.Challenge.ID, market.ResolveRequest{Verdict: "uphold"}, idem.Request{}))(t)
 		if got := e.balance(t, "buyer"); got != 10_000_000+500_000 {
 			t.Fatalf("buyer %s: want refund plus bond", got)
 		}
@@ -319,13 +320,13 @@ func TestService_Level3(t *testing.T) {
 	buy := func(t *testing.T, e *env, id string, agents ...string) {
 		t.Helper()
 		for _, a := range agents {
-			must(e.svc.Deposit(ctx, a, amount("10"), idem.Idem{}))(t)
-			must(e.svc.Buy(ctx, id, market.PurchaseRequest{Agent: a}, idem.Idem{}))(t)
+			must(e.svc.Deposit(ctx, anon, a, amount("10"), idem.Request{}))(t)
+			must(e.svc.Buy(ctx, anon, id, market.PurchaseRequest{Agent: a}, idem.Request{}))(t)
 		}
 	}
 	replay := func(t *testing.T, e *env, id, agent string) market.Replayed {
 		t.Helper()
-		return must(e.svc.Replay(ctx, id, market.ReplayRequest{Agent: agent}))(t)
+		return must(e.svc.Replay(ctx, anon, id, market.ReplayRequest{Agent: agent}))(t)
 	}
 	t.Run("OK", func(t *testing.T) {
 		e := newEnv(t)
@@ -396,9 +397,9 @@ func TestService_Level3(t *testing.T) {
 	t.Run("ErrNotABuyer", func(t *testing.T) {
 		e := newEnv(t)
 		id := e.publishSquares(t, "seller", "table of squares")
-		_, err := e.svc.Replay(ctx, id, market.ReplayRequest{Agent: "stranger"})
+		_, err := e.svc.Replay(ctx, anon, id, market.ReplayRequest{Agent: "stranger"})
 		wantCode(t, err, "purchase_not_found")
-		_, err = e.svc.Replay(ctx, id, market.ReplayRequest{Agent: "seller"})
+		_, err = e.svc.Replay(ctx, anon, id, market.ReplayRequest{Agent: "seller"})
 		wantCode(t, err, "purchase_not_found")
 	})
 	t.Run("LegacyLevel3", func(t *testing.T) {
@@ -470,45 +471,51 @@ func runnerOf(tb testing.TB) *checkers.Runner {
 func TestService_Idempotency(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
-	k := idem.Idem{Key: "k1", Fingerprint: "f1"}
-	a := must(e.svc.Deposit(ctx, "buyer", amount("5"), k))(t)
-	b := must(e.svc.Deposit(ctx, "buyer", amount("5"), k))(t)
+	k := idem.Request{Key: "k1", Fingerprint: "f1"}
+	a := must(e.svc.Deposit(ctx, anon, "buyer", amount("5"), k))(t)
+	b := must(e.svc.Deposit(ctx, anon, "buyer", amount("5"), k))(t)
 	if string(a.Body) != string(b.Body) || !b.Replayed || e.balance(t, "buyer") != 5_000_000 {
 		t.Fatalf("replay %s %s", a.Body, b.Body)
 	}
-	_, err := e.svc.Deposit(ctx, "buyer", amount("6"), idem.Idem{Key: "k1", Fingerprint: "f2"})
+	_, err := e.svc.Deposit(ctx, anon, "buyer", amount("6"), idem.Request{Key: "k1", Fingerprint: "f2"})
 	wantCode(t, err, "idempotency_conflict")
 	e.zero(t)
 }
 
-// TestService_IdempotencyScoped: a key lives in the scope of its agent and
-// operation, so another agent who used the owner's key first neither
-// makes the owner's request answer idempotency_conflict nor gets its
-// answer.
+// TestService_IdempotencyScoped: a key lives in the scope of its
+// operation and its actor (idem.New), so another agent who used the
+// owner's key first neither makes the owner's request answer
+// idempotency_conflict nor gets its answer.
 func TestService_IdempotencyScoped(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
-	k := func(fp string) idem.Idem { return idem.Idem{Key: "shared-key", Fingerprint: fp} }
+	k := func(op, actor, content string) idem.Request {
+		r, err := idem.New(op, actor, "shared-key", []byte(content))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
 	// The squatter uses the key first, on the owner's kind of request.
-	must(e.svc.Deposit(ctx, "squatter", amount("1"), k("squatter-deposit")))(t)
-	r := must(e.svc.Deposit(ctx, "owner", amount("20"), k("owner-deposit")))(t)
+	must(e.svc.Deposit(ctx, anon, "squatter", amount("1"), k("deposit", "squatter", "1")))(t)
+	r := must(e.svc.Deposit(ctx, anon, "owner", amount("20"), k("deposit", "owner", "20")))(t)
 	if r.Replayed || e.balance(t, "owner") != 20_000_000 || e.balance(t, "squatter") != 1_000_000 {
 		t.Fatalf("owner's deposit %s replayed=%v", r.Body, r.Replayed)
 	}
 	// The squatter's own retry still replays its own answer.
-	if r := must(e.svc.Deposit(ctx, "squatter", amount("1"), k("squatter-deposit")))(t); !r.Replayed || e.balance(t, "squatter") != 1_000_000 {
+	if r := must(e.svc.Deposit(ctx, anon, "squatter", amount("1"), k("deposit", "squatter", "1")))(t); !r.Replayed || e.balance(t, "squatter") != 1_000_000 {
 		t.Fatalf("squatter's retry %s replayed=%v", r.Body, r.Replayed)
 	}
 	// The same key on another operation of the same agent is another key.
 	id := e.publishSquares(t, "seller", "table of squares")
-	must(e.svc.Deposit(ctx, "squatter", amount("5"), idem.Idem{}))(t)
-	must(e.svc.Buy(ctx, id, market.PurchaseRequest{Agent: "squatter"}, k("squatter-buy")))(t)
-	b := must(e.svc.Buy(ctx, id, market.PurchaseRequest{Agent: "owner"}, k("owner-buy")))(t)
+	must(e.svc.Deposit(ctx, anon, "squatter", amount("5"), idem.Request{}))(t)
+	must(e.svc.Buy(ctx, anon, id, market.PurchaseRequest{Agent: "squatter"}, k("buy", "squatter", "b")))(t)
+	b := must(e.svc.Buy(ctx, anon, id, market.PurchaseRequest{Agent: "owner"}, k("buy", "owner", "b")))(t)
 	if b.Replayed || !b.Created {
 		t.Fatalf("owner's purchase %s", b.Body)
 	}
-	// Within one agent and operation a key still conflicts.
-	_, err := e.svc.Deposit(ctx, "owner", amount("3"), k("owner-other"))
+	// Within one actor and operation a key still conflicts.
+	_, err := e.svc.Deposit(ctx, anon, "owner", amount("3"), k("deposit", "owner", "3"))
 	wantCode(t, err, "idempotency_conflict")
 	if e.balance(t, "owner") != 20_000_000-2_575_000 {
 		t.Fatalf("owner %s", e.balance(t, "owner"))
@@ -522,12 +529,12 @@ func TestService_Concurrent(t *testing.T) {
 	id := e.publishSquares(t, "seller", "table of squares")
 	const n = 20
 	// One buyer, twenty concurrent purchases: one wins.
-	must(e.svc.Deposit(ctx, "buyer", amount("100"), idem.Idem{}))(t)
+	must(e.svc.Deposit(ctx, anon, "buyer", amount("100"), idem.Request{}))(t)
 	var wins atomic.Int32
 	var wg sync.WaitGroup
 	for range n {
 		wg.Go(func() {
-			if _, err := e.svc.Buy(ctx, id, market.PurchaseRequest{Agent: "buyer"}, idem.Idem{}); err == nil {
+			if _, err := e.svc.Buy(ctx, anon, id, market.PurchaseRequest{Agent: "buyer"}, idem.Request{}); err == nil {
 				wins.Add(1)
 			} else if fault.CodeOf(err) != "already_purchased" {
 				t.Error(err)
@@ -539,7 +546,7 @@ func TestService_Concurrent(t *testing.T) {
 		t.Fatalf("%d purchases won", wins.Load())
 	}
 	// A wallet with money for one purchase, many listings: no overdraft.
-	must(e.svc.Deposit(ctx, "thin", amount("2.575"), idem.Idem{}))(t)
+	must(e.svc.Deposit(ctx, anon, "thin", amount("2.575"), idem.Request{}))(t)
 	ids := make([]string, n)
 	for i := range ids {
 		ids[i] = e.publishSquares(t, fmt.Sprintf("s%d", i), "table of squares")
@@ -547,7 +554,7 @@ func TestService_Concurrent(t *testing.T) {
 	wins.Store(0)
 	for _, lid := range ids {
 		wg.Go(func() {
-			if _, err := e.svc.Buy(ctx, lid, market.PurchaseRequest{Agent: "thin"}, idem.Idem{}); err == nil {
+			if _, err := e.svc.Buy(ctx, anon, lid, market.PurchaseRequest{Agent: "thin"}, idem.Request{}); err == nil {
 				wins.Add(1)
 			} else if fault.CodeOf(err) != "insufficient_funds" {
 				t.Error(err)

@@ -9,10 +9,11 @@ import (
 
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/ledger"
+	"github.com/assayhq/assay/runtime/rail"
 )
 
 // Currency is the ledger currency of the market: integer micro-USD.
-const Currency = "usd-micro"
+const Currency = rail.USDMicro
 
 // Micro is one micro-USD; USD is one dollar in micros.
 const (

@@ -16,6 +16,7 @@ import (
 	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/ledger"
 	"github.com/assayhq/assay/runtime/market"
+	"github.com/assayhq/assay/runtime/principal"
 	"github.com/assayhq/assay/runtime/store"
 )
 
@@ -117,11 +118,11 @@ func propertyRun(t *testing.T, seed uint64, ops int) {
 		case 0, 1:
 			a := pick(agents)
 			what = "deposit " + a
-			_, err = e.svc.Deposit(ctx, a, market.AmountRequest{AmountUSD: money()}, idem.Idem{})
+			_, err = e.svc.Deposit(ctx, anon, a, market.AmountRequest{AmountUSD: money()}, idem.Request{})
 		case 2:
 			a := pick(agents)
 			what = "withdraw " + a
-			_, err = e.svc.Withdraw(ctx, a, market.AmountRequest{AmountUSD: money()}, idem.Idem{})
+			_, err = e.svc.Withdraw(ctx, anon, a, market.AmountRequest{AmountUSD: money()}, idem.Request{})
 		case 3:
 			a := pick(agents)
 			what = "publish " + a
@@ -130,7 +131,7 @@ func propertyRun(t *testing.T, seed uint64, ops int) {
 			if rng.IntN(2) == 0 {
 				req.Checker = &market.CheckerSpec{SHA256: e.squares}
 			}
-			r, err = e.svc.Publish(ctx, req, idem.Idem{})
+			r, err = e.svc.Publish(ctx, anon, req, idem.Request{})
 			if err == nil {
 				var p market.Published
 				if err := json.Unmarshal(r.Body, &p); err != nil {
@@ -141,7 +142,7 @@ func propertyRun(t *testing.T, seed uint64, ops int) {
 		case 4:
 			a, l := pick(agents), pick(listings)
 			what = "buy " + l + " by " + a
-			r, err = e.svc.Buy(ctx, l, market.PurchaseRequest{Agent: a}, idem.Idem{})
+			r, err = e.svc.Buy(ctx, anon, l, market.PurchaseRequest{Agent: a}, idem.Request{})
 			if err == nil {
 				var b market.Bought
 				if err := json.Unmarshal(r.Body, &b); err != nil {
@@ -158,7 +159,7 @@ func propertyRun(t *testing.T, seed uint64, ops int) {
 			}
 			evidence := []string{`"4"`, `"3"`}[rng.IntN(2)]
 			what = "challenge " + l + " by " + a + " with " + evidence
-			r, err = e.svc.Challenge(ctx, l, market.ChallengeRequest{Agent: a, Evidence: raw(evidence)}, idem.Idem{})
+			r, err = e.svc.Challenge(ctx, anon, l, market.ChallengeRequest{Agent: a, Evidence: raw(evidence)}, idem.Request{})
 			if err == nil {
 				var c struct{ Challenge market.Challenge }
 				if err := json.Unmarshal(r.Body, &c); err != nil {
@@ -170,7 +171,7 @@ func propertyRun(t *testing.T, seed uint64, ops int) {
 			c := pick(challenges)
 			verdict := []string{"uphold", "reject"}[rng.IntN(2)]
 			what = verdict + " " + c
-			_, err = e.svc.Resolve(ctx, c, market.ResolveRequest{Verdict: verdict}, idem.Idem{})
+			_, err = e.svc.Resolve(ctx, principal.Operator(), c, market.ResolveRequest{Verdict: verdict}, idem.Request{})
 		case 7:
 			d := time.Duration(rng.IntN(100)) * time.Hour / 30
 			what = fmt.Sprint("advance ", d, " and tick")
@@ -179,7 +180,7 @@ func propertyRun(t *testing.T, seed uint64, ops int) {
 		case 8:
 			a, l := pick(agents), pick(listings)
 			what = "deactivate " + l + " by " + a
-			_, err = e.svc.Deactivate(ctx, l, market.DeactivateRequest{Agent: a}, idem.Idem{})
+			_, err = e.svc.Deactivate(ctx, anon, l, market.DeactivateRequest{Agent: a}, idem.Request{})
 		}
 		check(step, what, err)
 		if err == nil {
@@ -245,23 +246,23 @@ func TestService_ExtremeAmounts(t *testing.T) {
 		// The attack: 1,025 deposits of $9,007,199,254.740991 made a
 		// balance wrap to a negative number.
 		for range 1025 {
-			_, err := e.svc.Deposit(ctx, "whale", amount(`"9007199254.740991"`), idem.Idem{})
+			_, err := e.svc.Deposit(ctx, anon, "whale", amount(`"9007199254.740991"`), idem.Request{})
 			wantCode(t, err, "amount_too_large")
 		}
 		if b := e.balance(t, "whale"); b != 0 {
 			t.Fatalf("whale %s", b)
 		}
 		for _, a := range []string{`"1000000000.000001"`, `"99999999999999999999"`, `"9223372036854.775807"`, `"9223372036854.775808"`} {
-			_, err := e.svc.Deposit(ctx, "whale", amount(a), idem.Idem{})
+			_, err := e.svc.Deposit(ctx, anon, "whale", amount(a), idem.Request{})
 			wantCode(t, err, "amount_too_large")
 		}
 		e.unchanged(t)
 	})
 	t.Run("ErrWalletLimit", func(t *testing.T) {
 		for range 5 {
-			must(e.svc.Deposit(ctx, "whale", amount(`"1000000000"`), idem.Idem{}))(t)
+			must(e.svc.Deposit(ctx, anon, "whale", amount(`"1000000000"`), idem.Request{}))(t)
 		}
-		_, err := e.svc.Deposit(ctx, "whale", amount(`"0.000001"`), idem.Idem{})
+		_, err := e.svc.Deposit(ctx, anon, "whale", amount(`"0.000001"`), idem.Request{})
 		wantCode(t, err, "wallet_limit_exceeded")
 		if b := e.balance(t, "whale"); b != market.MaxWallet {
 			t.Fatalf("whale %s", b)
@@ -272,20 +273,20 @@ func TestService_ExtremeAmounts(t *testing.T) {
 	t.Run("Trade", func(t *testing.T) {
 		// A listing at the largest price: price + fee, the bond and the
 		// settlement are exact.
-		r := must(e.svc.Publish(ctx, market.PublishRequest{Agent: "whale", Title: "t", ProblemStatement: "squares table costly",
-			Artifact: raw(table), ArtifactType: "dataset", PriceUSD: raw(`"1000000000"`), EstRecomputeUSD: raw(`"1000000000"`)}, idem.Idem{}))(t)
+		r := must(e.svc.Publish(ctx, anon, market.PublishRequest{Agent: "whale", Title: "t", ProblemStatement: "squares table costly",
+			Artifact: raw(table), ArtifactType: "dataset", PriceUSD: raw(`"1000000000"`), EstRecomputeUSD: raw(`"1000000000"`)}, idem.Request{}))(t)
 		var p market.Published
 		json.Unmarshal(r.Body, &p)
 		if p.Listing.Bond != market.MaxAmount/5 {
 			t.Fatalf("bond %s", p.Listing.Bond)
 		}
-		_, err := e.svc.Publish(ctx, market.PublishRequest{Agent: "whale", Title: "t", ProblemStatement: "squares table costly",
-			Artifact: raw(table), ArtifactType: "dataset", PriceUSD: raw(`"1000000000.000001"`)}, idem.Idem{})
+		_, err := e.svc.Publish(ctx, anon, market.PublishRequest{Agent: "whale", Title: "t", ProblemStatement: "squares table costly",
+			Artifact: raw(table), ArtifactType: "dataset", PriceUSD: raw(`"1000000000.000001"`)}, idem.Request{})
 		wantCode(t, err, "amount_too_large")
 		for range 2 {
-			must(e.svc.Deposit(ctx, "buyer", amount(`"1000000000"`), idem.Idem{}))(t)
+			must(e.svc.Deposit(ctx, anon, "buyer", amount(`"1000000000"`), idem.Request{}))(t)
 		}
-		b := must(e.svc.Buy(ctx, p.Listing.ListingID, market.PurchaseRequest{Agent: "buyer"}, idem.Idem{}))(t)
+		b := must(e.svc.Buy(ctx, anon, p.Listing.ListingID, market.PurchaseRequest{Agent: "buyer"}, idem.Request{}))(t)
 		var bought market.Bought
 		json.Unmarshal(b.Body, &bought)
 		if bought.TotalUSD != market.MaxAmount+market.MaxAmount*3/100 {
@@ -298,11 +299,11 @@ func TestService_ExtremeAmounts(t *testing.T) {
 		if got := e.balance(t, "whale"); got != market.MaxWallet-market.MaxAmount/5+market.MaxAmount {
 			t.Fatalf("seller %s", got)
 		}
-		_, err = e.svc.Deposit(ctx, "whale", amount("1"), idem.Idem{})
+		_, err = e.svc.Deposit(ctx, anon, "whale", amount("1"), idem.Request{})
 		wantCode(t, err, "wallet_limit_exceeded")
-		_, err = e.svc.Withdraw(ctx, "whale", amount(`"1000000000.000001"`), idem.Idem{})
+		_, err = e.svc.Withdraw(ctx, anon, "whale", amount(`"1000000000.000001"`), idem.Request{})
 		wantCode(t, err, "amount_too_large")
-		must(e.svc.Withdraw(ctx, "whale", amount(`"1000000000"`), idem.Idem{}))(t)
+		must(e.svc.Withdraw(ctx, anon, "whale", amount(`"1000000000"`), idem.Request{}))(t)
 		e.zero(t)
 		e.exact(t)
 	})
@@ -316,22 +317,22 @@ func TestService_ExtremeAmounts(t *testing.T) {
 					break
 				}
 				a := min(left, market.MaxAmount)
-				must(e.svc.Deposit(ctx, fmt.Sprintf("fill-%d", w), amount(`"`+a.String()+`"`), idem.Idem{}))(t)
+				must(e.svc.Deposit(ctx, anon, fmt.Sprintf("fill-%d", w), amount(`"`+a.String()+`"`), idem.Request{}))(t)
 				left -= a
 			}
 		}
 		if st := must(e.svc.Stats(ctx))(t); st.MoneyInMarketUSD != market.MaxTotal {
 			t.Fatalf("market holds %s", st.MoneyInMarketUSD)
 		}
-		_, err := e.svc.Deposit(ctx, "one-more", amount(`"0.000001"`), idem.Idem{})
+		_, err := e.svc.Deposit(ctx, anon, "one-more", amount(`"0.000001"`), idem.Request{})
 		wantCode(t, err, "market_limit_exceeded")
 		if b := e.balance(t, "one-more"); b != 0 {
 			t.Fatalf("one-more %s", b)
 		}
 		// A withdrawal makes room again.
-		must(e.svc.Withdraw(ctx, "fill-0", amount("1"), idem.Idem{}))(t)
-		must(e.svc.Deposit(ctx, "one-more", amount("1"), idem.Idem{}))(t)
-		_, err = e.svc.Deposit(ctx, "one-more", amount(`"0.000001"`), idem.Idem{})
+		must(e.svc.Withdraw(ctx, anon, "fill-0", amount("1"), idem.Request{}))(t)
+		must(e.svc.Deposit(ctx, anon, "one-more", amount("1"), idem.Request{}))(t)
+		_, err = e.svc.Deposit(ctx, anon, "one-more", amount(`"0.000001"`), idem.Request{})
 		wantCode(t, err, "market_limit_exceeded")
 		e.zero(t)
 		e.exact(t)
@@ -349,7 +350,7 @@ func TestService_BoundsConcurrent(t *testing.T) {
 		var wins atomic.Int32
 		for i := range n {
 			wg.Go(func() {
-				_, err := e.svc.Deposit(ctx, agent(i), amount(`"1000000000"`), idem.Idem{})
+				_, err := e.svc.Deposit(ctx, anon, agent(i), amount(`"1000000000"`), idem.Request{})
 				switch {
 				case err == nil:
 					wins.Add(1)
@@ -363,7 +364,7 @@ func TestService_BoundsConcurrent(t *testing.T) {
 	}
 	// One wallet holding $4e9: of 8 concurrent $1e9 deposits, one fits.
 	for range 4 {
-		must(e.svc.Deposit(ctx, "whale", amount(`"1000000000"`), idem.Idem{}))(t)
+		must(e.svc.Deposit(ctx, anon, "whale", amount(`"1000000000"`), idem.Request{}))(t)
 	}
 	if n := race(8, func(int) string { return "whale" }, "wallet_limit_exceeded"); n != 1 || e.balance(t, "whale") != market.MaxWallet {
 		t.Fatalf("%d deposits won; whale %s", n, e.balance(t, "whale"))
@@ -381,7 +382,7 @@ func TestService_BoundsConcurrent(t *testing.T) {
 			if a == 0 {
 				break
 			}
-			must(e.svc.Deposit(ctx, fmt.Sprintf("fill-%d", w), amount(`"`+a.String()+`"`), idem.Idem{}))(t)
+			must(e.svc.Deposit(ctx, anon, fmt.Sprintf("fill-%d", w), amount(`"`+a.String()+`"`), idem.Request{}))(t)
 			left -= a
 		}
 	}

@@ -7,11 +7,13 @@ import (
 	"math"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/runtime/fault"
+	"github.com/assayhq/assay/runtime/principal"
 	"github.com/assayhq/assay/runtime/store"
 	"github.com/assayhq/assay/wasm"
 )
@@ -61,17 +63,23 @@ func (s *Service) AgentProfile(ctx context.Context, did string) (Profile, error)
 	return p, err
 }
 
-// SearchRequest is search_listings' input: query or query_fingerprint.
+// SearchRequest is search_listings' input: query or query_fingerprint,
+// or neither to browse the active listings, newest first, a page at a
+// time (Cursor).
 type SearchRequest struct {
 	Query            string `json:"query,omitempty"`
 	QueryFingerprint string `json:"query_fingerprint,omitempty"`
 	Limit            int    `json:"limit,omitempty"`
+	// Cursor asks a browse for the page after the one whose NextCursor it
+	// is; "" for the first page. A search takes none.
+	Cursor string `json:"cursor,omitempty"`
 }
 
-// Result is one search result.
+// Result is one search result: a listing, and how well it matches the
+// query (absent when browsing).
 type Result struct {
 	View
-	Match Match `json:"match"`
+	Match *Match `json:"match,omitempty"`
 }
 
 // Results is search_listings' answer.
@@ -80,20 +88,31 @@ type Results struct {
 	Count           int      `json:"count"`
 	NoReliableMatch bool     `json:"no_reliable_match"`
 	Advisory        string   `json:"advisory,omitempty"`
+	// NextCursor, when a browse has more listings than its page, is the
+	// Cursor of the next page.
+	NextCursor string `json:"next_cursor,omitempty"`
 }
 
 var fpRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 // Search finds active listings: exact fingerprint hits first, then by
-// confidence. A query by fingerprint alone finds exact hits only.
+// confidence. A query by fingerprint alone finds exact hits only. Without
+// a query or a fingerprint it browses: every active listing, newest
+// first, Limit to a page.
 //
 // # Errors
 //
-// missing_field, invalid_fingerprint, invalid_query, invalid_limit (400).
+// invalid_fingerprint, invalid_query (a bad query, or a cursor that is
+// not a browse's), invalid_limit (400).
 func (s *Service) Search(ctx context.Context, req SearchRequest) (Results, error) {
 	switch {
+	case req.Limit < 0 || req.Limit > 100:
+		return Results{}, fault.New(fault.Invalid, ECodeInvalidLimit, "limit is 1 to 100")
 	case req.Query == "" && req.QueryFingerprint == "":
-		return Results{}, fault.New(fault.Invalid, ECodeMissingField, "query or query_fingerprint is required")
+		return s.browse(ctx, req)
+	case req.Cursor != "":
+		return Results{}, fault.New(fault.Invalid, ECodeInvalidPrefix+"query",
+			"cursor pages a browse (no query, no query_fingerprint); a search answers its best matches at once, up to limit (at most 100)")
 	case req.QueryFingerprint != "" && !fpRE.MatchString(req.QueryFingerprint):
 		return Results{}, fault.New(fault.Invalid, ECodeInvalidFingerprint, "query_fingerprint is the lowercase hex SHA-256 of the normalised token set")
 	case validText("query", req.Query, MaxProblemBytes) != nil:
@@ -153,7 +172,7 @@ func (s *Service) Search(ctx context.Context, req SearchRequest) (Results, error
 			if err != nil {
 				return err
 			}
-			out.Results = append(out.Results, Result{View: v, Match: *h.m})
+			out.Results = append(out.Results, Result{View: v, Match: h.m})
 		}
 		return nil
 	})
@@ -165,6 +184,100 @@ func (s *Service) Search(ctx context.Context, req SearchRequest) (Results, error
 		out.Advisory = "no exact or strong match: treat these results as leads and verify them before buying"
 	}
 	return out, err
+}
+
+// browse answers a SearchRequest without a query: the active listings,
+// newest first (by publication time, then by id), req.Limit (default 20)
+// after req.Cursor. It reads every listing record, as Stats does: a page
+// costs in proportion to the market, not to the page.
+func (s *Service) browse(ctx context.Context, req SearchRequest) (Results, error) {
+	after, err := parseCursor(req.Cursor)
+	if err != nil {
+		return Results{}, err
+	}
+	if req.Limit == 0 {
+		req.Limit = 20
+	}
+	if err := s.SettleDue(ctx); err != nil {
+		return Results{}, err
+	}
+	now := s.now().UTC()
+	out := Results{Results: []Result{}}
+	err = s.st.View(ctx, func(tx store.Tx) error {
+		var page []cursor
+		err := tx.Scan(keyListing, false, func(_ string, v []byte) error {
+			var l struct {
+				ID        string    `json:"listing_id"`
+				Status    string    `json:"status"`
+				CreatedAt time.Time `json:"created_at"`
+			}
+			if err := json.Unmarshal(v, &l); err != nil {
+				return err
+			}
+			if c := (cursor{l.CreatedAt.UnixNano(), l.ID}); l.Status == ListingActive && (req.Cursor == "" || c.before(after)) {
+				page = append(page, c)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		slices.SortFunc(page, func(a, b cursor) int {
+			if b.before(a) {
+				return -1
+			} else if a.before(b) {
+				return 1
+			}
+			return 0
+		})
+		if len(page) > req.Limit {
+			page = page[:req.Limit]
+			out.NextCursor = page[req.Limit-1].String()
+		}
+		for _, c := range page {
+			l, err := loadListing(tx, c.id)
+			if err != nil {
+				return err
+			}
+			v, err := s.view(tx, l, now)
+			if err != nil {
+				return err
+			}
+			out.Results = append(out.Results, Result{View: v})
+		}
+		return nil
+	})
+	out.Count = len(out.Results)
+	return out, err
+}
+
+// cursor is a place in a browse's order: a listing's publication time
+// and id. Its text, a browse's next_cursor, is "<unix nanoseconds>.<id>".
+type cursor struct {
+	at int64
+	id string
+}
+
+func (c cursor) String() string { return strconv.FormatInt(c.at, 10) + "." + c.id }
+
+// before reports whether c comes after d in a browse (is older): newest
+// first, and by id, descending, among listings of one instant.
+func (c cursor) before(d cursor) bool {
+	return c.at < d.at || c.at == d.at && c.id < d.id
+}
+
+// parseCursor reads a browse's cursor; "" is the first page.
+func parseCursor(s string) (cursor, error) {
+	if s == "" {
+		return cursor{}, nil
+	}
+	at, id, ok := strings.Cut(s, ".")
+	n, err := strconv.ParseInt(at, 10, 64)
+	if !ok || err != nil || !strings.HasPrefix(id, "lst_") || validAgent("cursor", id) != nil {
+		return cursor{}, fault.New(fault.Invalid, ECodeInvalidPrefix+"query",
+			"cursor %q is not a next_cursor this market gave: browse from the first page, without a cursor", truncate(s, 80))
+	}
+	return cursor{n, id}, nil
 }
 
 // Stats is marketplace_stats: live totals. Organic figures leave out
@@ -419,8 +532,11 @@ type Replayed struct {
 //
 // missing_field, invalid_agent (400); listing_not_found,
 // purchase_not_found (404); no_checker, listing_not_active (409).
-func (s *Service) Replay(ctx context.Context, listingID string, req ReplayRequest) (Replayed, error) {
+func (s *Service) Replay(ctx context.Context, a principal.Actor, listingID string, req ReplayRequest) (Replayed, error) {
 	if err := validAgent("agent", req.Agent); err != nil {
+		return Replayed{}, err
+	}
+	if err := s.actsFor(a, req.Agent); err != nil {
 		return Replayed{}, err
 	}
 	var p *Purchase
@@ -446,7 +562,7 @@ func (s *Service) Replay(ctx context.Context, listingID string, req ReplayReques
 		return Replayed{}, err
 	}
 	return s.recordSample(ctx, listingID, o, memo, &confirmation{buyer: req.Agent, who: s.identity(ctx, req.Agent),
-		purchase: p, inputSHA256: checkers.SHA256(art)})
+		purchase: p, inputSHA256: checkers.SHA256(art), actor: a})
 }
 
 // runOnce replays ref on an artifact and says whether the outcome came
@@ -478,6 +594,16 @@ type confirmation struct {
 	who         string    // who stands behind it (Config.Identity)
 	purchase    *Purchase // the buyer's purchase of the listing
 	inputSHA256 string    // the artifact the replay ran on
+	// actor is who asked, as the transport authenticated it.
+	actor principal.Actor
+}
+
+// by is who asked for the replay c confirms: nobody for a sample.
+func (c *confirmation) by() principal.Actor {
+	if c == nil {
+		return principal.Actor{}
+	}
+	return c.actor
 }
 
 // confirmRecord is a buyer's confirmation of a listing, as stored.
@@ -630,7 +756,7 @@ func (s *Service) recordSample(ctx context.Context, id string, o wasm.Outcome, m
 			}
 		}
 		r.Level = l.Level
-		body, err := s.sign(tx, KindReplay, rid[4:], now, withActor(ctx, map[string]any{
+		body, err := s.sign(tx, KindReplay, rid[4:], now, withActor(c.by(), map[string]any{
 			"listing_id": id, "requested_by": by, "artifact_sha256": l.ArtifactSHA256, "checker": l.Checker, "outcome": o,
 			"memo_hit": r.MemoHit, "confirmed": r.Confirmed, "not_counted": r.NotCounted, "confirmed_buyers": l.ConfirmedBuyers,
 			"verification_level": l.Level, "replays_passed": l.ReplaysPassed, "replays_failed": l.ReplaysFailed,

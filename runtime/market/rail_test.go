@@ -52,18 +52,18 @@ func TestService_Withdraw_payoutFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.Deposit(ctx, "alice", amount("10"), idem.Idem{}); err != nil {
+	if _, err := svc.Deposit(ctx, anon, "alice", amount("10"), idem.Request{}); err != nil {
 		t.Fatal(err)
 	}
-	key := idem.Idem{Key: "wd-1", Fingerprint: "withdraw 4"}
+	key := idem.Request{Key: "wd-1", Fingerprint: "withdraw 4"}
 	fr.failPayouts.Store(1)
-	_, err = svc.Withdraw(ctx, "alice", amount("4"), key)
+	_, err = svc.Withdraw(ctx, anon, "alice", amount("4"), key)
 	wantCode(t, err, "rail_failed")
 	w, _ := svc.WalletOf(ctx, "alice")
 	if w.Balance != market.USD(10_000_000) {
 		t.Fatalf("after a failed payout the wallet holds %d micro-USD, want it all back", w.Balance)
 	}
-	r, err := svc.Withdraw(ctx, "alice", amount("4"), key)
+	r, err := svc.Withdraw(ctx, anon, "alice", amount("4"), key)
 	if err != nil || r.Replayed {
 		t.Fatalf("the retry: replayed=%v err=%v, want a fresh withdrawal", r.Replayed, err)
 	}

@@ -49,6 +49,55 @@ func fpHits(tx store.Tx, fp string, hits []hit) ([]hit, error) {
 	return hits, err
 }
 
+// A search compares words, not spellings: a query's tokens and a
+// listing's match when they are the same word, singular or plural, so
+// that "primes" finds "the first 10 prime numbers". The fingerprint keeps
+// the tokens as they are (it is the seed's contract); only the overlap
+// that confidence counts folds them. The token index keeps a listing's
+// tokens as they are too, and a query reads the postings of each of its
+// words' spellings (variants).
+
+// terms returns a query's tokens as a search counts them: each folded to
+// its singular (singular), each once, in order.
+func terms(qt []string) []string {
+	out := make([]string, 0, len(qt))
+	for _, t := range qt {
+		if f := singular(t); !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// variants returns the tokens that fold to term: term itself and its
+// plural, where they do.
+func variants(term string) []string {
+	var out []string
+	for _, v := range []string{term, term + "s"} {
+		if singular(v) == term {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// overlap counts the terms (folded, distinct) that one of a listing's
+// tokens folds to. It is at most the number of terms, and at most the
+// number of tokens, since a token folds to one term only.
+func overlap(terms, tokens []string) int {
+	have := make(map[string]bool, len(tokens))
+	for _, t := range tokens {
+		have[singular(t)] = true
+	}
+	n := 0
+	for _, t := range terms {
+		if have[t] {
+			n++
+		}
+	}
+	return n
+}
+
 // queryHits finds the hits of a query: from the token index when it is
 // complete, else by scanning every search record.
 func (s *Service) queryHits(tx store.Tx, qt []string, qc []Constraint, fp string, limit int) ([]hit, error) {
@@ -61,7 +110,7 @@ func (s *Service) queryHits(tx store.Tx, qt []string, qc []Constraint, fp string
 		}
 		return scanHits(tx, qt, qc, fp)
 	}
-	return indexHits(tx, qt, fp, limit, s.common)
+	return indexHits(tx, terms(qt), fp, limit, s.common)
 }
 
 // scanHits scores every search record: the reference the token index must
@@ -89,16 +138,17 @@ func scanHits(tx store.Tx, qt []string, qc []Constraint, fp string) ([]hit, erro
 const commonPostings = 1 << 15
 
 // indexHits finds the hits scanHits would rank first, from the fingerprint
-// index and the postings of the query's tokens: a listing none of whose
-// tokens is in the query has confidence 0, so only an exact hit can be one.
+// index and the postings of the query's terms (terms): a listing none of
+// whose tokens is a query term has confidence 0, so only an exact hit can
+// be one.
 //
-// The listings of the tokens with at most commonPostings postings are the
-// candidates; the query's common tokens (more postings) are probed for
+// The listings of the terms with at most commonPostings postings are the
+// candidates; the query's common terms (more postings) are probed for
 // each candidate in order of the best confidence it could have, until none
 // left could enter the first limit. A listing that is no candidate holds
-// only common tokens, so its confidence is at most their share of the
+// only common terms, so its confidence is at most their share of the
 // query's: when the limit-th candidate beats that, the candidates are the
-// answer; otherwise every posting of every query token is read, which
+// answer; otherwise every posting of every query term is read, which
 // costs what the scan would but without decoding search records.
 func indexHits(tx store.Tx, qt []string, fp string, limit, maxPostings int) ([]hit, error) {
 	hits, err := fpHits(tx, fp, nil)
@@ -138,13 +188,14 @@ func indexHits(tx store.Tx, qt []string, fp string, limit, maxPostings int) ([]h
 	return hits, nil
 }
 
-// cand is a listing found in postings: how many of the query's tokens it
+// cand is a listing found in postings: how many of the query's terms it
 // holds, of how many tokens.
 type cand struct{ inter, tokens int }
 
-// candidates reads the postings of the query's tokens: those of a token
-// with more than max postings (max >= 0) are left out and the token is
-// returned as common.
+// candidates reads the postings of the query's terms, every variant of
+// each: those of a term with more than max postings (max >= 0) are left
+// out and the term is returned as common. A listing counts a term once,
+// whichever of its variants it holds.
 func candidates(tx store.Tx, qt []string, max int) (map[string]*cand, []string, error) {
 	cands := map[string]*cand{}
 	var common []string
@@ -154,25 +205,35 @@ func candidates(tx store.Tx, qt []string, max int) (map[string]*cand, []string, 
 	}
 	var ps []posting
 	for _, t := range qt {
-		p := keyToken + t + "/"
 		ps = ps[:0]
 		full := true
-		err := tx.Scan(p, false, func(k string, v []byte) error {
-			if len(ps) == max {
-				full = false
-				return store.ErrStop
+		for _, v := range variants(t) {
+			p := keyToken + v + "/"
+			err := tx.Scan(p, false, func(k string, val []byte) error {
+				if len(ps) == max {
+					full = false
+					return store.ErrStop
+				}
+				ps = append(ps, posting{k[len(p):], atoi(val)})
+				return nil
+			})
+			if err != nil {
+				return nil, nil, err
 			}
-			ps = append(ps, posting{k[len(p):], atoi(v)})
-			return nil
-		})
-		if err != nil {
-			return nil, nil, err
+			if !full {
+				break
+			}
 		}
 		if !full {
 			common = append(common, t)
 			continue
 		}
+		seen := make(map[string]bool, len(ps))
 		for _, x := range ps {
+			if seen[x.id] {
+				continue // the listing holds two variants of t
+			}
+			seen[x.id] = true
 			if c := cands[x.id]; c != nil {
 				c.inter++
 			} else {
@@ -183,8 +244,8 @@ func candidates(tx store.Tx, qt []string, max int) (map[string]*cand, []string, 
 	return cands, common, nil
 }
 
-// pruned ranks the candidates against the common tokens, probing the
-// common tokens' postings of the candidates that could still enter the
+// pruned ranks the candidates against the common terms, probing the
+// common terms' postings of the candidates that could still enter the
 // first limit. ok is false when a listing that is no candidate could.
 func pruned(tx store.Tx, qt, common []string, cands map[string]*cand, exact map[string]bool, limit int) (hits []hit, ok bool, err error) {
 	q := len(qt)
@@ -207,10 +268,13 @@ func pruned(tx store.Tx, qt, common []string, cands map[string]*cand, exact map[
 		}
 		inter := b.c.inter
 		for _, t := range common {
-			if _, err := tx.Get(tokenKey(t, b.id)); err == nil {
-				inter++
-			} else if !errors.Is(err, store.ErrNotFound) {
-				return nil, false, err
+			for _, v := range variants(t) {
+				if _, err := tx.Get(tokenKey(v, b.id)); err == nil {
+					inter++
+					break
+				} else if !errors.Is(err, store.ErrNotFound) {
+					return nil, false, err
+				}
 			}
 		}
 		conf := confidence(inter, q, b.c.tokens)
@@ -223,8 +287,8 @@ func pruned(tx store.Tx, qt, common []string, cands map[string]*cand, exact map[
 			top = slices.Insert(top, j, conf)[:min(len(top)+1, limit)]
 		}
 	}
-	// A listing that is no candidate holds at most the common tokens, so
-	// its confidence is at most their share of the query's tokens.
+	// A listing that is no candidate holds at most the common terms, so
+	// its confidence is at most their share of the query's terms.
 	outside := math.Round(float64(len(common))/float64(q)*100+1e-6) / 100
 	return hits, len(top) == limit && top[limit-1] > outside, nil
 }

@@ -5,15 +5,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/market"
 )
 
+// searchWords hold words in the singular and the plural, which a search
+// takes for one word, and a word ending in "ss", which it never folds.
 var searchWords = []string{"schedule", "nurses", "hospital", "rota", "primes", "graph", "colouring", "routing", "trucks", "warehouse",
-	"budget", "portfolio", "matrix", "inverse", "sudoku", "solver"}
+	"budget", "portfolio", "matrix", "inverse", "sudoku", "solver", "prime", "nurse", "schedules", "truck", "class", "solvers"}
 
 func randomProblem(r *rand.Rand) string {
 	var b strings.Builder
@@ -67,7 +71,7 @@ func TestService_Search_index(t *testing.T) {
 			market.SeedListings(t, e.svc, len(corpus), func(i int) string { return corpus[i] })
 			for i := range corpus {
 				if r.IntN(5) == 0 {
-					if _, err := e.svc.Deactivate(ctx, fmt.Sprintf("lst_seed%08d", i), market.DeactivateRequest{Agent: "g17-seed"}, idem.Idem{}); err != nil {
+					if _, err := e.svc.Deactivate(ctx, anon, fmt.Sprintf("lst_seed%08d", i), market.DeactivateRequest{Agent: "g17-seed"}, idem.Request{}); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -148,4 +152,87 @@ func brief(r market.Results) string {
 		fmt.Fprintf(&b, "%s %v %s; ", x.ListingID, x.Match.Confidence, x.Match.Class)
 	}
 	return b.String()
+}
+
+// TestService_Browse: without a query, search lists the active listings,
+// newest first, a page at a time; the pages together are every active
+// listing once.
+func TestService_Browse(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	var ids []string // in publication order
+	for i, gap := range []time.Duration{0, time.Minute, 0, time.Second, time.Hour} {
+		e.ck.Add(gap) // two listings of one instant: the later id first
+		ids = append(ids, e.publishSquares(t, "seller", fmt.Sprintf("table %d of the squares of 3 integers", i)))
+	}
+	if _, err := e.svc.Deactivate(ctx, anon, ids[3], market.DeactivateRequest{Agent: "seller"}, idem.Request{}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{ids[4], ids[2], ids[1], ids[0]}
+
+	all := must(e.svc.Search(ctx, market.SearchRequest{}))(t)
+	if got := listingIDs(all); !slices.Equal(got, want) || all.Count != 4 || all.NextCursor != "" || all.NoReliableMatch {
+		t.Fatalf("browse %v next %q, want %v", got, all.NextCursor, want)
+	}
+	for _, r := range all.Results {
+		if r.Match != nil {
+			t.Fatalf("a browsed listing has a match: %+v", r.Match)
+		}
+	}
+	var paged []string
+	req := market.SearchRequest{Limit: 3}
+	for pages := 0; ; pages++ {
+		if pages > 2 {
+			t.Fatal("more pages than listings")
+		}
+		res := must(e.svc.Search(ctx, req))(t)
+		paged = append(paged, listingIDs(res)...)
+		if res.NextCursor == "" {
+			break
+		}
+		req.Cursor = res.NextCursor
+	}
+	if !slices.Equal(paged, want) {
+		t.Fatalf("pages %v, want %v", paged, want)
+	}
+
+	for _, tc := range []struct {
+		name string
+		req  market.SearchRequest
+		code string
+	}{
+		{"ErrCursor", market.SearchRequest{Cursor: "page-2"}, "invalid_query"},
+		{"ErrCursorID", market.SearchRequest{Cursor: "12.contract_1"}, "invalid_query"},
+		{"ErrCursorSearch", market.SearchRequest{Query: "squares", Cursor: "1.lst_x"}, "invalid_query"},
+		{"ErrLimit", market.SearchRequest{Limit: 101}, "invalid_limit"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := e.svc.Search(ctx, tc.req)
+			wantCode(t, err, tc.code)
+		})
+	}
+}
+
+func listingIDs(r market.Results) []string {
+	var out []string
+	for _, x := range r.Results {
+		out = append(out, x.ListingID)
+	}
+	return out
+}
+
+// TestService_Search_plural: "primes" finds the listing whose problem
+// says "prime numbers", as a strong match.
+func TestService_Search_plural(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	market.SeedListings(t, e.svc, 2, func(i int) string {
+		return []string{"The first 10 prime numbers, as a JSON list.", "Squares of the integers 1 to 4."}[i]
+	})
+	for _, svc := range []*market.Service{e.svc, e.svc.WithCommonPostings(0)} {
+		res := must(svc.Search(ctx, market.SearchRequest{Query: "primes"}))(t)
+		if res.Count != 1 || res.Results[0].ListingID != "lst_seed00000000" || res.Results[0].Match.Class != market.ClassStrong {
+			t.Fatalf("primes found %s", brief(res))
+		}
+	}
 }

@@ -65,7 +65,7 @@ func TestService_PublishText(t *testing.T) {
 			e := newEnv(t)
 			req := ok
 			tc.edit(&req)
-			_, err := e.svc.Publish(ctx, req, idem.Idem{})
+			_, err := e.svc.Publish(ctx, anon, req, idem.Request{})
 			wantCode(t, err, tc.code)
 			if fault.KindOf(err) != fault.Invalid {
 				t.Fatalf("kind %v, want invalid", fault.KindOf(err))
@@ -75,10 +75,10 @@ func TestService_PublishText(t *testing.T) {
 	}
 	t.Run("OK", func(t *testing.T) {
 		e := newEnv(t)
-		must(e.svc.Deposit(ctx, "seller", amount("1"), idem.Idem{}))(t)
+		must(e.svc.Deposit(ctx, anon, "seller", amount("1"), idem.Request{}))(t)
 		req := ok
 		req.Title = "squares — ü ✓" // any letter or symbol; tabs and newlines only in long text
-		must(e.svc.Publish(ctx, req, idem.Idem{}))(t)
+		must(e.svc.Publish(ctx, anon, req, idem.Request{}))(t)
 	})
 }
 
@@ -87,19 +87,19 @@ func TestService_PublishText(t *testing.T) {
 func TestService_Base64Artifact(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
-	must(e.svc.Deposit(ctx, "buyer", amount("10"), idem.Idem{}))(t)
-	must(e.svc.Deposit(ctx, "seller", amount("1"), idem.Idem{}))(t)
+	must(e.svc.Deposit(ctx, anon, "buyer", amount("10"), idem.Request{}))(t)
+	must(e.svc.Deposit(ctx, anon, "seller", amount("1"), idem.Request{}))(t)
 	t.Run("Checker", func(t *testing.T) {
 		b64 := base64.StdEncoding.EncodeToString([]byte("1 1\n2 4\n3 9\n"))
-		r := must(e.svc.Publish(ctx, market.PublishRequest{Agent: "seller", Title: "squares", ProblemStatement: "table of squares",
+		r := must(e.svc.Publish(ctx, anon, market.PublishRequest{Agent: "seller", Title: "squares", ProblemStatement: "table of squares",
 			Artifact: raw(`"` + b64 + `"`), Encoding: market.EncodingBase64, ArtifactType: "dataset", PriceUSD: raw("1"),
-			Checker: &market.CheckerSpec{SHA256: e.squares}}, idem.Idem{}))(t)
+			Checker: &market.CheckerSpec{SHA256: e.squares}}, idem.Request{}))(t)
 		var p market.Published
 		json.Unmarshal(r.Body, &p)
 		if p.Listing.Level != 1 || p.Listing.ArtifactEncoding != "base64" || p.Listing.ArtifactSHA256 != checkers.SHA256([]byte("1 1\n2 4\n3 9\n")) {
 			t.Fatalf("published %s", r.Body)
 		}
-		bought := must(e.svc.Buy(ctx, p.Listing.ListingID, market.PurchaseRequest{Agent: "buyer"}, idem.Idem{}))(t)
+		bought := must(e.svc.Buy(ctx, anon, p.Listing.ListingID, market.PurchaseRequest{Agent: "buyer"}, idem.Request{}))(t)
 		var b market.Bought
 		if err := json.Unmarshal(bought.Body, &b); err != nil {
 			t.Fatal(err)
@@ -108,7 +108,7 @@ func TestService_Base64Artifact(t *testing.T) {
 			t.Fatalf("delivered %s as %s", b.Artifact, b.Encoding)
 		}
 		// A sample replay runs on the bytes, not on the base64 text.
-		got := must(e.svc.Replay(ctx, p.Listing.ListingID, market.ReplayRequest{Agent: "buyer"}))(t)
+		got := must(e.svc.Replay(ctx, anon, p.Listing.ListingID, market.ReplayRequest{Agent: "buyer"}))(t)
 		if !got.Pass {
 			t.Fatalf("replay %+v", got)
 		}
@@ -116,11 +116,11 @@ func TestService_Base64Artifact(t *testing.T) {
 	t.Run("Binary", func(t *testing.T) {
 		bin := []byte{0xff, 0xfe, 0xfd, 0}
 		b64 := base64.StdEncoding.EncodeToString(bin)
-		r := must(e.svc.Publish(ctx, market.PublishRequest{Agent: "seller", Title: "bytes", ProblemStatement: "raw bytes blob",
-			Artifact: raw(`"` + b64 + `"`), Encoding: market.EncodingBase64, ArtifactType: "dataset", PriceUSD: raw("1")}, idem.Idem{}))(t)
+		r := must(e.svc.Publish(ctx, anon, market.PublishRequest{Agent: "seller", Title: "bytes", ProblemStatement: "raw bytes blob",
+			Artifact: raw(`"` + b64 + `"`), Encoding: market.EncodingBase64, ArtifactType: "dataset", PriceUSD: raw("1")}, idem.Request{}))(t)
 		var p market.Published
 		json.Unmarshal(r.Body, &p)
-		bought := must(e.svc.Buy(ctx, p.Listing.ListingID, market.PurchaseRequest{Agent: "buyer"}, idem.Idem{}))(t)
+		bought := must(e.svc.Buy(ctx, anon, p.Listing.ListingID, market.PurchaseRequest{Agent: "buyer"}, idem.Request{}))(t)
 		if !json.Valid(bought.Body) {
 			t.Fatalf("the buyer got a body JSON parsers refuse: %q", bought.Body)
 		}
@@ -135,7 +135,7 @@ func TestService_Base64Artifact(t *testing.T) {
 	})
 	t.Run("JSONNamed", func(t *testing.T) {
 		id := e.publishSquares(t, "seller", "squares of three integers")
-		bought := must(e.svc.Buy(ctx, id, market.PurchaseRequest{Agent: "buyer"}, idem.Idem{}))(t)
+		bought := must(e.svc.Buy(ctx, anon, id, market.PurchaseRequest{Agent: "buyer"}, idem.Request{}))(t)
 		var b market.Bought
 		json.Unmarshal(bought.Body, &b)
 		if b.Encoding != "json" || string(b.Artifact) != table {
@@ -152,7 +152,7 @@ func TestService_TextRefused(t *testing.T) {
 	e := newEnv(t)
 	bad := []string{"..", ".", "*", "a\u202eb", "a\x00b", "a b", "a\xffb", "a\\b", "\u200b"}
 	for _, a := range bad {
-		_, err := e.svc.Deposit(ctx, a, amount("1"), idem.Idem{})
+		_, err := e.svc.Deposit(ctx, anon, a, amount("1"), idem.Request{})
 		wantCode(t, err, "invalid_agent")
 		_, err = e.svc.WalletOf(ctx, a)
 		wantCode(t, err, "invalid_agent")
@@ -160,29 +160,29 @@ func TestService_TextRefused(t *testing.T) {
 		wantCode(t, err, "invalid_agent")
 	}
 	e.unchanged(t)
-	must(e.svc.Deposit(ctx, "buyer", amount("10"), idem.Idem{}))(t)
+	must(e.svc.Deposit(ctx, anon, "buyer", amount("10"), idem.Request{}))(t)
 	id := e.publishSquares(t, "seller", "table of squares")
 	for _, a := range bad {
-		_, err := e.svc.Buy(ctx, id, market.PurchaseRequest{Agent: a}, idem.Idem{})
+		_, err := e.svc.Buy(ctx, anon, id, market.PurchaseRequest{Agent: a}, idem.Request{})
 		wantCode(t, err, "invalid_agent")
-		_, err = e.svc.Replay(ctx, id, market.ReplayRequest{Agent: a})
+		_, err = e.svc.Replay(ctx, anon, id, market.ReplayRequest{Agent: a})
 		wantCode(t, err, "invalid_agent")
-		_, err = e.svc.Challenge(ctx, id, market.ChallengeRequest{Agent: a, Evidence: raw(`"4"`)}, idem.Idem{})
+		_, err = e.svc.Challenge(ctx, anon, id, market.ChallengeRequest{Agent: a, Evidence: raw(`"4"`)}, idem.Request{})
 		wantCode(t, err, "invalid_agent")
-		_, err = e.svc.Deactivate(ctx, id, market.DeactivateRequest{Agent: a}, idem.Idem{})
+		_, err = e.svc.Deactivate(ctx, anon, id, market.DeactivateRequest{Agent: a}, idem.Request{})
 		wantCode(t, err, "invalid_agent")
 	}
-	_, err := e.svc.Buy(ctx, id, market.PurchaseRequest{Agent: "buyer", Purpose: "audit\x00"}, idem.Idem{})
+	_, err := e.svc.Buy(ctx, anon, id, market.PurchaseRequest{Agent: "buyer", Purpose: "audit\x00"}, idem.Request{})
 	wantCode(t, err, "invalid_purpose")
 	_, err = e.svc.Search(ctx, market.SearchRequest{Query: "squares \u202e"})
 	wantCode(t, err, "invalid_query")
 	if e.balance(t, "buyer") != 10_000_000 {
 		t.Fatal("a refused purchase charged the buyer")
 	}
-	must(e.svc.Buy(ctx, id, market.PurchaseRequest{Agent: "buyer", Purpose: "audit\tline one\nline two"}, idem.Idem{}))(t)
-	_, err = e.svc.Challenge(ctx, id, market.ChallengeRequest{Agent: "buyer", Evidence: raw(`"4"`), Reason: "wrong \u2067"}, idem.Idem{})
+	must(e.svc.Buy(ctx, anon, id, market.PurchaseRequest{Agent: "buyer", Purpose: "audit\tline one\nline two"}, idem.Request{}))(t)
+	_, err = e.svc.Challenge(ctx, anon, id, market.ChallengeRequest{Agent: "buyer", Evidence: raw(`"4"`), Reason: "wrong \u2067"}, idem.Request{})
 	wantCode(t, err, "invalid_reason")
-	_, err = e.svc.Challenge(ctx, id, market.ChallengeRequest{Agent: "buyer", Evidence: raw("\"\xff\"")}, idem.Idem{})
+	_, err = e.svc.Challenge(ctx, anon, id, market.ChallengeRequest{Agent: "buyer", Evidence: raw("\"\xff\"")}, idem.Request{})
 	wantCode(t, err, "invalid_evidence")
 	if st := must(e.svc.Stats(ctx))(t); st.ChallengesOpen+st.ChallengesUpheld != 0 || st.PurchasesHeld != 1 {
 		t.Fatalf("a refused challenge changed %+v", st)

@@ -12,6 +12,7 @@ import (
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/ledger"
+	"github.com/assayhq/assay/runtime/principal"
 	"github.com/assayhq/assay/runtime/rail"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/store"
@@ -177,9 +178,11 @@ func parseAmount(req AmountRequest) (USD, error) {
 // (403) on a rail that is neither dev nor paid per request;
 // *rail.PaymentRequired, and the rail's payment codes; rail_failed (503);
 // idempotency_conflict.
-func (s *Service) Deposit(ctx context.Context, did string, req AmountRequest, key idem.Idem) (Reply, error) {
-	i := scoped(key, "deposit", did)
+func (s *Service) Deposit(ctx context.Context, a principal.Actor, did string, req AmountRequest, i idem.Request) (Reply, error) {
 	if err := validAgent("agent", did); err != nil {
+		return Reply{}, err
+	}
+	if err := s.depositsFor(a, did); err != nil {
 		return Reply{}, err
 	}
 	amount, err := parseAmount(req)
@@ -190,30 +193,33 @@ func (s *Service) Deposit(ctx context.Context, did string, req AmountRequest, ke
 	if s.rail.Name() != (rail.Dev{}).Name() && !perRequest {
 		return Reply{}, fault.New(fault.Forbidden, ECodeDepositUnavailable, "deposits are for the dev rail; this server settles on %s", s.rail.Name())
 	}
-	if r, err := idem.Replay(ctx, s.st, i); err != nil || r != nil {
-		return deref(r), err
-	}
 	// Refuse what the bounds refuse before the rail collects anything;
 	// the transaction below checks again.
 	if err := s.st.View(ctx, func(tx store.Tx) error { _, err := s.depositBounds(tx, did, amount); return err }); err != nil {
 		return Reply{}, err
 	}
 	id := "dep-" + s.newID()
-	var (
-		ref     string
-		settled *rail.Settled
-	)
-	if perRequest {
-		r, st, err := s.collect(ctx, asker, id, did, amount, req.Pay, "deposit to the wallet of "+did)
-		if err != nil {
-			return Reply{}, err
+	var settled *rail.Settled
+	collect := func() (string, error) {
+		if perRequest {
+			ref, st, err := s.collect(ctx, asker, id, did, amount, req.Pay, "deposit to the wallet of "+did)
+			settled = &st
+			return ref, err
 		}
-		ref, settled = r, &st
-	} else if ref, err = s.rail.Collect(ctx, rail.Payment{ID: id, Agent: did, Amount: int64(amount), Currency: Currency}); err != nil {
-		return Reply{}, railFailed("the deposit could not be collected", err)
+		ref, err := s.rail.Collect(ctx, rail.Payment{ID: id, Agent: did, Amount: int64(amount), Currency: Currency})
+		if err != nil {
+			return "", railFailed("the deposit could not be collected", err)
+		}
+		return ref, nil
 	}
 	now := s.now().UTC()
-	r, err := idem.Mutate(ctx, s.st, i, func(tx store.Tx) (Reply, error) {
+	return rail.Charge(ctx, s.rail, int64(amount), collect, func(ref string) (Reply, error) { return s.deposit(ctx, did, amount, id, ref, settled, now, i) })
+}
+
+// deposit records in the ledger a deposit collected on the rail as ref
+// (settled, on a rail paid per request).
+func (s *Service) deposit(ctx context.Context, did string, amount USD, id, ref string, settled *rail.Settled, now time.Time, i idem.Request) (Reply, error) {
+	return idem.Mutate(ctx, s.st, i, func(tx store.Tx) (Reply, error) {
 		if err := lockWallet(tx, did); err != nil {
 			return Reply{}, err
 		}
@@ -238,28 +244,10 @@ func (s *Service) Deposit(ctx context.Context, did string, req AmountRequest, ke
 		body, err := json.Marshal(out)
 		return Reply{Body: body, Created: true}, err
 	})
-	if errors.Is(err, store.ErrCommitUnknown) {
-		// The deposit may be recorded: returning it could pay it twice.
-		return Reply{}, fault.Wrap(fault.Internal, ECodeCommitUnknown,
-			fmt.Errorf("market: deposit %s was collected and its recording is unknown; not refunded, reconcile it: %w", ref, err))
-	}
-	if err != nil || r.Replayed {
-		// The rail took the money and the ledger did not record it (or a
-		// concurrent request with the same key recorded its own): give it
-		// back.
-		if _, rerr := s.rail.Refund(context.WithoutCancel(ctx), ref, int64(amount)); rerr != nil {
-			return Reply{}, fault.Wrap(fault.Internal, ECodeRailFailed,
-				fmt.Errorf("market: deposit %s was collected, not recorded, and not refunded: %w", ref, errors.Join(err, rerr)))
-		}
-	}
-	return r, err
 }
 
-// railFailed is the error a client gets when the rail refused: a fixed
-// message, the rail's own words kept as the cause for the log only.
-func railFailed(what string, cause error) error {
-	return &fault.Error{Kind: fault.Unavailable, Code: ECodeRailFailed, Message: what + " on the payment rail; try again later", Err: cause}
-}
+// railFailed is rail.Failed: the error a client gets when the rail refused.
+func railFailed(what string, cause error) error { return rail.Failed(what, cause) }
 
 // Withdraw pays money out of an agent's wallet on the rail.
 //
@@ -267,17 +255,16 @@ func railFailed(what string, cause error) error {
 //
 // invalid_agent, invalid_amount (400); insufficient_funds (409);
 // rail_failed (503); idempotency_conflict.
-func (s *Service) Withdraw(ctx context.Context, did string, req AmountRequest, key idem.Idem) (Reply, error) {
-	i := scoped(key, "withdraw", did)
+func (s *Service) Withdraw(ctx context.Context, a principal.Actor, did string, req AmountRequest, i idem.Request) (Reply, error) {
 	if err := validAgent("agent", did); err != nil {
+		return Reply{}, err
+	}
+	if err := s.actsFor(a, did); err != nil {
 		return Reply{}, err
 	}
 	amount, err := parseAmount(req)
 	if err != nil {
 		return Reply{}, err
-	}
-	if r, err := idem.Replay(ctx, s.st, i); err != nil || r != nil {
-		return deref(r), err
 	}
 	if err := s.SettleDue(ctx); err != nil {
 		return Reply{}, err
@@ -424,28 +411,23 @@ func loadPurchase(tx store.Tx, id string) (*Purchase, error) {
 // invalid_agent, invalid_purpose (400); listing_not_found (404);
 // listing_not_active, own_listing, already_purchased, insufficient_funds
 // (409); idempotency_conflict.
-func (s *Service) Buy(ctx context.Context, listingID string, req PurchaseRequest, key idem.Idem) (Reply, error) {
-	i := scoped(key, "buy", req.Agent)
+func (s *Service) Buy(ctx context.Context, a principal.Actor, listingID string, req PurchaseRequest, i idem.Request) (Reply, error) {
 	if err := validAgent("agent", req.Agent); err != nil {
+		return Reply{}, err
+	}
+	if err := s.actsFor(a, req.Agent); err != nil {
 		return Reply{}, err
 	}
 	if err := validText("purpose", req.Purpose, MaxTextBytes); err != nil {
 		return Reply{}, err
-	}
-	if r, err := idem.Replay(ctx, s.st, i); err != nil || r != nil {
-		return deref(r), err
 	}
 	now := s.now().UTC()
 	pid := "pur_" + s.newID()
 	// On a rail paid per request, a wallet that cannot cover the purchase
 	// is paid by the request's own payment: collected before the
 	// transaction, once what the transaction would refuse is refused.
-	var (
-		ref       string
-		settled   *rail.Settled
-		collected USD
-	)
 	if asker, perRequest := s.asker(); perRequest {
+		var collected USD
 		covered := false
 		err := s.st.View(ctx, func(tx store.Tx) error {
 			l, err := buyable(tx, listingID, req.Agent)
@@ -463,15 +445,42 @@ func (s *Service) Buy(ctx context.Context, listingID string, req PurchaseRequest
 			return Reply{}, err
 		}
 		if !covered {
-			r, st, err := s.collect(ctx, asker, pid+".in", req.Agent, collected, req.Pay, "purchase of listing "+listingID)
-			if err != nil {
-				return Reply{}, err
+			pay := &paid{amount: collected}
+			collect := func() (string, error) {
+				ref, st, err := s.collect(ctx, asker, pid+".in", req.Agent, collected, req.Pay, "purchase of listing "+listingID)
+				pay.ref, pay.settled = ref, &st
+				return ref, err
 			}
-			ref, settled = r, &st
+			return rail.Charge(ctx, s.rail, int64(collected), collect, func(string) (Reply, error) {
+				return s.buy(ctx, a, listingID, req, i, pid, now, pay)
+			})
 		}
 	}
+	return s.buy(ctx, a, listingID, req, i, pid, now, nil)
+}
+
+// paid is a purchase's own payment on a rail paid per request: its
+// reference, its settlement and the amount collected.
+type paid struct {
+	ref     string
+	settled *rail.Settled
+	amount  USD
+}
+
+// buy records purchase pid of listingID by req.Agent in one transaction:
+// paid from the wallet, or by pay (nil: the wallet alone), which is posted
+// into the wallet first.
+func (s *Service) buy(ctx context.Context, a principal.Actor, listingID string, req PurchaseRequest, i idem.Request, pid string, now time.Time, pay *paid) (Reply, error) {
+	var (
+		ref       string
+		settled   *rail.Settled
+		collected USD
+	)
+	if pay != nil {
+		ref, settled, collected = pay.ref, pay.settled, pay.amount
+	}
 	reads := func() []string { return buyReads(listingID, req.Agent, pid) }
-	r, err := idem.MutateReading(ctx, s.st, i, reads, func(tx store.Tx) (Reply, error) {
+	return idem.MutateReading(ctx, s.st, i, reads, func(tx store.Tx) (Reply, error) {
 		l, err := buyable(tx, listingID, req.Agent)
 		if err != nil {
 			return Reply{}, err
@@ -515,7 +524,7 @@ func (s *Service) Buy(ctx context.Context, listingID string, req PurchaseRequest
 			RefundUSD: total, How: "challenge_listing with evidence before window_closes_at; an upheld challenge refunds price and fee" +
 				map[bool]string{true: " and pays the bond to the challenger", false: ""}[bond > 0]}
 		rid := receiptID(pid, "purchase")
-		subject := withActor(ctx, map[string]any{
+		subject := withActor(a, map[string]any{
 			"purchase_id": pid, "listing_id": l.ID, "buyer": p.Buyer, "seller": p.Seller, "artifact_sha256": p.ArtifactSHA256,
 			"price_usd": p.Price, "fee_usd": fee, "total_usd": total, "currency": "USD", "payment_ref": p.PaymentRef, "rail": s.rail.Name(),
 			"verification_level": l.Level, "verification_basis": basisOf(l), "purpose": p.Purpose,
@@ -552,22 +561,6 @@ func (s *Service) Buy(ctx context.Context, listingID string, req PurchaseRequest
 		body, err := receipt.Marshal(Bought{Purchase: p, Artifact: art, Encoding: l.encoding(), TotalUSD: total, Recourse: rec, Receipt: rc, Payment: settled})
 		return Reply{Body: body, Created: true}, err
 	})
-	if settled == nil {
-		return r, err
-	}
-	if errors.Is(err, store.ErrCommitUnknown) {
-		// The purchase may be recorded: refunding it could pay it twice.
-		return Reply{}, fault.Wrap(fault.Internal, ECodeCommitUnknown,
-			fmt.Errorf("market: purchase %s was paid as %s and its recording is unknown; not refunded, reconcile it: %w", pid, ref, err))
-	}
-	if err != nil || r.Replayed {
-		// A refused sale (or a concurrent request with the same key that
-		// recorded its own) pays this payment back on the rail.
-		if gerr := s.giveBack(ctx, ref, collected, err); gerr != nil {
-			return Reply{}, gerr
-		}
-	}
-	return r, err
 }
 
 // payTransfer is purchase pid's payment of total from buyer's wallet into

@@ -23,6 +23,7 @@ import (
 	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/ledger"
 	"github.com/assayhq/assay/runtime/market"
+	"github.com/assayhq/assay/runtime/principal"
 	"github.com/assayhq/assay/runtime/rail"
 	"github.com/assayhq/assay/runtime/rail/x402"
 	"github.com/assayhq/assay/runtime/receipt"
@@ -261,7 +262,7 @@ func x402Run(t *testing.T, seed uint64, ops int) {
 			} else {
 				req.VerificationLevel = 2
 			}
-			r, err := e.svc.Publish(ctx, req, idem.Idem{})
+			r, err := e.svc.Publish(ctx, anon, req, idem.Request{})
 			check(step, "publish", err)
 			if err == nil {
 				var p market.Published
@@ -274,7 +275,7 @@ func x402Run(t *testing.T, seed uint64, ops int) {
 				buyer, listing = pick(agents), pick(listings)
 			}
 			req := market.PurchaseRequest{Agent: buyer}
-			_, err := e.svc.Buy(ctx, listing, req, idem.Idem{})
+			_, err := e.svc.Buy(ctx, anon, listing, req, idem.Request{})
 			if !errors.As(err, new(*rail.PaymentRequired)) {
 				check(step, "buy without payment", err)
 				if err == nil {
@@ -306,7 +307,7 @@ func x402Run(t *testing.T, seed uint64, ops int) {
 			if req.Pay.Proof == "" {
 				req.Pay = pay(t, err, keyOf(buyer), now, nonce, spoil)
 			}
-			_, err = e.svc.Buy(ctx, listing, req, idem.Idem{})
+			_, err = e.svc.Buy(ctx, anon, listing, req, idem.Request{})
 			code := fault.CodeOf(err)
 			var pr *rail.PaymentRequired
 			if errors.As(err, &pr) {
@@ -337,11 +338,11 @@ func x402Run(t *testing.T, seed uint64, ops int) {
 		case op == 11: // a deposit paid over x402
 			agent := pick(agents)
 			amt := market.AmountRequest{AmountUSD: raw(fmt.Sprintf(`"%d.%02d"`, rng.IntN(3), 1+rng.IntN(99)))}
-			_, err := e.svc.Deposit(ctx, agent, amt, idem.Idem{})
+			_, err := e.svc.Deposit(ctx, anon, agent, amt, idem.Request{})
 			if errors.As(err, new(*rail.PaymentRequired)) {
 				nonce++
 				amt.Pay = pay(t, err, keyOf(agent), now, nonce, nil)
-				_, err = e.svc.Deposit(ctx, agent, amt, idem.Idem{})
+				_, err = e.svc.Deposit(ctx, anon, agent, amt, idem.Request{})
 			}
 			check(step, "deposit", err)
 		case op <= 14: // challenge a purchase: "4" fails the squares checker, "3" passes it
@@ -349,7 +350,7 @@ func x402Run(t *testing.T, seed uint64, ops int) {
 				continue
 			}
 			b := bought[rng.IntN(len(bought))]
-			r, err := e.svc.Challenge(ctx, b[0], market.ChallengeRequest{Agent: b[1], Evidence: raw(pick([]string{`"4"`, `"3"`}))}, idem.Idem{})
+			r, err := e.svc.Challenge(ctx, anon, b[0], market.ChallengeRequest{Agent: b[1], Evidence: raw(pick([]string{`"4"`, `"3"`}))}, idem.Request{})
 			check(step, "challenge", err)
 			if err == nil {
 				var out struct{ Challenge market.Challenge }
@@ -359,7 +360,7 @@ func x402Run(t *testing.T, seed uint64, ops int) {
 				}
 			}
 		case op <= 16: // the operator resolves
-			_, err := e.svc.Resolve(ctx, pick(challenges), market.ResolveRequest{Verdict: pick([]string{"uphold", "reject"})}, idem.Idem{})
+			_, err := e.svc.Resolve(ctx, principal.Operator(), pick(challenges), market.ResolveRequest{Verdict: pick([]string{"uphold", "reject"})}, idem.Request{})
 			check(step, "resolve", err)
 		default: // time passes; windows close and settle
 			e.ck.Add(time.Duration(rng.IntN(90)) * time.Minute)
@@ -408,13 +409,13 @@ func TestX402_PayBackRetry(t *testing.T) {
 		t.Fatal(err)
 	}
 	chain := func() string { b, _ := e.fac.BalanceOf(ctx, addr); return b.Balance }
-	r := must(e.svc.Publish(ctx, market.PublishRequest{Agent: "seller", Title: "squares", ProblemStatement: "squares", Artifact: raw(table),
-		ArtifactType: "dataset", PriceUSD: raw("2.50"), Checker: &market.CheckerSpec{SHA256: e.squares}}, idem.Idem{}))(t)
+	r := must(e.svc.Publish(ctx, anon, market.PublishRequest{Agent: "seller", Title: "squares", ProblemStatement: "squares", Artifact: raw(table),
+		ArtifactType: "dataset", PriceUSD: raw("2.50"), Checker: &market.CheckerSpec{SHA256: e.squares}}, idem.Request{}))(t)
 	var pub market.Published
 	json.Unmarshal(r.Body, &pub)
 	id := pub.Listing.ListingID
-	_, err := e.svc.Buy(ctx, id, market.PurchaseRequest{Agent: "buyer"}, idem.Idem{})
-	r, err = e.svc.Buy(ctx, id, market.PurchaseRequest{Agent: "buyer", Pay: pay(t, err, buyer, e.ck.Now(), 1, nil)}, idem.Idem{})
+	_, err := e.svc.Buy(ctx, anon, id, market.PurchaseRequest{Agent: "buyer"}, idem.Request{})
+	r, err = e.svc.Buy(ctx, anon, id, market.PurchaseRequest{Agent: "buyer", Pay: pay(t, err, buyer, e.ck.Now(), 1, nil)}, idem.Request{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -424,7 +425,7 @@ func TestX402_PayBackRetry(t *testing.T) {
 		t.Fatalf("paid by %s, chain balance %s", b.Purchase.Payer, chain())
 	}
 	e.down.Store(true)
-	must(e.svc.Challenge(ctx, id, market.ChallengeRequest{Agent: "buyer", Evidence: raw(`"4"`)}, idem.Idem{}))(t)
+	must(e.svc.Challenge(ctx, anon, id, market.ChallengeRequest{Agent: "buyer", Evidence: raw(`"4"`)}, idem.Request{}))(t)
 	p := must(e.svc.PurchaseOf(ctx, b.Purchase.ID))(t)
 	if p.Status != market.PurchaseRefunded || p.RefundRef != "" {
 		t.Fatalf("with the facilitator down: status %s refund_ref %q", p.Status, p.RefundRef)

@@ -49,9 +49,11 @@ type AppealCase struct {
 	Verdict               json.RawMessage
 	Reason                string
 	// FeeMicro is the appeal fee in Currency, the court case's price:
-	// the appellant pays it on the court's rail; overturned, the court
-	// pays it back to the appellant; upheld, it pays it to the respondent,
-	// whose wallet the Matter then pays on to the author of the verdict.
+	// the court takes it from the appellant's wallet when it funds the
+	// case (Currency is backed by the rail, so nothing is minted);
+	// overturned, the court pays it back to the appellant; upheld, it
+	// pays it to the respondent, whose wallet the Matter then pays on to
+	// the author of the verdict.
 	FeeMicro int64
 }
 
@@ -95,14 +97,13 @@ type AppealRequest struct {
 // matter_not_appealable, quorum_matter_required, idempotency_conflict
 // (409); appeal_unavailable (503) when no court is wired, and the court's
 // errors.
-func (s *Service) Appeal(ctx context.Context, a Actor, req AppealRequest) (Reply, error) {
-	if err := need(a, ScopeWrite); err != nil {
-		return Reply{}, err
-	}
-	if err := validID("matter_id", req.MatterID); err != nil {
-		return Reply{}, err
-	}
-	if err := validReason(req.Reason); err != nil {
+func (s *Service) Appeal(ctx context.Context, actor Actor, req AppealRequest) (Reply, error) {
+	a, err := s.writer(actor)
+	if err := firstErr(
+		err, // the caller's own, first
+		validID("matter_id", req.MatterID),
+		validReason(req.Reason),
+	); err != nil {
 		return Reply{}, err
 	}
 	fee, err := parseMicro("fee_usdc", req.FeeUSDC, ledger.MaxAmount)
@@ -115,13 +116,13 @@ func (s *Service) Appeal(ctx context.Context, a Actor, req AppealRequest) (Reply
 	if err := validDigest("action_digest", req.ActionDigest, false); err != nil {
 		return Reply{}, err
 	}
-	if err := validIdemKey(req.IdempotencyKey); err != nil {
-		return Reply{}, err
-	}
 	if s.court == nil {
 		return Reply{}, fault.New(fault.Unavailable, ECodeAppealUnavailable, "this server has no court wired for appeals")
 	}
-	ir := idem.Request{Scope: scope("appeal", hashHex(a.Tenant), hashHex(a.KeyID)), Key: req.IdempotencyKey, Fingerprint: idem.FingerprintJSON("appeal", req)}
+	ir, err := idemOf("appeal", a.Tenant, a.KeyID, req.IdempotencyKey, req)
+	if err != nil {
+		return Reply{}, err
+	}
 	if _, err := s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
 		m, err := s.loadQuorum(tx, a, req.MatterID, now)
 		if err != nil {
@@ -143,11 +144,7 @@ func (s *Service) Appeal(ctx context.Context, a Actor, req AppealRequest) (Reply
 		if a.Open {
 			x.Appeal.Appellant = m.RequesterID
 		}
-		r, err := s.record(tx, m, KindAppealed, now, s.xfill(m, nil, nil, nil))
-		if err != nil {
-			return Reply{}, err
-		}
-		return changed(m, r, false)
+		return s.recorded(tx, m, KindAppealed, now, s.xfill(m, nil, nil, nil), false)
 	}); err != nil {
 		return Reply{}, err
 	}
@@ -156,7 +153,7 @@ func (s *Service) Appeal(ctx context.Context, a Actor, req AppealRequest) (Reply
 
 // resolveAppeal asks the court about an appealed Matter and applies a
 // final ruling; it answers the Matter and its last receipt.
-func (s *Service) resolveAppeal(ctx context.Context, a Actor, id string) (Reply, error) {
+func (s *Service) resolveAppeal(ctx context.Context, a caller, id string) (Reply, error) {
 	var c *AppealCase
 	err := s.st.View(ctx, func(tx store.Tx) error {
 		m, err := load(tx, a, id)
@@ -206,20 +203,24 @@ func (s *Service) resolveAppeal(ctx context.Context, a Actor, id string) (Reply,
 }
 
 // courtRefused reports whether the court will not hear a case: it found
-// the request bad (invalid, forbidden, unprocessable) or the case's key
-// taken by another request. Any other error, a conflict of two requests
+// the request bad (invalid, forbidden, unprocessable), the case's key
+// taken by another request, or the appellant's wallet short of the fee. Any other error, a conflict of two requests
 // racing on the case included, leaves the appeal to be retried.
 func courtRefused(err error) bool {
 	switch fault.KindOf(err) {
 	case fault.Invalid, fault.Forbidden, fault.Unprocessable:
 		return true
 	}
-	return fault.CodeOf(err) == ECodeIdempotencyConflict
+	switch fault.CodeOf(err) {
+	case ECodeIdempotencyConflict, ECodeInsufficientFunds:
+		return true // the key taken; the fee not in the appellant's wallet
+	}
+	return false
 }
 
 // refused records that the court refused an appealed Matter's case: the
 // Matter is judged again, and may be settled or appealed anew.
-func (s *Service) refused(ctx context.Context, a Actor, id string, cause error) error {
+func (s *Service) refused(ctx context.Context, a caller, id string, cause error) error {
 	return s.st.Update(ctx, func(tx store.Tx) error {
 		now := s.now().UTC()
 		m, err := load(tx, a, id)

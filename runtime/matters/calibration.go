@@ -31,11 +31,12 @@ type ObserveRequest struct {
 // forbidden, insufficient_scope (403); matter_not_found (404);
 // matter_not_observable, already_observed, quorum_matter_required,
 // idempotency_conflict (409).
-func (s *Service) Observe(ctx context.Context, a Actor, req ObserveRequest) (Reply, error) {
-	if err := need(a, ScopeWrite); err != nil {
-		return Reply{}, err
-	}
-	if err := validID("matter_id", req.MatterID); err != nil {
+func (s *Service) Observe(ctx context.Context, actor Actor, req ObserveRequest) (Reply, error) {
+	a, err := s.writer(actor)
+	if err := firstErr(
+		err, // the caller's own, first
+		validID("matter_id", req.MatterID),
+	); err != nil {
 		return Reply{}, err
 	}
 	if isNull(req.Outcome) || !isObject(req.Outcome) || len(req.Outcome) > MaxVerdictBytes {
@@ -45,11 +46,7 @@ func (s *Service) Observe(ctx context.Context, a Actor, req ObserveRequest) (Rep
 	if err != nil {
 		return Reply{}, invalid(ECodeInvalidOutcome, "outcome: %v", err)
 	}
-	if err := validIdemKey(req.IdempotencyKey); err != nil {
-		return Reply{}, err
-	}
-	ir := idem.Request{Scope: scope("observe", hashHex(a.Tenant), hashHex(a.KeyID)), Key: req.IdempotencyKey, Fingerprint: idem.FingerprintJSON("observe", req)}
-	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
+	return s.keyed(ctx, "observe", a, a.KeyID, req.IdempotencyKey, req, func(tx store.Tx, now time.Time) (Reply, error) {
 		m, err := s.loadQuorum(tx, a, req.MatterID, now)
 		if err != nil {
 			return Reply{}, err
@@ -72,11 +69,7 @@ func (s *Service) Observe(ctx context.Context, a Actor, req ObserveRequest) (Rep
 			return Reply{}, fault.New(fault.Unprocessable, ECodeVerdictSchemaMismatch, "the outcome does not match verdict_schema: %v", err)
 		}
 		x.Observed = &Observation{Outcome: canon, Hash: hashHex(string(canon)), ObservedBy: hashHex(a.KeyID), At: now}
-		r, err := s.record(tx, m, KindObserved, now, s.xfill(m, nil, nil, func(xs *ExchangeSubject) { xs.OutcomeHash = x.Observed.Hash }))
-		if err != nil {
-			return Reply{}, err
-		}
-		return changed(m, r, false)
+		return s.recorded(tx, m, KindObserved, now, s.xfill(m, nil, nil, func(xs *ExchangeSubject) { xs.OutcomeHash = x.Observed.Hash }), false)
 	})
 }
 
@@ -120,12 +113,16 @@ type Profile struct {
 // # Errors
 //
 // insufficient_scope (403); solver_not_found (404).
-func (s *Service) SolverProfile(ctx context.Context, a Actor, id string) (Profile, error) {
+func (s *Service) SolverProfile(ctx context.Context, actor Actor, id string) (Profile, error) {
+	a, err := s.caller(actor)
+	if err != nil {
+		return Profile{}, err
+	}
 	if err := need(a, ScopeRead); err != nil {
 		return Profile{}, err
 	}
 	var out Profile
-	err := s.st.View(ctx, func(tx store.Tx) error {
+	err = s.st.View(ctx, func(tx store.Tx) error {
 		p, err := getProfile(tx, a.Tenant, id)
 		if fault.CodeOf(err) == ECodeUnknownSolver {
 			return fault.New(fault.NotFound, ECodeSolverNotFound, "no solver %q in this tenant", id)

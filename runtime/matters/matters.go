@@ -91,8 +91,15 @@ type Signer interface {
 
 var _ Signer = (*receipt.Keyring)(nil)
 
-// Actor is who makes a call, as the transport authenticated it.
-type Actor struct {
+// Actor is who makes a call, as the transport authenticated it: the one
+// type of every service (principal.Actor). The judgment service reads a
+// registered principal's tenant, roles and scopes (caller); in open mode
+// every call is the open caller.
+type Actor = principal.Actor
+
+// caller is an Actor as the judgment service decides on it: the tenant it
+// acts in, its key id, roles and scopes.
+type caller struct {
 	// Tenant owns the Matters the actor opens and is the only tenant
 	// whose Matters it can see.
 	Tenant string
@@ -106,19 +113,19 @@ type Actor struct {
 	Open bool
 }
 
-// OpenActor is the actor of every call in open mode: one tenant, every
+// openCaller is the caller of every call in open mode: one tenant, every
 // role and scope.
-func OpenActor() Actor {
-	return Actor{Tenant: "local", Open: true,
+func openCaller() caller {
+	return caller{Tenant: "local", Open: true,
 		Roles:  []string{RoleRequester, RoleSolver, RoleOperator},
 		Scopes: []string{ScopeRead, ScopePrivate, ScopeWrite}}
 }
 
-// Has reports whether the actor holds role.
-func (a Actor) Has(role string) bool { return a.Open || slices.Contains(a.Roles, role) }
+// Has reports whether the caller holds role.
+func (a caller) Has(role string) bool { return a.Open || slices.Contains(a.Roles, role) }
 
-// Can reports whether the actor holds scope.
-func (a Actor) Can(scope string) bool { return a.Open || slices.Contains(a.Scopes, scope) }
+// Can reports whether the caller holds scope.
+func (a caller) Can(scope string) bool { return a.Open || slices.Contains(a.Scopes, scope) }
 
 // Solver is a Matter's assignment.
 type Solver struct {
@@ -253,6 +260,13 @@ type Config struct {
 	// Court decides the exchange's appeals; appeals are refused with
 	// appeal_unavailable when nil.
 	Court Court
+	// Auth is how callers authenticate: principal.Signed (registered
+	// principals, the default) or principal.Open (identities from the
+	// body, one tenant, local use only).
+	Auth principal.Mode
+	// Principals is the server's one principal registry; one over Store
+	// and Now when nil.
+	Principals *principal.Registry
 }
 
 // Service is the judgment service over a store. It is safe for concurrent
@@ -263,6 +277,7 @@ type Service struct {
 	now    func() time.Time
 	newID  func() string
 	court  Court
+	auth   principal.Mode
 	// principals are the registered keys and the used nonces.
 	principals *principal.Registry
 }
@@ -272,13 +287,18 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Store == nil || cfg.Signer == nil {
 		return nil, errors.New("matters: Config.Store and Config.Signer are required")
 	}
-	s := &Service{st: cfg.Store, signer: cfg.Signer, now: cfg.Now, newID: cfg.NewID, court: cfg.Court}
+	s := &Service{st: cfg.Store, signer: cfg.Signer, now: cfg.Now, newID: cfg.NewID, court: cfg.Court, auth: cfg.Auth, principals: cfg.Principals}
+	if s.auth == "" {
+		s.auth = principal.Signed
+	}
 	if s.now == nil {
 		s.now = time.Now
 	}
 	if s.newID == nil {
 		s.newID = store.IDs(cfg.Store)
 	}
-	s.principals = principal.New(s.st, s.now)
+	if s.principals == nil {
+		s.principals = principal.New(s.st, s.now)
+	}
 	return s, nil
 }

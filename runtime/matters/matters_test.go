@@ -15,6 +15,7 @@ import (
 
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/matters"
+	"github.com/assayhq/assay/runtime/principal"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/storage"
 )
@@ -46,7 +47,8 @@ type env struct {
 
 const digest = "6b86b273ff34fce19d6b804eff5a3f5747ada4eaa22f1d49c01e52ddb7875b4b"
 
-func mustEnv(tb testing.TB) *env {
+// mustEnv opens the service, signed, or in the mode given.
+func mustEnv(tb testing.TB, mode ...principal.Mode) *env {
 	tb.Helper()
 	db, err := storage.Open("", storage.Options{InMemory: true})
 	if err != nil {
@@ -59,8 +61,11 @@ func mustEnv(tb testing.TB) *env {
 		tb.Fatal(err)
 	}
 	var n atomic.Int64
-	s, err := matters.New(matters.Config{Store: db, Signer: keys, Now: ck.Now,
-		NewID: func() string { return fmt.Sprintf("%016d", n.Add(1)) }})
+	cfg := matters.Config{Store: db, Signer: keys, Now: ck.Now, NewID: func() string { return fmt.Sprintf("%016d", n.Add(1)) }}
+	if len(mode) > 0 {
+		cfg.Auth = mode[0]
+	}
+	s, err := matters.New(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -402,7 +407,7 @@ func TestService_Projection(t *testing.T) {
 	ctx := context.Background()
 	must(e.Open(ctx, e.req, openReq("a")))
 	reader := e.req
-	reader.Scopes = []string{matters.ScopeRead}
+	reader.Principal.Scopes = []string{matters.ScopeRead}
 	vs, err := e.List(ctx, reader, true)
 	if err != nil || len(vs) != 1 || vs[0].Private != nil {
 		t.Fatalf("%v %+v", err, vs)
@@ -412,7 +417,7 @@ func TestService_Projection(t *testing.T) {
 		t.Fatalf("public projection: %s", b)
 	}
 	noRead := e.req
-	noRead.Scopes = []string{matters.ScopeWrite}
+	noRead.Principal.Scopes = []string{matters.ScopeWrite}
 	_, err = e.List(ctx, noRead, true)
 	wantCode(t, err, "insufficient_scope")
 }
@@ -454,9 +459,9 @@ func TestService_ConcurrentVerdicts(t *testing.T) {
 }
 
 func TestService_OpenMode(t *testing.T) {
-	e := mustEnv(t)
+	e := mustEnv(t, principal.Open)
 	ctx := context.Background()
-	a := matters.OpenActor()
+	var a matters.Actor // anyone: identities come from the body
 	r := openReq("k")
 	r.ActionDigest = ""
 	id := decodeChanged(t, must(e.Open(ctx, a, r))).Matter.ID

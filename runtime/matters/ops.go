@@ -120,7 +120,35 @@ type Subject struct {
 // Settlement is what matter_settled says about money: nothing moved.
 const Settlement = "non_custodial_flag_only_no_usdc_moved"
 
-func scope(parts ...string) string { return "matters:" + strings.Join(parts, ":") }
+// idemOf is a judgment mutation's idempotency (idem.New): the key every
+// judgment mutation takes, as the seed says, in the scope of the
+// operation op and of who acts (the tenant and the id the request acts
+// as: bound to the signing principal in signed mode), and the request as
+// its content.
+//
+// # Errors
+//
+// invalid_idempotency_key (400): no key, or one outside the grammar.
+func idemOf(op, tenant, who, key string, req any) (idem.Request, error) {
+	if key == "" {
+		return idem.Request{}, invalid(ECodeInvalidIdemKey, "idempotency_key is required: every mutation takes one (1 to %d bytes)", idem.MaxKey)
+	}
+	b, err := json.Marshal(req)
+	if err != nil {
+		return idem.Request{}, err
+	}
+	return idem.New("matters "+op, tenant+"/"+who, key, b)
+}
+
+// keyed is mutate under the idempotency of a judgment mutation's key: in
+// the scope of op and of who acts in the caller's tenant (idemOf).
+func (s *Service) keyed(ctx context.Context, op string, a caller, who, key string, req any, fn func(tx store.Tx, now time.Time) (Reply, error)) (Reply, error) {
+	ir, err := idemOf(op, a.Tenant, who, key, req)
+	if err != nil {
+		return Reply{}, err
+	}
+	return s.mutate(ctx, ir, fn)
+}
 
 // mutate is idem.Mutate with the service clock read inside the
 // transaction, once per attempt.
@@ -128,14 +156,14 @@ func (s *Service) mutate(ctx context.Context, r idem.Request, fn func(tx store.T
 	return idem.Mutate(ctx, s.st, r, func(tx store.Tx) (Reply, error) { return fn(tx, s.now().UTC()) })
 }
 
-func need(a Actor, scope string) error {
+func need(a caller, scope string) error {
 	if !a.Can(scope) {
 		return fault.New(fault.Forbidden, ECodeInsufficientScope, "this call needs the %s scope", scope)
 	}
 	return nil
 }
 
-func needRole(a Actor, roles ...string) error {
+func needRole(a caller, roles ...string) error {
 	for _, r := range roles {
 		if a.Has(r) {
 			return nil
@@ -149,7 +177,7 @@ func notFound(id string) error {
 }
 
 // load reads a Matter the actor's tenant owns; any other is not found.
-func load(tx store.Tx, a Actor, id string) (*Matter, error) {
+func load(tx store.Tx, a caller, id string) (*Matter, error) {
 	if id == "" {
 		return nil, invalid(ECodeMissingField, "matter_id is required")
 	}
@@ -164,8 +192,18 @@ func load(tx store.Tx, a Actor, id string) (*Matter, error) {
 	return &m, nil
 }
 
+// owned loads a Matter the caller's tenant owns and that the caller may
+// change: its requester or an operator of the tenant.
+func owned(tx store.Tx, a caller, id string) (*Matter, error) {
+	m, err := load(tx, a, id)
+	if err != nil {
+		return nil, err
+	}
+	return m, ownerOrOperator(a, m)
+}
+
 // ownerOrOperator allows the Matter's requester and the tenant's operators.
-func ownerOrOperator(a Actor, m *Matter) error {
+func ownerOrOperator(a caller, m *Matter) error {
 	if a.Open || a.Has(RoleOperator) || (a.Has(RoleRequester) && a.KeyID == m.RequesterID) {
 		return nil
 	}
@@ -226,12 +264,57 @@ func (s *Service) record(tx store.Tx, m *Matter, kind string, now time.Time, fil
 	return r, nil
 }
 
+// recorded signs the Matter's next receipt of kind (record) and answers
+// the Matter and that receipt.
+func (s *Service) recorded(tx store.Tx, m *Matter, kind string, now time.Time, fill func(*Subject), created bool) (Reply, error) {
+	r, err := s.record(tx, m, kind, now, fill)
+	if err != nil {
+		return Reply{}, err
+	}
+	return changed(m, r, created)
+}
+
 func changed(m *Matter, r receipt.Receipt, created bool) (Reply, error) {
 	b, err := receipt.Marshal(Changed{Matter: m.Public(), Receipt: r})
 	if err != nil {
 		return Reply{}, err
 	}
 	return Reply{Body: b, Created: created}, nil
+}
+
+// verdictFits checks a verdict given for m (what: the verdict, or the
+// reveal): it carries m's action digest and matches its verdict schema.
+func verdictFits(m *Matter, digest string, verdict json.RawMessage, what string) error {
+	if m.ActionDigest != "" && digest != m.ActionDigest {
+		return invalid(ECodeInvalidActionDigest, "the %s must carry the matter's action_digest", what)
+	}
+	sc, err := compileVerdictSchema(m.VerdictSchema)
+	if err != nil {
+		return err
+	}
+	if err := sc.Validate(verdict); err != nil {
+		return fault.New(fault.Unprocessable, ECodeVerdictSchemaMismatch, "the verdict does not match verdict_schema: %v", err)
+	}
+	return nil
+}
+
+// firstErr is the first of errs that is not nil: the checks of a
+// request, all cheap and pure, made together and answered in order (the
+// caller's own error first, where a method passes it).
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lapse is idem.Lapse for a v1 Matter: when it is past its deadline,
+// expire it in tx and fail the request with refuse's error once the
+// expiry commits.
+func (s *Service) lapse(tx store.Tx, m *Matter, now time.Time, refuse func() error) error {
+	return idem.Lapse(due(m, now), func() error { _, err := s.expire(tx, m, now); return err }, refuse)
 }
 
 // expire moves a due Matter to expired and signs matter_expired.
@@ -243,7 +326,7 @@ func (s *Service) expire(tx store.Tx, m *Matter, now time.Time) (receipt.Receipt
 
 // loadLive loads a Matter for a mutation and expires it when due; an
 // expired-now Matter fails the request with err after the expiry commits.
-func (s *Service) loadLive(tx store.Tx, a Actor, id string, now time.Time, whenDue error) (*Matter, error) {
+func (s *Service) loadLive(tx store.Tx, a caller, id string, now time.Time, whenDue error) (*Matter, error) {
 	m, err := load(tx, a, id)
 	if err != nil {
 		return nil, err
@@ -269,18 +352,22 @@ func notOpen(m *Matter) error {
 // invalid_deadline, invalid_risk_class, invalid_schema,
 // invalid_idempotency_key (400); forbidden, insufficient_scope,
 // requester_mismatch (403); idempotency_conflict (409).
-func (s *Service) Open(ctx context.Context, a Actor, req OpenRequest) (Reply, error) {
+func (s *Service) Open(ctx context.Context, actor Actor, req OpenRequest) (Reply, error) {
+	a, err := s.caller(actor)
+	if err != nil {
+		return Reply{}, err
+	}
 	return s.open(ctx, a, req, nil)
 }
 
 // open is Open, and OpenQuorum when q is set: q's content is part of the
 // request, and its start runs in the transaction before matter_opened is
 // signed.
-func (s *Service) open(ctx context.Context, a Actor, req OpenRequest, q *quorumOpen) (Reply, error) {
-	if err := need(a, ScopeWrite); err != nil {
-		return Reply{}, err
-	}
-	if err := needRole(a, RoleRequester); err != nil {
+func (s *Service) open(ctx context.Context, a caller, req OpenRequest, q *quorumOpen) (Reply, error) {
+	if err := firstErr(
+		need(a, ScopeWrite),
+		needRole(a, RoleRequester),
+	); err != nil {
 		return Reply{}, err
 	}
 	if !a.Open {
@@ -291,16 +378,12 @@ func (s *Service) open(ctx context.Context, a Actor, req OpenRequest, q *quorumO
 			return Reply{}, fault.New(fault.Forbidden, ECodeRequesterMismatch, "requester_id must be the signing principal's key id %q", a.KeyID)
 		}
 	}
-	if err := validID("requester_id", req.RequesterID); err != nil {
-		return Reply{}, err
-	}
-	if err := validDigest("action_digest", req.ActionDigest, !a.Open); err != nil {
-		return Reply{}, err
-	}
-	if err := text("question", req.Question, MaxQuestionBytes); err != nil {
-		return Reply{}, err
-	}
-	if err := validStakes(req.StakesUSDC); err != nil {
+	if err := firstErr(
+		validID("requester_id", req.RequesterID),
+		validDigest("action_digest", req.ActionDigest, !a.Open),
+		text("question", req.Question, MaxQuestionBytes),
+		validStakes(req.StakesUSDC),
+	); err != nil {
 		return Reply{}, err
 	}
 	deadline, err := parseDeadline(req.Deadline, s.now())
@@ -313,19 +396,19 @@ func (s *Service) open(ctx context.Context, a Actor, req OpenRequest, q *quorumO
 	if _, err := compileVerdictSchema(req.VerdictSchema); err != nil {
 		return Reply{}, err
 	}
-	if err := validIdemKey(req.IdempotencyKey); err != nil {
-		return Reply{}, err
-	}
 	canonSchema, err := receipt.CanonicalJSON(req.VerdictSchema)
 	if err != nil {
 		return Reply{}, invalid(ECodeInvalidSchema, "verdict_schema: %v", err)
 	}
-	ir := idem.Request{Scope: scope("open", hashHex(a.Tenant), hashHex(req.RequesterID)), Key: req.IdempotencyKey, Fingerprint: idem.FingerprintJSON("open", req)}
+	ir, err := idemOf("open", a.Tenant, req.RequesterID, req.IdempotencyKey, req)
+	if err != nil {
+		return Reply{}, err
+	}
 	if q != nil {
 		if err := q.check(canonSchema); err != nil {
 			return Reply{}, err
 		}
-		ir.Fingerprint = idem.FingerprintJSON("open", QuorumOpenRequest{OpenRequest: req, Quorum: q.spec})
+		ir.Fingerprint = idem.FingerprintJSON(ir.Scope, QuorumOpenRequest{OpenRequest: req, Quorum: q.spec})
 	}
 	id := "mat-" + s.newID()
 	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
@@ -352,11 +435,7 @@ func (s *Service) open(ctx context.Context, a Actor, req OpenRequest, q *quorumO
 				return Reply{}, err
 			}
 		}
-		r, err := s.record(tx, m, KindOpened, now, fill)
-		if err != nil {
-			return Reply{}, err
-		}
-		return changed(m, r, true)
+		return s.recorded(tx, m, KindOpened, now, fill, true)
 	})
 }
 
@@ -370,20 +449,15 @@ func (s *Service) open(ctx context.Context, a Actor, req OpenRequest, q *quorumO
 // conflict_free=true assertion, or the solver is the requester);
 // matter_not_found (404); matter_not_open, solver_already_assigned,
 // idempotency_conflict (409); forbidden, insufficient_scope (403).
-func (s *Service) Assign(ctx context.Context, a Actor, req AssignRequest) (Reply, error) {
-	if err := need(a, ScopeWrite); err != nil {
-		return Reply{}, err
-	}
-	if err := needRole(a, RoleRequester, RoleOperator); err != nil {
-		return Reply{}, err
-	}
-	if err := validID("matter_id", req.MatterID); err != nil {
-		return Reply{}, err
-	}
-	if err := validID("solver_id", req.SolverID); err != nil {
-		return Reply{}, err
-	}
-	if err := validSolverKind(req.SolverKind); err != nil {
+func (s *Service) Assign(ctx context.Context, actor Actor, req AssignRequest) (Reply, error) {
+	a, err := s.writer(actor)
+	if err := firstErr(
+		err, // the caller's own, first
+		needRole(a, RoleRequester, RoleOperator),
+		validID("matter_id", req.MatterID),
+		validID("solver_id", req.SolverID),
+		validSolverKind(req.SolverKind),
+	); err != nil {
 		return Reply{}, err
 	}
 	if msg := ident.TextMessage(req.Qualification, MaxQualificationBytes); msg != "" {
@@ -392,26 +466,16 @@ func (s *Service) Assign(ctx context.Context, a Actor, req AssignRequest) (Reply
 	if req.ConflictFree == nil || !*req.ConflictFree {
 		return Reply{}, fault.New(fault.Conflict, ECodeSolverConflict, "assigning a solver requires the assertion conflict_free=true")
 	}
-	if err := validIdemKey(req.IdempotencyKey); err != nil {
-		return Reply{}, err
-	}
-	ir := idem.Request{Scope: scope("assign", hashHex(a.Tenant), hashHex(a.KeyID)), Key: req.IdempotencyKey, Fingerprint: idem.FingerprintJSON("assign", req)}
-	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
-		m, err := load(tx, a, req.MatterID)
+	return s.keyed(ctx, "assign", a, a.KeyID, req.IdempotencyKey, req, func(tx store.Tx, now time.Time) (Reply, error) {
+		m, err := owned(tx, a, req.MatterID)
 		if err != nil {
-			return Reply{}, err
-		}
-		if err := ownerOrOperator(a, m); err != nil {
 			return Reply{}, err
 		}
 		if m.Exchange != nil {
 			return Reply{}, exchangeOnly(m)
 		}
-		if due(m, now) {
-			if _, err := s.expire(tx, m, now); err != nil {
-				return Reply{}, err
-			}
-			return Reply{}, idem.CommitThenFail(notOpen(m))
+		if err := s.lapse(tx, m, now, func() error { return notOpen(m) }); err != nil {
+			return Reply{}, err
 		}
 		if m.Status != StatusOpen {
 			return Reply{}, notOpen(m)
@@ -424,17 +488,13 @@ func (s *Service) Assign(ctx context.Context, a Actor, req AssignRequest) (Reply
 		}
 		if !a.Open {
 			p, err := principal.Get(tx, req.SolverID)
-			if err != nil || p.Tenant != a.Tenant || !p.RevokedAt.IsZero() || !actorOf(p).Has(RoleSolver) {
+			if err != nil || p.Tenant != a.Tenant || !p.RevokedAt.IsZero() || !callerOf(p).Has(RoleSolver) {
 				return Reply{}, invalid(ECodeUnknownSolver, "solver_id must be the key id of an active solver principal of this tenant")
 			}
 		}
 		m.Solver = &Solver{ID: req.SolverID, Kind: req.SolverKind, Qualification: req.Qualification,
 			ConflictFree: true, Status: SolverInvited, AssignedAt: now}
-		r, err := s.record(tx, m, KindAssigned, now, nil)
-		if err != nil {
-			return Reply{}, err
-		}
-		return changed(m, r, false)
+		return s.recorded(tx, m, KindAssigned, now, nil, false)
 	})
 }
 
@@ -450,7 +510,7 @@ func validReason(reason string) error {
 // solverCall checks what every call of a solver on a Matter needs, in
 // this order: the write scope, the solver role, the Matter's id, and the
 // solver's own id (solverID); it returns that id.
-func solverCall(a Actor, matterID, solver string) (string, error) {
+func solverCall(a caller, matterID, solver string) (string, error) {
 	if err := need(a, ScopeWrite); err != nil {
 		return "", err
 	}
@@ -463,8 +523,19 @@ func solverCall(a Actor, matterID, solver string) (string, error) {
 	return solverID(a, solver)
 }
 
+// solverCaller is the caller of a solver's call on a Matter and the
+// solver's id (solverCall).
+func (s *Service) solverCaller(actor Actor, matterID, solver string) (caller, string, error) {
+	a, err := s.caller(actor)
+	if err != nil {
+		return caller{}, "", err
+	}
+	sid, err := solverCall(a, matterID, solver)
+	return a, sid, err
+}
+
 // solverID binds the body's solver_id to the signing principal.
-func solverID(a Actor, id string) (string, error) {
+func solverID(a caller, id string) (string, error) {
 	if a.Open {
 		return id, validID("solver_id", id)
 	}
@@ -485,17 +556,13 @@ func solverID(a Actor, id string) (string, error) {
 // missing_field (400); solver_mismatch, forbidden, insufficient_scope
 // (403); matter_not_found (404); matter_not_open, solver_not_assigned,
 // solver_not_accepting, idempotency_conflict (409).
-func (s *Service) Accept(ctx context.Context, a Actor, req AcceptRequest) (Reply, error) {
-	sid, err := solverCall(a, req.MatterID, req.SolverID)
+func (s *Service) Accept(ctx context.Context, actor Actor, req AcceptRequest) (Reply, error) {
+	a, sid, err := s.solverCaller(actor, req.MatterID, req.SolverID)
 	if err != nil {
 		return Reply{}, err
 	}
 	req.SolverID = sid
-	if err := validIdemKey(req.IdempotencyKey); err != nil {
-		return Reply{}, err
-	}
-	ir := idem.Request{Scope: scope("accept", hashHex(a.Tenant), hashHex(sid)), Key: req.IdempotencyKey, Fingerprint: idem.FingerprintJSON("accept", req)}
-	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
+	return s.keyed(ctx, "accept", a, sid, req.IdempotencyKey, req, func(tx store.Tx, now time.Time) (Reply, error) {
 		m, err := load(tx, a, req.MatterID)
 		if err != nil {
 			return Reply{}, err
@@ -503,11 +570,8 @@ func (s *Service) Accept(ctx context.Context, a Actor, req AcceptRequest) (Reply
 		if m.Exchange != nil {
 			return Reply{}, exchangeOnly(m)
 		}
-		if due(m, now) {
-			if _, err := s.expire(tx, m, now); err != nil {
-				return Reply{}, err
-			}
-			return Reply{}, idem.CommitThenFail(notOpen(m))
+		if err := s.lapse(tx, m, now, func() error { return notOpen(m) }); err != nil {
+			return Reply{}, err
 		}
 		if m.Status != StatusOpen {
 			return Reply{}, notOpen(m)
@@ -520,11 +584,7 @@ func (s *Service) Accept(ctx context.Context, a Actor, req AcceptRequest) (Reply
 		}
 		m.Solver.Status = SolverAccepted
 		m.Solver.AcceptedAt = now
-		r, err := s.record(tx, m, KindAccepted, now, nil)
-		if err != nil {
-			return Reply{}, err
-		}
-		return changed(m, r, false)
+		return s.recorded(tx, m, KindAccepted, now, nil, false)
 	})
 }
 
@@ -539,16 +599,16 @@ func (s *Service) Accept(ctx context.Context, a Actor, req AcceptRequest) (Reply
 // solver_mismatch, forbidden, insufficient_scope (403); matter_not_found
 // (404); matter_not_open, solver_not_assigned, solver_not_accepted,
 // solver_kind_mismatch, idempotency_conflict (409).
-func (s *Service) Verdict(ctx context.Context, a Actor, req VerdictRequest) (Reply, error) {
-	sid, err := solverCall(a, req.MatterID, req.SolverID)
+func (s *Service) Verdict(ctx context.Context, actor Actor, req VerdictRequest) (Reply, error) {
+	a, sid, err := s.solverCaller(actor, req.MatterID, req.SolverID)
 	if err != nil {
 		return Reply{}, err
 	}
 	req.SolverID = sid
-	if err := validSolverKind(req.SolverKind); err != nil {
-		return Reply{}, err
-	}
-	if err := validDigest("action_digest", req.ActionDigest, false); err != nil {
+	if err := firstErr(
+		validSolverKind(req.SolverKind),
+		validDigest("action_digest", req.ActionDigest, false),
+	); err != nil {
 		return Reply{}, err
 	}
 	if isNull(req.Verdict) || !isObject(req.Verdict) {
@@ -561,11 +621,7 @@ func (s *Service) Verdict(ctx context.Context, a Actor, req VerdictRequest) (Rep
 	if err != nil {
 		return Reply{}, invalid(ECodeInvalidVerdict, "verdict: %v", err)
 	}
-	if err := validIdemKey(req.IdempotencyKey); err != nil {
-		return Reply{}, err
-	}
-	ir := idem.Request{Scope: scope("verdict", hashHex(a.Tenant), hashHex(sid)), Key: req.IdempotencyKey, Fingerprint: idem.FingerprintJSON("verdict", req)}
-	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
+	return s.keyed(ctx, "verdict", a, sid, req.IdempotencyKey, req, func(tx store.Tx, now time.Time) (Reply, error) {
 		m, err := s.loadLive(tx, a, req.MatterID, now,
 			fault.New(fault.Conflict, ECodeMatterNotOpen, "matter %s passed its deadline and expired", req.MatterID))
 		if err != nil {
@@ -587,15 +643,8 @@ func (s *Service) Verdict(ctx context.Context, a Actor, req VerdictRequest) (Rep
 		case m.Solver != nil && m.Solver.Kind != req.SolverKind:
 			return Reply{}, fault.New(fault.Conflict, ECodeSolverKindMismatch, "solver_kind %q does not match the assignment's %q", req.SolverKind, m.Solver.Kind)
 		}
-		if m.ActionDigest != "" && req.ActionDigest != m.ActionDigest {
-			return Reply{}, invalid(ECodeInvalidActionDigest, "the verdict must carry the matter's action_digest")
-		}
-		sc, err := compileVerdictSchema(m.VerdictSchema)
-		if err != nil {
+		if err := verdictFits(m, req.ActionDigest, canonVerdict, "verdict"); err != nil {
 			return Reply{}, err
-		}
-		if err := sc.Validate(canonVerdict); err != nil {
-			return Reply{}, fault.New(fault.Unprocessable, ECodeVerdictSchemaMismatch, "the verdict does not match verdict_schema: %v", err)
 		}
 		m.Status = StatusJudged
 		m.Verdict = canonVerdict
@@ -605,14 +654,10 @@ func (s *Service) Verdict(ctx context.Context, a Actor, req VerdictRequest) (Rep
 		m.VerdictSchemaOK = true
 		m.JudgedAt = now
 		ok := true
-		r, err := s.record(tx, m, KindVerdict, now, func(sub *Subject) {
+		return s.recorded(tx, m, KindVerdict, now, func(sub *Subject) {
 			sub.VerdictSchemaOK = &ok
 			sub.SolverHash = m.VerdictSolverHash
-		})
-		if err != nil {
-			return Reply{}, err
-		}
-		return changed(m, r, false)
+		}, false)
 	})
 }
 
@@ -623,33 +668,24 @@ func (s *Service) Verdict(ctx context.Context, a Actor, req VerdictRequest) (Rep
 //
 // missing_field (400); forbidden, insufficient_scope (403);
 // matter_not_found (404); matter_not_settleable, idempotency_conflict (409).
-func (s *Service) Settle(ctx context.Context, a Actor, req SettleRequest) (Reply, error) {
-	if err := need(a, ScopeWrite); err != nil {
+func (s *Service) Settle(ctx context.Context, actor Actor, req SettleRequest) (Reply, error) {
+	a, err := s.writer(actor)
+	if err := firstErr(
+		err, // the caller's own, first
+		validID("matter_id", req.MatterID),
+	); err != nil {
 		return Reply{}, err
 	}
-	if err := validID("matter_id", req.MatterID); err != nil {
-		return Reply{}, err
-	}
-	if err := validIdemKey(req.IdempotencyKey); err != nil {
-		return Reply{}, err
-	}
-	ir := idem.Request{Scope: scope("settle", hashHex(a.Tenant), hashHex(a.KeyID)), Key: req.IdempotencyKey, Fingerprint: idem.FingerprintJSON("settle", req)}
-	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
-		m, err := load(tx, a, req.MatterID)
+	return s.keyed(ctx, "settle", a, a.KeyID, req.IdempotencyKey, req, func(tx store.Tx, now time.Time) (Reply, error) {
+		m, err := owned(tx, a, req.MatterID)
 		if err != nil {
-			return Reply{}, err
-		}
-		if err := ownerOrOperator(a, m); err != nil {
 			return Reply{}, err
 		}
 		notSettleable := func() error {
 			return fault.New(fault.Conflict, ECodeMatterNotSettleable, "matter %s is %s; only a judged matter settles", m.ID, m.Status)
 		}
-		if due(m, now) {
-			if _, err := s.expire(tx, m, now); err != nil {
-				return Reply{}, err
-			}
-			return Reply{}, idem.CommitThenFail(notSettleable())
+		if err := s.lapse(tx, m, now, func() error { return notSettleable() }); err != nil {
+			return Reply{}, err
 		}
 		if m.Exchange != nil {
 			if err := s.advanceAll(tx, m, now); err != nil {
@@ -666,14 +702,10 @@ func (s *Service) Settle(ctx context.Context, a Actor, req SettleRequest) (Reply
 		m.SolverPaid = true
 		m.SettledAt = now
 		paid := true
-		r, err := s.record(tx, m, KindSettled, now, func(sub *Subject) {
+		return s.recorded(tx, m, KindSettled, now, func(sub *Subject) {
 			sub.SolverPaid = &paid
 			sub.Settlement = Settlement
-		})
-		if err != nil {
-			return Reply{}, err
-		}
-		return changed(m, r, false)
+		}, false)
 	})
 }
 
@@ -685,39 +717,26 @@ func (s *Service) Settle(ctx context.Context, a Actor, req SettleRequest) (Reply
 // missing_field, invalid_reason, invalid_action_digest (400); forbidden,
 // insufficient_scope (403); matter_not_found (404);
 // matter_not_disputable, idempotency_conflict (409).
-func (s *Service) Dispute(ctx context.Context, a Actor, req DisputeRequest) (Reply, error) {
-	if err := need(a, ScopeWrite); err != nil {
+func (s *Service) Dispute(ctx context.Context, actor Actor, req DisputeRequest) (Reply, error) {
+	a, err := s.writer(actor)
+	if err := firstErr(
+		err, // the caller's own, first
+		validID("matter_id", req.MatterID),
+		validReason(req.Reason),
+		validDigest("action_digest", req.ActionDigest, false),
+	); err != nil {
 		return Reply{}, err
 	}
-	if err := validID("matter_id", req.MatterID); err != nil {
-		return Reply{}, err
-	}
-	if err := validReason(req.Reason); err != nil {
-		return Reply{}, err
-	}
-	if err := validDigest("action_digest", req.ActionDigest, false); err != nil {
-		return Reply{}, err
-	}
-	if err := validIdemKey(req.IdempotencyKey); err != nil {
-		return Reply{}, err
-	}
-	ir := idem.Request{Scope: scope("dispute", hashHex(a.Tenant), hashHex(a.KeyID)), Key: req.IdempotencyKey, Fingerprint: idem.FingerprintJSON("dispute", req)}
-	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
-		m, err := load(tx, a, req.MatterID)
+	return s.keyed(ctx, "dispute", a, a.KeyID, req.IdempotencyKey, req, func(tx store.Tx, now time.Time) (Reply, error) {
+		m, err := owned(tx, a, req.MatterID)
 		if err != nil {
-			return Reply{}, err
-		}
-		if err := ownerOrOperator(a, m); err != nil {
 			return Reply{}, err
 		}
 		notDisputable := func() error {
 			return fault.New(fault.Conflict, ECodeMatterNotDisputable, "matter %s is %s; only an open or judged matter is disputed", m.ID, m.Status)
 		}
-		if due(m, now) {
-			if _, err := s.expire(tx, m, now); err != nil {
-				return Reply{}, err
-			}
-			return Reply{}, idem.CommitThenFail(notDisputable())
+		if err := s.lapse(tx, m, now, func() error { return notDisputable() }); err != nil {
+			return Reply{}, err
 		}
 		if m.Status != StatusOpen && m.Status != StatusJudged {
 			return Reply{}, notDisputable()
@@ -731,11 +750,7 @@ func (s *Service) Dispute(ctx context.Context, a Actor, req DisputeRequest) (Rep
 		m.Status = StatusDisputed
 		m.DisputeReason = req.Reason
 		m.DisputedAt = now
-		r, err := s.record(tx, m, KindDisputed, now, func(sub *Subject) { sub.ReasonHash = hashHex(req.Reason) })
-		if err != nil {
-			return Reply{}, err
-		}
-		return changed(m, r, false)
+		return s.recorded(tx, m, KindDisputed, now, func(sub *Subject) { sub.ReasonHash = hashHex(req.Reason) }, false)
 	})
 }
 
@@ -747,25 +762,15 @@ func (s *Service) Dispute(ctx context.Context, a Actor, req DisputeRequest) (Rep
 //
 // invalid_idempotency_key (400); forbidden, insufficient_scope (403);
 // idempotency_conflict (409).
-func (s *Service) Tick(ctx context.Context, a Actor, req TickRequest) (Reply, error) {
-	if err := need(a, ScopeWrite); err != nil {
+func (s *Service) Tick(ctx context.Context, actor Actor, req TickRequest) (Reply, error) {
+	a, err := s.writer(actor)
+	if err := firstErr(
+		err, // the caller's own, first
+		needRole(a, RoleOperator),
+	); err != nil {
 		return Reply{}, err
 	}
-	if err := needRole(a, RoleOperator); err != nil {
-		return Reply{}, err
-	}
-	if err := validIdemKey(req.IdempotencyKey); err != nil {
-		return Reply{}, err
-	}
-	// The tenant's operators share the scope; the caller is part of the
-	// content, so another operator's reuse of a key is a conflict rather
-	// than a replay of someone else's tick.
-	ir := idem.Request{Scope: scope("tick", hashHex(a.Tenant)), Key: req.IdempotencyKey,
-		Fingerprint: idem.FingerprintJSON("tick", struct {
-			TickRequest
-			Operator string `json:"operator"`
-		}{req, a.KeyID})}
-	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
+	return s.keyed(ctx, "tick", a, a.KeyID, req.IdempotencyKey, req, func(tx store.Tx, now time.Time) (Reply, error) {
 		out := Ticked{EvaluatedAt: now, Expired: []Public{}, Receipts: []receipt.Receipt{}}
 		ids, err := scanIDs(tx, openPrefix(a.Tenant), 0)
 		if err != nil {

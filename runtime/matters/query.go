@@ -25,7 +25,7 @@ func (v View) Value() any {
 	return v.Public
 }
 
-func view(a Actor, m *Matter) View {
+func view(a caller, m *Matter) View {
 	if a.Can(ScopePrivate) {
 		return View{Private: m, Public: m.Public()}
 	}
@@ -34,7 +34,7 @@ func view(a Actor, m *Matter) View {
 
 // evaluate loads the Matters by id and expires those due, in one
 // transaction when any is due.
-func (s *Service) evaluate(ctx context.Context, a Actor, ids []string) ([]*Matter, error) {
+func (s *Service) evaluate(ctx context.Context, a caller, ids []string) ([]*Matter, error) {
 	var (
 		out    []*Matter
 		anyDue bool
@@ -84,7 +84,11 @@ func (s *Service) evaluate(ctx context.Context, a Actor, ids []string) ([]*Matte
 // # Errors
 //
 // insufficient_scope (403); matter_not_found (404).
-func (s *Service) Get(ctx context.Context, a Actor, id string) (View, error) {
+func (s *Service) Get(ctx context.Context, actor Actor, id string) (View, error) {
+	a, err := s.caller(actor)
+	if err != nil {
+		return View{}, err
+	}
 	if err := need(a, ScopeRead); err != nil {
 		return View{}, err
 	}
@@ -105,7 +109,11 @@ func (s *Service) Get(ctx context.Context, a Actor, id string) (View, error) {
 // # Errors
 //
 // insufficient_scope (403).
-func (s *Service) List(ctx context.Context, a Actor, all bool) ([]View, error) {
+func (s *Service) List(ctx context.Context, actor Actor, all bool) ([]View, error) {
+	a, err := s.caller(actor)
+	if err != nil {
+		return nil, err
+	}
 	if err := need(a, ScopeRead); err != nil {
 		return nil, err
 	}
@@ -114,7 +122,7 @@ func (s *Service) List(ctx context.Context, a Actor, all bool) ([]View, error) {
 		prefix = tenantPrefix(a.Tenant)
 	}
 	var ids []string
-	err := s.st.View(ctx, func(tx store.Tx) error {
+	err = s.st.View(ctx, func(tx store.Tx) error {
 		var err error
 		ids, err = scanIDs(tx, prefix, MaxList)
 		return err
@@ -142,12 +150,16 @@ func (s *Service) List(ctx context.Context, a Actor, all bool) ([]View, error) {
 // # Errors
 //
 // insufficient_scope (403); matter_not_found (404).
-func (s *Service) Receipts(ctx context.Context, a Actor, id string) ([]receipt.Receipt, error) {
+func (s *Service) Receipts(ctx context.Context, actor Actor, id string) ([]receipt.Receipt, error) {
+	a, err := s.caller(actor)
+	if err != nil {
+		return nil, err
+	}
 	if err := need(a, ScopeRead); err != nil {
 		return nil, err
 	}
 	var out []receipt.Receipt
-	err := s.st.View(ctx, func(tx store.Tx) error {
+	err = s.st.View(ctx, func(tx store.Tx) error {
 		out = out[:0]
 		m, err := load(tx, a, id)
 		if err != nil {

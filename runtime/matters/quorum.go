@@ -177,7 +177,11 @@ func parseMicro(field, s string, max int64) (int64, error) {
 //
 // Open's, and invalid_quorum, invalid_amount (400); insufficient_funds
 // (409).
-func (s *Service) OpenQuorum(ctx context.Context, a Actor, req QuorumOpenRequest) (Reply, error) {
+func (s *Service) OpenQuorum(ctx context.Context, actor Actor, req QuorumOpenRequest) (Reply, error) {
+	a, err := s.caller(actor)
+	if err != nil {
+		return Reply{}, err
+	}
 	q, err := checkQuorum(req.Quorum)
 	if err != nil {
 		return Reply{}, err
@@ -251,7 +255,7 @@ func pastPhase(m *Matter, what string) error {
 }
 
 // loadQuorum loads a quorum Matter and advances it past any deadline.
-func (s *Service) loadQuorum(tx store.Tx, a Actor, id string, now time.Time) (*Matter, error) {
+func (s *Service) loadQuorum(tx store.Tx, a caller, id string, now time.Time) (*Matter, error) {
 	m, err := load(tx, a, id)
 	if err != nil {
 		return nil, err
@@ -272,24 +276,17 @@ func (s *Service) loadQuorum(tx store.Tx, a Actor, id string, now time.Time) (*M
 // solver_already_assigned, quorum_full, lineage_diversity,
 // matter_not_open, quorum_not_met, quorum_matter_required, idempotency_conflict (409);
 // forbidden, insufficient_scope (403); matter_not_found (404).
-func (s *Service) AssignSeat(ctx context.Context, a Actor, req SeatRequest) (Reply, error) {
-	if err := need(a, ScopeWrite); err != nil {
+func (s *Service) AssignSeat(ctx context.Context, actor Actor, req SeatRequest) (Reply, error) {
+	a, err := s.writer(actor)
+	if err := firstErr(
+		err, // the caller's own, first
+		needRole(a, RoleRequester, RoleOperator),
+		validID("matter_id", req.MatterID),
+		validID("solver_id", req.SolverID),
+	); err != nil {
 		return Reply{}, err
 	}
-	if err := needRole(a, RoleRequester, RoleOperator); err != nil {
-		return Reply{}, err
-	}
-	if err := validID("matter_id", req.MatterID); err != nil {
-		return Reply{}, err
-	}
-	if err := validID("solver_id", req.SolverID); err != nil {
-		return Reply{}, err
-	}
-	if err := validIdemKey(req.IdempotencyKey); err != nil {
-		return Reply{}, err
-	}
-	ir := idem.Request{Scope: scope("assign", hashHex(a.Tenant), hashHex(a.KeyID)), Key: req.IdempotencyKey, Fingerprint: idem.FingerprintJSON("seat", req)}
-	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
+	return s.keyed(ctx, "seat", a, a.KeyID, req.IdempotencyKey, req, func(tx store.Tx, now time.Time) (Reply, error) {
 		m, err := s.loadQuorum(tx, a, req.MatterID, now)
 		if err != nil {
 			return Reply{}, err
@@ -328,11 +325,7 @@ func (s *Service) AssignSeat(ctx context.Context, a Actor, req SeatRequest) (Rep
 			return Reply{}, err
 		}
 		i := len(x.Seats) - 1
-		r, err := s.record(tx, m, KindAssigned, now, s.xfill(m, &i, nil, nil))
-		if err != nil {
-			return Reply{}, err
-		}
-		return changed(m, r, false)
+		return s.recorded(tx, m, KindAssigned, now, s.xfill(m, &i, nil, nil), false)
 	})
 }
 
@@ -369,17 +362,13 @@ func diversityLeft(x *Exchange, p SolverProfile) error {
 // (403); matter_not_found (404); matter_not_open, quorum_not_met, solver_not_assigned,
 // solver_not_accepting, insufficient_funds, quorum_matter_required,
 // idempotency_conflict (409).
-func (s *Service) AcceptSeat(ctx context.Context, a Actor, req AcceptRequest) (Reply, error) {
-	sid, err := solverCall(a, req.MatterID, req.SolverID)
+func (s *Service) AcceptSeat(ctx context.Context, actor Actor, req AcceptRequest) (Reply, error) {
+	a, sid, err := s.solverCaller(actor, req.MatterID, req.SolverID)
 	if err != nil {
 		return Reply{}, err
 	}
 	req.SolverID = sid
-	if err := validIdemKey(req.IdempotencyKey); err != nil {
-		return Reply{}, err
-	}
-	ir := idem.Request{Scope: scope("accept", hashHex(a.Tenant), hashHex(sid)), Key: req.IdempotencyKey, Fingerprint: idem.FingerprintJSON("accept-seat", req)}
-	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
+	return s.keyed(ctx, "accept-seat", a, sid, req.IdempotencyKey, req, func(tx store.Tx, now time.Time) (Reply, error) {
 		m, err := s.loadQuorum(tx, a, req.MatterID, now)
 		if err != nil {
 			return Reply{}, err
@@ -405,11 +394,7 @@ func (s *Service) AcceptSeat(ctx context.Context, a Actor, req AcceptRequest) (R
 			st.BondHeld = true
 		}
 		st.Status, st.AcceptedAt = SolverAccepted, now
-		r, err := s.record(tx, m, KindAccepted, now, s.xfill(m, &i, moved, nil))
-		if err != nil {
-			return Reply{}, err
-		}
-		return changed(m, r, false)
+		return s.recorded(tx, m, KindAccepted, now, s.xfill(m, &i, moved, nil), false)
 	})
 }
 
@@ -423,8 +408,8 @@ func (s *Service) AcceptSeat(ctx context.Context, a Actor, req AcceptRequest) (R
 // insufficient_scope (403); matter_not_found (404); matter_not_open, quorum_not_met,
 // solver_not_assigned, solver_not_accepted, already_committed,
 // quorum_matter_required, idempotency_conflict (409).
-func (s *Service) Commit(ctx context.Context, a Actor, req CommitRequest) (Reply, error) {
-	sid, err := solverCall(a, req.MatterID, req.SolverID)
+func (s *Service) Commit(ctx context.Context, actor Actor, req CommitRequest) (Reply, error) {
+	a, sid, err := s.solverCaller(actor, req.MatterID, req.SolverID)
 	if err != nil {
 		return Reply{}, err
 	}
@@ -432,11 +417,7 @@ func (s *Service) Commit(ctx context.Context, a Actor, req CommitRequest) (Reply
 	if !hex64.MatchString(req.Commitment) {
 		return Reply{}, invalid(ECodeInvalidCommitment, "commitment must be 64 lowercase hex digits: the SHA-256 of the JCS form of {matter_id, salt, solver_id, verdict}")
 	}
-	if err := validIdemKey(req.IdempotencyKey); err != nil {
-		return Reply{}, err
-	}
-	ir := idem.Request{Scope: scope("commit", hashHex(a.Tenant), hashHex(sid)), Key: req.IdempotencyKey, Fingerprint: idem.FingerprintJSON("commit", req)}
-	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
+	return s.keyed(ctx, "commit", a, sid, req.IdempotencyKey, req, func(tx store.Tx, now time.Time) (Reply, error) {
 		m, err := s.loadQuorum(tx, a, req.MatterID, now)
 		if err != nil {
 			return Reply{}, err
@@ -479,8 +460,8 @@ func (s *Service) Commit(ctx context.Context, a Actor, req CommitRequest) (Reply
 // forbidden, insufficient_scope (403); matter_not_found (404);
 // matter_not_open, quorum_not_met, quorum_not_closed, solver_not_committed,
 // already_revealed, quorum_matter_required, idempotency_conflict (409).
-func (s *Service) Reveal(ctx context.Context, a Actor, req RevealRequest) (Reply, error) {
-	sid, err := solverCall(a, req.MatterID, req.SolverID)
+func (s *Service) Reveal(ctx context.Context, actor Actor, req RevealRequest) (Reply, error) {
+	a, sid, err := s.solverCaller(actor, req.MatterID, req.SolverID)
 	if err != nil {
 		return Reply{}, err
 	}
@@ -498,15 +479,11 @@ func (s *Service) Reveal(ctx context.Context, a Actor, req RevealRequest) (Reply
 	if len(req.Salt) < MinSaltBytes || len(req.Salt) > MaxSaltBytes {
 		return Reply{}, invalid(ECodeInvalidSalt, "salt is %d to %d bytes, e.g. 64 hex digits of 32 random bytes", MinSaltBytes, MaxSaltBytes)
 	}
-	if err := validIdemKey(req.IdempotencyKey); err != nil {
-		return Reply{}, err
-	}
 	sum, err := Commitment(req.MatterID, sid, canonVerdict, req.Salt)
 	if err != nil {
 		return Reply{}, err
 	}
-	ir := idem.Request{Scope: scope("reveal", hashHex(a.Tenant), hashHex(sid)), Key: req.IdempotencyKey, Fingerprint: idem.FingerprintJSON("reveal", req)}
-	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
+	return s.keyed(ctx, "reveal", a, sid, req.IdempotencyKey, req, func(tx store.Tx, now time.Time) (Reply, error) {
 		m, err := s.loadQuorum(tx, a, req.MatterID, now)
 		if err != nil {
 			return Reply{}, err
@@ -530,15 +507,8 @@ func (s *Service) Reveal(ctx context.Context, a Actor, req RevealRequest) (Reply
 		if sum != st.Commitment {
 			return Reply{}, fault.New(fault.Unprocessable, ECodeRevealMismatch, "the verdict and salt hash to %s, not to the commitment %s", sum, st.Commitment)
 		}
-		if m.ActionDigest != "" && req.ActionDigest != m.ActionDigest {
-			return Reply{}, invalid(ECodeInvalidActionDigest, "the reveal must carry the matter's action_digest")
-		}
-		sc, err := compileVerdictSchema(m.VerdictSchema)
-		if err != nil {
+		if err := verdictFits(m, req.ActionDigest, canonVerdict, "reveal"); err != nil {
 			return Reply{}, err
-		}
-		if err := sc.Validate(canonVerdict); err != nil {
-			return Reply{}, fault.New(fault.Unprocessable, ECodeVerdictSchemaMismatch, "the verdict does not match verdict_schema: %v", err)
 		}
 		st.Status, st.Verdict, st.VerdictHash, st.RevealedAt = SolverRevealed, canonVerdict, hashHex(string(canonVerdict)), now
 		r, err := s.record(tx, m, KindRevealed, now, s.xfill(m, &i, nil, func(xs *ExchangeSubject) {
@@ -719,18 +689,14 @@ func (s *Service) settleQuorum(tx store.Tx, m *Matter, now time.Time) (Reply, er
 	}
 	m.Status, m.SolverPaid, m.SettledAt = StatusSettled, true, now
 	paid := true
-	r, err := s.record(tx, m, KindSettled, now, func(sub *Subject) {
+	return s.recorded(tx, m, KindSettled, now, func(sub *Subject) {
 		s.xfill(m, nil, moved, nil)(sub)
 		sub.SolverPaid = &paid
 		sub.Settlement = Settlement
 		if m.Exchange.staked() {
 			sub.Settlement = SettlementLedger
 		}
-	})
-	if err != nil {
-		return Reply{}, err
-	}
-	return changed(m, r, false)
+	}, false)
 }
 
 // SettlementLedger is what a staked quorum Matter's matter_settled says

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/assayhq/assay/runtime/fault"
-	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/ident"
 	"github.com/assayhq/assay/runtime/principal"
 	"github.com/assayhq/assay/runtime/receipt"
@@ -96,11 +95,12 @@ func getProfile(tx store.Tx, tenant, id string) (SolverProfile, error) {
 // missing_field, invalid_solver_kind, invalid_lineage, invalid_list,
 // invalid_idempotency_key (400); solver_mismatch, forbidden,
 // insufficient_scope (403); idempotency_conflict (409).
-func (s *Service) RegisterSolver(ctx context.Context, a Actor, req RegisterSolverRequest) (Reply, error) {
-	if err := need(a, ScopeWrite); err != nil {
-		return Reply{}, err
-	}
-	if err := needRole(a, RoleSolver, RoleOperator); err != nil {
+func (s *Service) RegisterSolver(ctx context.Context, actor Actor, req RegisterSolverRequest) (Reply, error) {
+	a, err := s.writer(actor)
+	if err := firstErr(
+		err, // the caller's own, first
+		needRole(a, RoleSolver, RoleOperator),
+	); err != nil {
 		return Reply{}, err
 	}
 	if !a.Has(RoleOperator) || req.SolverID == "" {
@@ -110,10 +110,10 @@ func (s *Service) RegisterSolver(ctx context.Context, a Actor, req RegisterSolve
 		}
 		req.SolverID = sid
 	}
-	if err := validID("solver_id", req.SolverID); err != nil {
-		return Reply{}, err
-	}
-	if err := validSolverKind(req.SolverKind); err != nil {
+	if err := firstErr(
+		validID("solver_id", req.SolverID),
+		validSolverKind(req.SolverKind),
+	); err != nil {
 		return Reply{}, err
 	}
 	switch l := req.Lineage; {
@@ -132,11 +132,7 @@ func (s *Service) RegisterSolver(ctx context.Context, a Actor, req RegisterSolve
 	if err := labels("conflicts", req.Conflicts); err != nil {
 		return Reply{}, err
 	}
-	if err := validIdemKey(req.IdempotencyKey); err != nil {
-		return Reply{}, err
-	}
-	ir := idem.Request{Scope: scope("solver", hashHex(a.Tenant), hashHex(req.SolverID)), Key: req.IdempotencyKey, Fingerprint: idem.FingerprintJSON("register", req)}
-	return s.mutate(ctx, ir, func(tx store.Tx, now time.Time) (Reply, error) {
+	return s.keyed(ctx, "register", a, req.SolverID, req.IdempotencyKey, req, func(tx store.Tx, now time.Time) (Reply, error) {
 		if !a.Open {
 			pr, err := principal.Get(tx, req.SolverID)
 			if err != nil || pr.Tenant != a.Tenant || !pr.Active() || !pr.Has(RoleSolver) {

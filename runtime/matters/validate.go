@@ -6,7 +6,6 @@ import (
 	"regexp"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/assayhq/assay/adjudicate"
 	"github.com/assayhq/assay/runtime/fault"
@@ -49,16 +48,6 @@ func validID(field, v string) error {
 		return invalid(ECodeFieldTooLong, "%s is %d bytes; at most %d", field, len(v), MaxIDBytes)
 	}
 	return ident.ID(field, "invalid_"+field, v)
-}
-
-func validIdemKey(k string) error {
-	if k == "" {
-		return invalid(ECodeInvalidIdemKey, "idempotency_key is required: every mutation takes one (1 to %d bytes)", MaxIDBytes)
-	}
-	if len(k) > MaxIDBytes || !utf8.ValidString(k) || strings.ContainsFunc(k, func(r rune) bool { return r == '\t' || r == '\n' }) || ident.TextMessage(k, MaxIDBytes) != "" {
-		return invalid(ECodeInvalidIdemKey, "idempotency_key must be 1 to %d bytes of printable UTF-8, with no control or bidi characters", MaxIDBytes)
-	}
-	return nil
 }
 
 func validDigest(field, d string, required bool) error {

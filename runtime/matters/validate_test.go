@@ -9,15 +9,16 @@ import (
 
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/matters"
+	"github.com/assayhq/assay/runtime/principal"
 )
 
 // TestService_TextAndIDs: ids follow package ident's grammar and free text
 // its text rules, in open mode (where requester_id is whatever the caller
 // says) and for principals; a refused call opens nothing.
 func TestService_TextAndIDs(t *testing.T) {
-	e := mustEnv(t)
+	e := mustEnv(t, principal.Open)
 	ctx := context.Background()
-	a := matters.OpenActor()
+	var a matters.Actor // anyone: identities come from the body
 	open := func(f func(*matters.OpenRequest)) error {
 		r := openReq(e.key())
 		r.ActionDigest = ""

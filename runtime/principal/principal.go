@@ -34,6 +34,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/ident"
 	"github.com/assayhq/assay/runtime/receipt"
@@ -112,6 +114,9 @@ func invalidPrincipal(format string, args ...any) error {
 // invalid_principal (400).
 func (p Principal) Validate() error {
 	if err := validID("key_id", p.KeyID); err != nil {
+		return err
+	}
+	if err := checkNFC("key_id", p.KeyID); err != nil {
 		return err
 	}
 	if strings.ContainsAny(p.KeyID, "\"\\") {
@@ -257,11 +262,13 @@ func Get(tx store.Tx, keyID string) (Principal, error) {
 	return p, err
 }
 
-// Add registers p. A revoked key id is never reused.
+// Add registers p. A revoked key id is never reused, and no id is
+// registered that can be taken for one registered already (Canonical).
 //
 // # Errors
 //
-// invalid_principal (400); principal_exists (409).
+// invalid_principal (400: also a key id not in Unicode NFC);
+// principal_exists, principal_confusable (409).
 func (r *Registry) Add(ctx context.Context, p Principal) (Principal, error) {
 	if err := p.Validate(); err != nil {
 		return Principal{}, err
@@ -272,6 +279,9 @@ func (r *Registry) Add(ctx context.Context, p Principal) (Principal, error) {
 		if _, err := Get(tx, p.KeyID); err == nil {
 			return fault.New(fault.Conflict, ECodePrincipalExists, "principal %q exists; revoke it and add another key id", p.KeyID)
 		} else if fault.CodeOf(err) != ECodePrincipalNotFound {
+			return err
+		}
+		if err := unconfusable(tx, p.KeyID); err != nil {
 			return err
 		}
 		return store.SetJSON(tx, principalKey(p.KeyID), p)
@@ -336,10 +346,15 @@ func (r *Registry) Revoke(ctx context.Context, keyID string) (Principal, error) 
 //
 // # Errors
 //
-// invalid_api_key (400) for an agent id outside package ident's grammar.
+// invalid_api_key (400) for an agent id outside package ident's grammar
+// or not in Unicode NFC; principal_confusable (409) for an agent that can
+// be taken for another registered id.
 func (r *Registry) IssueAPIKey(ctx context.Context, agent string) (APIKey, string, error) {
 	if err := ident.ID("agent", ECodeInvalidAPIKey, agent); err != nil {
 		return APIKey{}, "", err
+	}
+	if !norm.NFC.IsNormalString(agent) {
+		return APIKey{}, "", fault.New(fault.Invalid, ECodeInvalidAPIKey, "agent must be in Unicode NFC (composed) form")
 	}
 	var raw [38]byte
 	if _, err := rand.Read(raw[:]); err != nil {
@@ -352,6 +367,9 @@ func (r *Registry) IssueAPIKey(ctx context.Context, agent string) (APIKey, strin
 		if _, err := tx.Get(apiKeyKey(id)); err == nil {
 			return fmt.Errorf("principal: api key id %s drawn twice", id)
 		} else if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		if err := unconfusable(tx, agent); err != nil {
 			return err
 		}
 		return store.SetJSON(tx, apiKeyKey(id), k)
@@ -430,21 +448,4 @@ func (r *Registry) APIKeyOf(ctx context.Context, token string) (k APIKey, ok boo
 		return APIKey{}, false, nil
 	}
 	return k, true, nil
-}
-
-// actorKey holds a request's authenticated actor in a context.
-type actorKey struct{}
-
-// WithActor is ctx carrying actor: the name of the principal that
-// authenticated the request (the transport's to set), for the services
-// to write into the receipts of what it does.
-func WithActor(ctx context.Context, actor string) context.Context {
-	return context.WithValue(ctx, actorKey{}, actor)
-}
-
-// ActorOf is the actor WithActor put in ctx; "" when the request was not
-// authenticated (an open service, a deadline, the operator).
-func ActorOf(ctx context.Context) string {
-	a, _ := ctx.Value(actorKey{}).(string)
-	return a
 }

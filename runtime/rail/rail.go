@@ -21,6 +21,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"strings"
 )
 
 // x402 v2: a server answers 402 with PAYMENT-REQUIRED (what to pay), the
@@ -169,4 +170,77 @@ func (Dev) Refund(_ context.Context, ref string, amount int64) (string, error) {
 func devRef(kind, id string) string {
 	sum := sha256.Sum256([]byte(kind + "/" + id))
 	return "dev:" + kind + ":" + hex.EncodeToString(sum[:8])
+}
+
+// The money boundary. A currency is either backed by the payment rail the
+// server settles on, which can pay it out (a withdrawal), or notional: a
+// unit of account that no rail pays out, minted where it is needed and
+// never withdrawn. The one backed currency is USDMicro, integer
+// micro-US-dollars, whichever rail the server runs (dev or x402): it
+// enters the ledger only by a deposit or a payment on that rail, and
+// leaves it only by a withdrawal or a refund on it, so that no agent can
+// withdraw more than was deposited. Every other currency, such as the
+// seed court's "credits", is notional.
+const USDMicro = "usd-micro"
+
+// backed names each backed currency with what backs it.
+var backed = map[string]string{USDMicro: "the payment rail the server settles on (dev or x402)"}
+
+// Backed reports whether a rail pays currency out. A currency that is not
+// backed is notional.
+func Backed(currency string) bool { _, ok := backed[currency]; return ok }
+
+// Lookalike reports whether currency is not backed but differs from a
+// backed one only in case, so that a person could take one for the
+// other.
+func Lookalike(currency string) bool {
+	for b := range backed {
+		if currency != b && strings.EqualFold(currency, b) {
+			return true
+		}
+	}
+	return false
+}
+
+// Mint is the rail of notional currencies: it "collects" whatever it is
+// asked, at once, and refunds by forgetting, as the dev rail does; what it
+// collects is minted from the account MintAccount names. No withdrawal
+// ever reaches it: a notional currency has no rail to leave by.
+type Mint struct{}
+
+// Interface guard.
+var _ Rail = Mint{}
+
+// MintPrefix starts the ledger accounts notional money is minted from.
+const MintPrefix = "mint:"
+
+// MintAccount is the ledger account that currency is minted from for
+// agent: one per currency and agent, so that the bound of one account
+// (ledger.MaxBalance) is only ever reached by the agent whose account it
+// is, and no one can exhaust a mint that another agent's money depends on.
+func MintAccount(currency, agent string) string { return MintPrefix + currency + ":" + agent }
+
+// Name implements Rail.
+func (Mint) Name() string { return "mint" }
+
+// Account implements Rail: the prefix of the mint's accounts
+// (MintAccount names each).
+func (Mint) Account() string { return "mint" }
+
+// Collect implements Rail.
+func (Mint) Collect(ctx context.Context, p Payment) (string, error) {
+	if Backed(p.Currency) {
+		return "", fmt.Errorf("rail: %s is backed by a rail and is never minted", p.Currency)
+	}
+	return Dev{}.Collect(ctx, p)
+}
+
+// Payout implements Rail: notional money is never paid out.
+func (Mint) Payout(_ context.Context, p Payment) (string, error) {
+	return "", fmt.Errorf("rail: %s is notional and is never paid out", p.Currency)
+}
+
+// Refund implements Rail.
+func (Mint) Refund(ctx context.Context, ref string, amount int64) (string, error) {
+	return Dev{}.Refund(ctx, ref, amount)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/assayhq/assay/runtime/escrow"
 	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/market"
+	"github.com/assayhq/assay/runtime/principal"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/storage/postgres"
 )
@@ -50,12 +51,12 @@ func TestStore_courtRoundTrips(t *testing.T) {
 	n := 0
 	run := func(i int, keyed bool) {
 		t.Helper()
-		ik := func(step string) idem.Idem {
+		ik := func(step string) idem.Request {
 			if !keyed {
-				return idem.Idem{}
+				return idem.Request{}
 			}
 			n++
-			return idem.Idem{Key: fmt.Sprintf("rt-%d", n), Fingerprint: step}
+			return idem.Request{Key: fmt.Sprintf("rt-%d", n), Fingerprint: step}
 		}
 		r, err := court.Create(ctx, escrow.CreateRequest{Buyer: "did:rt:buyer", Seller: fmt.Sprintf("did:rt:seller%d", i),
 			Price: json.RawMessage("10"), Acceptance: json.RawMessage(`{"assertions":[{"path":"rows","op":"gte","value":100}]}`)}, ik("create"))
@@ -67,16 +68,16 @@ func TestStore_courtRoundTrips(t *testing.T) {
 			t.Fatal(err)
 		}
 		id := created.ContractID
-		if _, err := court.Fund(ctx, id, ik("fund")); err != nil {
+		if _, err := court.Fund(ctx, principal.Actor{}, id, ik("fund")); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := court.Deliver(ctx, id, escrow.DeliverRequest{Deliverable: json.RawMessage(`{"rows":150}`)}, ik("deliver")); err != nil {
+		if _, err := court.Deliver(ctx, principal.Actor{}, id, escrow.DeliverRequest{Deliverable: json.RawMessage(`{"rows":150}`)}, ik("deliver")); err != nil {
 			t.Fatal(err)
 		}
 		if i%2 == 0 {
-			_, err = court.Accept(ctx, id, ik("accept"))
+			_, err = court.Accept(ctx, principal.Actor{}, id, ik("accept"))
 		} else {
-			_, err = court.Dispute(ctx, id, escrow.DisputeRequest{Reason: "check"}, ik("dispute"))
+			_, err = court.Dispute(ctx, principal.Actor{}, id, escrow.DisputeRequest{Reason: "check"}, ik("dispute"))
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -91,12 +92,14 @@ func TestStore_courtRoundTrips(t *testing.T) {
 		// Half the cases accepted, half disputed: 2+3+2+(2+3)/2.
 		// Without the reads made ahead, 13.
 		{false, 9.5},
-		// With an Idempotency-Key, each step first looks its key up
-		// (one statement), and its transaction reads the stored reply
-		// with the rest: one more round trip a step, 4+4+3+(3+4)/2.
-		// When the lookup was a View (two) and the transaction's its
-		// own exchange, 21.5.
-		{true, 14.5},
+		// With an Idempotency-Key, each step's transaction reads the
+		// stored reply with the rest: no more round trips than without,
+		// but the create's, whose transaction reads nothing ahead (one).
+		// The one look-up before a step runs is the transport's
+		// (api's pipeline), which this test does not go through; when
+		// every service made its own, 14.5, and before the lookup was one
+		// statement, 21.5.
+		{true, 10.5},
 	} {
 		writes.Store(0)
 		const cases = 20
@@ -124,15 +127,15 @@ func TestStore_buyRoundTrips(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, did := range []string{"did:rt:seller", "did:rt:buyer"} { // a bond for each listing, the prices
-		if _, err := m.Deposit(ctx, did, market.AmountRequest{AmountUSD: json.RawMessage(`"100"`)}, idem.Idem{}); err != nil {
+		if _, err := m.Deposit(ctx, principal.Actor{}, did, market.AmountRequest{AmountUSD: json.RawMessage(`"100"`)}, idem.Request{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	const buys = 10
 	var listings []string
 	for i := range buys + 1 {
-		r, err := m.Publish(ctx, market.PublishRequest{Agent: "did:rt:seller", Title: fmt.Sprintf("table %d", i), ProblemStatement: fmt.Sprintf("squares of the first %d integers", i+3),
-			Artifact: json.RawMessage(`"1 1\n2 4\n3 9\n"`), ArtifactType: "dataset", PriceUSD: json.RawMessage(`"1.00"`)}, idem.Idem{})
+		r, err := m.Publish(ctx, principal.Actor{}, market.PublishRequest{Agent: "did:rt:seller", Title: fmt.Sprintf("table %d", i), ProblemStatement: fmt.Sprintf("squares of the first %d integers", i+3),
+			Artifact: json.RawMessage(`"1 1\n2 4\n3 9\n"`), ArtifactType: "dataset", PriceUSD: json.RawMessage(`"1.00"`)}, idem.Request{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -144,7 +147,7 @@ func TestStore_buyRoundTrips(t *testing.T) {
 	}
 	buy := func(listing string) {
 		t.Helper()
-		if _, err := m.Buy(ctx, listing, market.PurchaseRequest{Agent: "did:rt:buyer"}, idem.Idem{}); err != nil {
+		if _, err := m.Buy(ctx, principal.Actor{}, listing, market.PurchaseRequest{Agent: "did:rt:buyer"}, idem.Request{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -4,8 +4,9 @@
 //
 // An appeal is one court case, driven through the court's own lifecycle:
 // created with the appellant as buyer and the author of the agreed verdict
-// as seller, the appeal fee as price (in matters.Currency, collected on
-// the court's rail) and as acceptance criteria the Matter's verdict schema
+// as seller, the appeal fee as price (in matters.Currency, which a rail
+// backs: the court takes it from the appellant's wallet) and as
+// acceptance criteria the Matter's verdict schema
 // (under "verdict") and one semantic criterion, that the verdict correctly
 // answers the question; funded; delivered {"question", "verdict"}; and
 // disputed. The court's tiers decide: the schema deterministically, the
@@ -14,7 +15,10 @@
 //
 // Every step is sent with an idempotency key derived from the Matter's id,
 // so an appeal retried after a failure, or after the court's operator
-// resolved an escalated case, resumes the same case.
+// resolved an escalated case, resumes the same case. The exchange
+// authenticated the appellant, and vouches for it and for the respondent
+// (principal.Vouch): each party moves its own case, as the court asks of
+// a case in a currency a rail backs.
 package appealcourt
 
 import (
@@ -27,6 +31,7 @@ import (
 	"github.com/assayhq/assay/runtime/escrow"
 	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/matters"
+	"github.com/assayhq/assay/runtime/principal"
 )
 
 // Criterion is the semantic criterion of every appeal.
@@ -40,9 +45,12 @@ func New(svc *escrow.Service) *Court { return &Court{svc: svc} }
 
 var _ matters.Court = (*Court)(nil)
 
-func step(matter, name string, content any) idem.Idem {
-	return idem.Idem{Key: "matters-appeal:" + matter + ":" + name, Fingerprint: idem.FingerprintJSON("matters appeal "+name, content)}
+func step(matter, name string, content any) idem.Request {
+	return idem.Request{Scope: "matters-appeal", Key: "matters-appeal:" + matter + ":" + name, Fingerprint: idem.FingerprintJSON("matters appeal "+name, content)}
 }
+
+// vouchedBy names the exchange as the service that vouches for a party.
+const vouchedBy = "matters"
 
 // Criteria returns an appeal's acceptance criteria.
 func Criteria(verdictSchema json.RawMessage) (json.RawMessage, error) {
@@ -71,12 +79,13 @@ func (c *Court) Appeal(ctx context.Context, ac matters.AppealCase) (matters.Ruli
 		return matters.Ruling{}, fmt.Errorf("appealcourt: the court's answer to create: %w", err)
 	}
 	id := created.ContractID
+	appellant, respondent := principal.Vouch(ac.Appellant, vouchedBy), principal.Vouch(ac.Respondent, vouchedBy)
 	ct, err := c.svc.Get(ctx, id)
 	if err != nil {
 		return matters.Ruling{}, err
 	}
 	if ct.Status == escrow.StatusCreated {
-		if _, err := c.svc.Fund(ctx, id, step(ac.MatterID, "fund", id)); err != nil {
+		if _, err := c.svc.Fund(ctx, appellant, id, step(ac.MatterID, "fund", id)); err != nil {
 			return matters.Ruling{}, err
 		}
 	}
@@ -89,7 +98,7 @@ func (c *Court) Appeal(ctx context.Context, ac matters.AppealCase) (matters.Ruli
 			return matters.Ruling{}, err
 		}
 		dr := escrow.DeliverRequest{Deliverable: d, Evidence: json.RawMessage(strconv.Quote(ac.MatterID))}
-		if _, err := c.svc.Deliver(ctx, id, dr, step(ac.MatterID, "deliver", dr)); err != nil {
+		if _, err := c.svc.Deliver(ctx, respondent, id, dr, step(ac.MatterID, "deliver", dr)); err != nil {
 			return matters.Ruling{}, err
 		}
 	}
@@ -98,7 +107,7 @@ func (c *Court) Appeal(ctx context.Context, ac matters.AppealCase) (matters.Ruli
 	}
 	if ct.Status == escrow.StatusDelivered {
 		dr := escrow.DisputeRequest{Reason: ac.Reason}
-		if _, err := c.svc.Dispute(ctx, id, dr, step(ac.MatterID, "dispute", dr)); err != nil {
+		if _, err := c.svc.Dispute(ctx, appellant, id, dr, step(ac.MatterID, "dispute", dr)); err != nil {
 			return matters.Ruling{}, err
 		}
 	}
