@@ -88,7 +88,7 @@ func waitLogged(tb testing.TB, s *server, ids ...string) []byte {
 			}
 		}
 		if all {
-			return getDirect(tb, s.direct+"/log/checkpoint")
+			return getBytes(tb, s.base+"/log/checkpoint")
 		}
 		if time.Now().After(deadline) {
 			tb.Fatalf("receipts not in the log after 30s")
@@ -97,10 +97,10 @@ func waitLogged(tb testing.TB, s *server, ids ...string) []byte {
 	}
 }
 
-// getDirect fetches a URL by plain HTTP: tiles span path segments that
-// the OpenAPI document cannot template, so the log's client goes to the
-// server itself, not through the validating proxy.
-func getDirect(tb testing.TB, url string) []byte {
+// getBytes fetches a URL by plain HTTP, as a log client written from the
+// specifications does (through the validating proxy, which checks each
+// tile path against the document's rows).
+func getBytes(tb testing.TB, url string) []byte {
 	tb.Helper()
 	res, err := http.Get(url)
 	if err != nil {
@@ -134,7 +134,7 @@ func (h httpTiles) ReadTiles(tiles []tlog.Tile) ([][]byte, error) {
 		if t.W < 256 {
 			p += fmt.Sprintf(".p/%d", t.W)
 		}
-		out[i] = getDirect(h.tb, p)
+		out[i] = getBytes(h.tb, p)
 	}
 	return out, nil
 }
@@ -225,7 +225,7 @@ func TestLog_ThreeServices(t *testing.T) {
 	// and the later tree extends the earlier.
 	tree := openCheckpoint(t, key, later)
 	old := openCheckpoint(t, key, earlier)
-	hr := tlog.TileHashReader(tree, httpTiles{tb: t, prefix: s.direct + "/log"})
+	hr := tlog.TileHashReader(tree, httpTiles{tb: t, prefix: s.base + "/log"})
 	for _, id := range ids {
 		r := s.get(t, "/receipts/"+id)
 		idx, err := strconv.ParseInt(r.header.Get("Assay-Log-Index"), 10, 64)
@@ -261,7 +261,7 @@ func TestLog_ThreeServices(t *testing.T) {
 		t.Log("node not found: the independent verifier did not run")
 	} else {
 		in, _ := json.Marshal(map[string]any{"receipts": ids, "earlier": string(earlier)})
-		cmd := exec.Command("node", "testdata/tlog/verify.mjs", s.direct, key)
+		cmd := exec.Command("node", "testdata/tlog/verify.mjs", s.base, key)
 		cmd.Stdin = bytes.NewReader(in)
 		out, err := cmd.CombinedOutput()
 		if err != nil || !strings.Contains(string(out), `"ok":true`) {
@@ -274,7 +274,7 @@ func TestLog_ThreeServices(t *testing.T) {
 	bundle := s.get(t, "/receipts/"+ids[0]+"?log=true")
 	file := filepath.Join(t.TempDir(), "bundle.json")
 	os.WriteFile(file, bundle.body, 0o600)
-	for _, args := range [][]string{{"--log", s.direct, "--log-key", key, file}, {"--log-key", key, file}} {
+	for _, args := range [][]string{{"--log", s.base, "--log-key", key, file}, {"--log-key", key, file}} {
 		out, err := exec.Command(binary, append([]string{"verify"}, args...)...).CombinedOutput()
 		if err != nil || !strings.Contains(string(out), `"included":true`) {
 			t.Fatalf("assay verify %v: %v\n%s", args, err, out)
@@ -350,7 +350,7 @@ func TestLog_Tamper(t *testing.T) {
 	waitLogged(t, s, ids...)
 	state := t.TempDir()
 	auditArgs := func(s *server, extra ...string) []string {
-		return append([]string{"--log", s.direct, "--state", state, "--log-key", key}, extra...)
+		return append([]string{"--log", s.base, "--state", state, "--log-key", key}, extra...)
 	}
 	if rep, code := runAudit(t, auditArgs(s, "--witness", wkey, "--agent", "did:example:b")...); code != 0 || rep["size"].(float64) < 2 {
 		t.Fatalf("a sound log: %d %v", code, rep)
