@@ -73,7 +73,7 @@
 //	market/total                         the money in the market (micro-USD, deposits less withdrawals); deposits and withdrawals rewrite it
 //	idem/market:<op>:<sha256(agent)>/<key>  the market's idempotency scopes, by operation and acting agent
 //	memo/<key>                           a memoised checker outcome (checkers.Memo, runtime/replays.MemoStore); key: checkers.Key in hex
-//	tlog/pending/<unixnano:020d>-<id>    a receipt's transparency log entry (receipt.Entry), written with the receipt (receipt.Put), deleted once integrated
+//	tlog/pending/<unixnano:020d>-<id>    a receipt's transparency log entry (receipt.Entry), by when it was signed, written with the receipt (receipt.Put), deleted once integrated
 //	tlog/state                           the log's tree as integrated: {"size", "hash"} (runtime/translog)
 //	tlog/lease                           which node integrates, until when: {"node", "until"}
 //	tlog/checkpoint                      the published checkpoint: a signed note, with the witnesses' cosignatures
@@ -82,6 +82,7 @@
 //	tlog/receipt/<id>/<index:020d>       index: the entry at index records receipt id
 //	tlog/superseded/<id>/<index:020d>    index: the entry at index supersedes receipt id -> its receipt id
 //	tlog/witness/<name>                  the size a witness last cosigned
+//	tlog/hash/<hex record hash>          index: the entry of that RFC 6962 record hash is at index (each entry is logged once)
 //	queue/job/<queue>/<id>               a job of the badger job queue (Queue), its lease and its result; PostgreSQL keeps them in the table assay_queue
 //	queue/wait/<queue>/<order:020d>/<id>  index: the queue's jobs not done, in enqueue order
 //

@@ -325,7 +325,7 @@ func serveWith(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	tlog, err := cfg.Log.open(cfg.config().KeysDir(), db, keys, log)
+	tlog, err := cfg.Log.open(cfg.config().KeysDir(), db, keys, log, m)
 	if err != nil {
 		return err
 	}

@@ -10,10 +10,17 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/assayhq/assay/internal/metrics"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/store"
 	"github.com/assayhq/assay/runtime/translog"
 )
+
+// logInclusion is the histogram of the time from a receipt to its
+// inclusion proof, which assay bench court reads.
+const logInclusion = "assay_log_inclusion_seconds"
 
 // logSpec is how serve keeps its transparency log: the flags of
 // logFlags.
@@ -47,8 +54,9 @@ func logFlags(fs *flag.FlagSet) *logSpec {
 }
 
 // open opens the log's key in keysDir and the log on db, or returns nil
-// when the log is off. It turns logging on in keys.
-func (s *logSpec) open(keysDir string, db store.Store, keys *receipt.Keyring, log *slog.Logger) (*translog.Log, error) {
+// when the log is off. It turns logging on in keys. With m, the log's
+// inclusion times are exported (logInclusion).
+func (s *logSpec) open(keysDir string, db store.Store, keys *receipt.Keyring, log *slog.Logger, m *metrics.Metrics) (*translog.Log, error) {
 	if s == nil || !s.On {
 		return nil, nil
 	}
@@ -72,7 +80,17 @@ func (s *logSpec) open(keysDir string, db store.Store, keys *receipt.Keyring, lo
 	if err != nil {
 		return nil, err
 	}
-	l, err := translog.New(translog.Config{Store: db, Key: lkey, Witnesses: ws, Quorum: s.Quorum, Interval: s.Interval, Logger: log})
+	cfg := translog.Config{Store: db, Key: lkey, Witnesses: ws, Quorum: s.Quorum, Interval: s.Interval, Logger: log}
+	if m != nil {
+		h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: logInclusion,
+			Help:    "Seconds from a receipt stored to a published checkpoint of the transparency log that includes it: when its inclusion proof can be served.",
+			Buckets: []float64{0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10, 30}})
+		if err := m.Register(h); err != nil {
+			return nil, err
+		}
+		cfg.Included = func(d time.Duration) { h.Observe(d.Seconds()) }
+	}
+	l, err := translog.New(cfg)
 	if err != nil {
 		return nil, err
 	}

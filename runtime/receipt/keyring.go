@@ -170,7 +170,8 @@ func (k *Keyring) Sign(kind, id string, subject any) (Receipt, error) {
 			return Receipt{}, err
 		}
 	}
-	issued := truncate(k.now())
+	now := k.now()
+	issued := truncate(now)
 	k.mu.RLock()
 	cur := k.keys[len(k.keys)-1]
 	k.mu.RUnlock()
@@ -178,7 +179,7 @@ func (k *Keyring) Sign(kind, id string, subject any) (Receipt, error) {
 		return Receipt{}, fmt.Errorf("%w: now %s, not_before %s", ErrClock, issued.Format(timeLayout), cur.notBefore.Format(timeLayout))
 	}
 	r, err := cur.signing.sign(kind, id, issued, subject)
-	r.logged = k.logged.Load()
+	r.logged, r.signed = k.logged.Load(), now
 	return r, err
 }
 

@@ -20,7 +20,8 @@ const EntryFormat = "assay-receipt/v1"
 
 // PendingPrefix starts the keys of receipts that Put recorded for the
 // transparency log and the log has not integrated yet:
-// tlog/pending/<unixnano:020d>-<id> holds the receipt's Entry. The log
+// tlog/pending/<unixnano:020d>-<id> holds the receipt's Entry, by when
+// the receipt was signed. The log
 // (runtime/translog) owns every other tlog/ key.
 const PendingPrefix = "tlog/pending/"
 
@@ -195,9 +196,9 @@ func SupersedeLast(tx store.Tx, r Receipt, ids []string, kind string) (Receipt, 
 	return r, nil
 }
 
-// pendingKey is where Put records r's entry for the log: ordered by the
-// signing service's clock, so that the log integrates receipts about in
-// the order they were stored.
+// pendingKey is where Put records r's entry for the log: ordered by when
+// it was signed, so that the log integrates receipts about in the order
+// they were made.
 func pendingKey(at time.Time, id string) string {
 	var b strings.Builder
 	b.Grow(len(PendingPrefix) + 21 + len(id))
@@ -210,6 +211,28 @@ func pendingKey(at time.Time, id string) string {
 	b.WriteByte('-')
 	b.WriteString(id)
 	return b.String()
+}
+
+// PendingSecond is the prefix of the pending keys of the receipts signed
+// in one second (Unix time, by the keyring's clock): a pending key's
+// first 11 digits of 20 count whole seconds.
+func PendingSecond(unix int64) string {
+	n := strconv.FormatInt(max(unix, 0), 10)
+	return PendingPrefix + strings.Repeat("0", max(11-len(n), 0)) + n
+}
+
+// PendingSigned is when the receipt under a pending key (PendingPrefix)
+// was signed, by the keyring's clock; false for a key that is not one.
+func PendingSigned(key string) (time.Time, bool) {
+	rest, ok := strings.CutPrefix(key, PendingPrefix)
+	if !ok || len(rest) < 21 || rest[20] != '-' {
+		return time.Time{}, false
+	}
+	n, err := strconv.ParseInt(rest[:20], 10, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return time.Unix(0, n), true
 }
 
 func hexSHA256(b []byte) string {

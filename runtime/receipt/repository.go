@@ -63,7 +63,9 @@ func Marshal(v any) ([]byte, error) {
 // Entry under a key of its own (PendingPrefix), which no other
 // transaction writes, so that a receipt is durable in the log's queue
 // exactly when it is durable at all, and concurrent mutations do not
-// conflict over the log.
+// conflict over the log. The key orders it by when the keyring signed
+// it (not by at, a service's clock, which a test may move), the clock the
+// log looks for recent entries by.
 func Put(tx store.Tx, r Receipt, at time.Time, parties ...string) (json.RawMessage, error) {
 	id := r.ShortID()
 	body, err := marshalReceipt(r)
@@ -74,7 +76,7 @@ func Put(tx store.Tx, r Receipt, at time.Time, parties ...string) (json.RawMessa
 		return nil, err
 	}
 	if r.logged {
-		if err := tx.Set(pendingKey(at, id), EntryOf(r).Marshal()); err != nil {
+		if err := tx.Set(pendingKey(r.signed, id), EntryOf(r).Marshal()); err != nil {
 			return nil, err
 		}
 	}

@@ -1,6 +1,7 @@
 package translog
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,6 +31,7 @@ const (
 	keyReceipt    = "tlog/receipt/"   // <id>/<index:020d> -> the entry at index recording receipt id
 	keySuperseded = "tlog/superseded/"
 	keyWitness    = "tlog/witness/" // <name, escaped> -> the size the witness last cosigned
+	keyEntryHash  = "tlog/hash/"    // <hex record hash of an entry> -> its index: an entry is logged once
 )
 
 func tileKey(level int, n int64) string {
@@ -37,6 +39,8 @@ func tileKey(level int, n int64) string {
 }
 
 func bundleKey(n int64) string { return keyBundle + pad(n, 20) }
+
+func hashKey(h tlog.Hash) string { return keyEntryHash + hex.EncodeToString(h[:]) }
 
 func receiptPrefix(id string) string { return keyReceipt + id + "/" }
 

@@ -63,6 +63,11 @@ type Config struct {
 	// Integrated, when set, is called after each integration transaction
 	// committed, with the node and the tree's size before and after.
 	Integrated func(node string, from, to int64)
+	// Included, when set, is called for each entry this node integrated,
+	// once a checkpoint that includes it is published, with how long
+	// after its receipt was signed (by the keyring's clock, as Now reads
+	// it): the time from a receipt to its inclusion proof.
+	Included func(waited time.Duration)
 }
 
 // Log is one court's transparency log on its store: it integrates pending
@@ -74,6 +79,11 @@ type Log struct {
 
 	mu        sync.Mutex // serialises rounds of this node
 	published []byte     // the last checkpoint this node read or published, for Checkpoint's cache
+	// stored are when the receipts this node integrated and has not
+	// seen published yet were signed, for Config.Included; under mu.
+	stored []time.Time
+	// rounds counts this node's rounds, for fullEvery; under mu.
+	rounds int
 }
 
 // New returns the log of cfg.Store.
@@ -153,8 +163,10 @@ func (l *Log) Run(ctx context.Context) error {
 func (l *Log) Round(ctx context.Context) (int64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	full := l.rounds%fullEvery == 0
+	l.rounds++
 	for {
-		n, err := l.integrate(ctx)
+		n, err := l.integrate(ctx, full)
 		if errors.Is(err, errNotLeader) {
 			return 0, nil
 		}
@@ -168,24 +180,59 @@ func (l *Log) Round(ctx context.Context) (int64, error) {
 	return l.publish(ctx)
 }
 
-// integrate integrates one batch of pending entries, and returns how many
-// pending keys it took.
-func (l *Log) integrate(ctx context.Context) (int, error) {
+// Where a round looks for pending entries. A pending key is deleted once
+// integrated, and on badger a deleted key stays in the tables until a
+// compaction drops it: a scan of every pending key walks every deletion
+// not yet compacted, milliseconds under load, four times a second. Keys
+// are ordered by when their receipts were signed (receipt.Put), by the
+// keyring's clock, which Now reads too; so most rounds look only in the
+// keys of the seconds around now (recent), each second a prefix of its
+// own that a scan seeks straight to, and every fullEvery-th round, the
+// first included, looks in all of them: a receipt whose transaction
+// committed more than recent after it was signed, one signed by another
+// node whose clock is off by more, or one left by a crash, is integrated
+// by the next such round (8 s at DefaultInterval).
+const (
+	recent    = 5 * time.Second
+	fullEvery = 32
+)
+
+// pending lists up to Batch pending keys, oldest first: every pending
+// key when full, else those of the recent seconds.
+func (l *Log) pending(ctx context.Context, full bool) ([]string, error) {
 	var keys []string
+	collect := func(k string, _ []byte) error {
+		keys = append(keys, k)
+		if len(keys) == l.cfg.Batch {
+			return store.ErrStop
+		}
+		return nil
+	}
 	err := l.cfg.Store.View(ctx, func(tx store.Tx) error {
 		keys = keys[:0]
-		return tx.Scan(receipt.PendingPrefix, false, func(k string, _ []byte) error {
-			keys = append(keys, k)
-			if len(keys) == l.cfg.Batch {
-				return store.ErrStop
+		if full {
+			return tx.Scan(receipt.PendingPrefix, false, collect)
+		}
+		now := l.cfg.Now()
+		for sec := now.Add(-recent).Unix(); sec <= now.Unix()+1 && len(keys) < l.cfg.Batch; sec++ {
+			if err := tx.Scan(receipt.PendingSecond(sec), false, collect); err != nil {
+				return err
 			}
-			return nil
-		})
+		}
+		return nil
 	})
+	return keys, err
+}
+
+// integrate integrates one batch of pending entries, and returns how many
+// pending keys it took.
+func (l *Log) integrate(ctx context.Context, full bool) (int, error) {
+	keys, err := l.pending(ctx, full)
 	if err != nil || len(keys) == 0 {
 		return 0, err
 	}
 	var from, to int64
+	var stored []time.Time
 	err = l.cfg.Store.Update(ctx, func(tx store.Tx) error {
 		if err := l.hold(tx); err != nil {
 			return err
@@ -195,13 +242,17 @@ func (l *Log) integrate(ctx context.Context) (int, error) {
 			return err
 		}
 		from = st.Size
-		if to, err = l.append(tx, st, keys); err != nil {
+		stored = stored[:0]
+		if to, err = l.append(tx, st, keys, &stored); err != nil {
 			return err
 		}
 		return nil
 	})
 	if err != nil {
 		return 0, err
+	}
+	if l.cfg.Included != nil {
+		l.stored = append(l.stored, stored...)
 	}
 	if l.cfg.Integrated != nil {
 		l.cfg.Integrated(l.cfg.Node, from, to)
@@ -225,8 +276,9 @@ func (l *Log) hold(tx store.Tx) error {
 }
 
 // append integrates the entries under keys (those still pending) into the
-// tree st, and returns the tree's new size.
-func (l *Log) append(tx store.Tx, st state, keys []string) (int64, error) {
+// tree st, and returns the tree's new size; it adds when each entry it
+// appended was stored to stored.
+func (l *Log) append(tx store.Tx, st state, keys []string, stored *[]time.Time) (int64, error) {
 	hr := newHashReader(tx)
 	bundles := map[int64][]byte{}
 	n := st.Size
@@ -245,12 +297,14 @@ func (l *Log) append(tx store.Tx, st state, keys []string) (int64, error) {
 			l.cfg.Logger.Error("transparency log: a pending entry that is not one is dropped", "key", k, "err", err)
 			continue
 		}
-		dup, err := logged(tx, e.ID, entry)
-		if err != nil {
+		hk := hashKey(tlog.RecordHash(entry))
+		if _, err := tx.Get(hk); err == nil {
+			continue // the same receipt stored twice: logged once
+		} else if !errors.Is(err, store.ErrNotFound) {
 			return 0, err
 		}
-		if dup {
-			continue // the same receipt stored twice: logged once
+		if err := tx.Set(hk, []byte(pad(n, 20))); err != nil {
+			return 0, err
 		}
 		hashes, err := tlog.StoredHashes(n, entry, hr)
 		if err != nil {
@@ -280,6 +334,9 @@ func (l *Log) append(tx store.Tx, st state, keys []string) (int64, error) {
 				return 0, err
 			}
 		}
+		if at, ok := receipt.PendingSigned(k); ok {
+			*stored = append(*stored, at)
+		}
 		n++
 	}
 	if n == st.Size {
@@ -304,19 +361,6 @@ func (l *Log) append(tx store.Tx, st state, keys []string) (int64, error) {
 		return 0, err
 	}
 	return n, tx.Set(keyState, marshal(state{Size: n, Hash: root}))
-}
-
-// logged reports whether entry is in the log already.
-func logged(tx store.Tx, id string, entry []byte) (bool, error) {
-	found := false
-	err := tx.Scan(receiptPrefix(id), false, func(_ string, v []byte) error {
-		if string(v) == string(entry) {
-			found = true
-			return store.ErrStop
-		}
-		return nil
-	})
-	return found, err
 }
 
 // indexOf is the index in a key of receiptPrefix or supersededPrefix.

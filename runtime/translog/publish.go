@@ -45,6 +45,7 @@ func (l *Log) publish(ctx context.Context) (int64, error) {
 		}
 		if c.N >= st.Size {
 			l.remember(cur)
+			l.included()
 			return 0, nil
 		}
 	}
@@ -87,8 +88,22 @@ func (l *Log) publish(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	l.remember(cosigned)
+	l.included()
 	l.cfg.Logger.Info("transparency log: checkpoint published", "origin", l.Origin(), "size", st.Size, "cosignatures", len(sizes))
 	return st.Size, nil
+}
+
+// included reports the entries this node integrated as included, now
+// that a checkpoint of the whole tree is published.
+func (l *Log) included() {
+	if l.cfg.Included == nil || len(l.stored) == 0 {
+		return
+	}
+	now := l.cfg.Now()
+	for _, at := range l.stored {
+		l.cfg.Included(now.Sub(at))
+	}
+	l.stored = l.stored[:0]
 }
 
 func (l *Log) remember(cp []byte) {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"filippo.io/torchwood"
 	"golang.org/x/mod/sumdb/tlog"
@@ -151,13 +152,10 @@ func (l *Log) inclusion(tx store.Tx, r receipt.Receipt) (Inclusion, error) {
 		return out, err
 	}
 	if idx < 0 {
-		err := tx.Scan(receipt.PendingPrefix, false, func(k string, _ []byte) error {
-			if strings.HasSuffix(k, "-"+id) {
-				out.Status = "pending"
-				return store.ErrStop
-			}
-			return nil
-		})
+		pending, err := isPending(tx, r, id)
+		if pending {
+			out.Status = "pending"
+		}
 		return out, err
 	}
 	out.Index, out.Status = &idx, "integrated"
@@ -182,6 +180,25 @@ func (l *Log) inclusion(tx store.Tx, r receipt.Receipt) (Inclusion, error) {
 		return nil
 	})
 	return out, err
+}
+
+// isPending reports whether receipt r (of short id id) waits in the
+// log's pending keys: under the second it was issued, by when it was
+// signed (receipt.Put). A receipt signed while the log was off has none.
+func isPending(tx store.Tx, r receipt.Receipt, id string) (bool, error) {
+	issued, err := time.Parse(time.RFC3339, r.IssuanceDate)
+	if err != nil {
+		return false, nil
+	}
+	found := false
+	err = tx.Scan(receipt.PendingSecond(issued.Unix()), false, func(k string, _ []byte) error {
+		if strings.HasSuffix(k, "-"+id) {
+			found = true
+			return store.ErrStop
+		}
+		return nil
+	})
+	return found, err
 }
 
 // prove fills in inc's proof of the entry at idx against the published

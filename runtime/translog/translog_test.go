@@ -66,7 +66,9 @@ func openCourt(tb testing.TB, st store.Store, dir string) *court {
 
 func (c *court) log(tb testing.TB, mod ...func(*translog.Config)) *translog.Log {
 	tb.Helper()
-	cfg := translog.Config{Store: c.st, Key: c.lkey}
+	// The log reads the clock the receipts were stored by, as a court's
+	// log does: it looks for pending entries around now (recent).
+	cfg := translog.Config{Store: c.st, Key: c.lkey, Now: func() time.Time { return epoch }}
 	for _, m := range mod {
 		m(&cfg)
 	}
@@ -320,6 +322,63 @@ func TestLog_Supersedes(t *testing.T) {
 	}
 }
 
+// TestLog_Late: a round looks for pending entries in the seconds around
+// its clock; a receipt signed long before its transaction committed, or
+// by a clock far ahead of the log's, is integrated by the next round that
+// looks in every pending key, the 32nd. Included hears of each entry once
+// a checkpoint that holds it is published, with how long it waited since
+// it was signed.
+func TestLog_Late(t *testing.T) {
+	t.Parallel()
+	c := newCourt(t, nil)
+	now := epoch.Add(time.Hour)
+	var waited []time.Duration
+	l := c.log(t, func(cfg *translog.Config) {
+		cfg.Now = func() time.Time { return now }
+		cfg.Included = func(d time.Duration) { waited = append(waited, d) }
+	})
+	round(t, l) // the first round looks everywhere
+	// signAt signs with a keyring whose clock reads at, and stores.
+	signAt := func(name string, at time.Time) {
+		keys, err := receipt.OpenKeyring(receipt.KeyringConfig{Dir: t.TempDir(), Now: func() time.Time { return at }, Rand: rand.NewChaCha8([32]byte{5})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys.LogReceipts()
+		r, err := keys.Sign(receipt.KindVerdict, receipt.ID(name, "0"), map[string]any{"n": name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.st.Update(context.Background(), func(tx store.Tx) error {
+			_, err := receipt.Put(tx, r, at)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	signAt("now", now.Add(-time.Second))
+	signAt("late", now.Add(-time.Hour))
+	signAt("ahead", now.Add(time.Hour))
+	if n := round(t, l); n != 1 {
+		t.Fatalf("the next round published %d, want the recent receipt alone", n)
+	}
+	if len(waited) != 1 || waited[0] != time.Second {
+		t.Fatalf("waited %v, want [1s]", waited)
+	}
+	published := int64(0)
+	for i := 2; i <= 32; i++ {
+		if n := round(t, l); n != 0 {
+			published = n
+			if i != 32 {
+				t.Fatalf("round %d published %d, want nothing before the 32nd", i, n)
+			}
+		}
+	}
+	if published != 3 || len(waited) != 3 {
+		t.Fatalf("the 32nd round published %d (waited %v), want 3", published, waited)
+	}
+}
+
 // TestLog_Pending: a receipt stored is pending until a round integrates
 // it; a receipt signed while the log was off is absent.
 func TestLog_Pending(t *testing.T) {
@@ -514,7 +573,7 @@ func TestLog_TwoNodes(t *testing.T) {
 	}
 	var spans []span
 	var clock sync.Mutex
-	now := time.Now()
+	now := epoch // the clock the receipts are stored by
 	at := func() time.Time { clock.Lock(); defer clock.Unlock(); return now }
 	integrated := func(node string, from, to int64) {
 		mu.Lock()
