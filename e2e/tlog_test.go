@@ -399,21 +399,62 @@ func TestLog_Tamper(t *testing.T) {
 	s = logged(t, dir)
 	waitLogged(t, s, ids...)
 	s.stop(t)
-	removeAndChange(t, dir, ids[0], ids[1])
+	tamper(t, dir, "receipts", ids[0], ids[1])
 	s = logged(t, dir)
 	rep, code = runAudit(t, auditArgs(s, "--served", "all")...)
 	if code != 1 || !strings.Contains(problems(rep), "no longer serves it") || !strings.Contains(problems(rep), "other bytes than the log holds") {
 		t.Fatalf("tampering not reported: %d %v", code, rep)
 	}
+	s.stop(t)
+
+	// An entry changed in its bundle, the tree left as it was: an auditor
+	// reading the log afresh finds an entry the tree does not hold.
+	tamper(t, dir, "entry", "0")
+	s = logged(t, dir)
+	rep, code = runAudit(t, "--log", s.base, "--state", t.TempDir(), "--log-key", key, "--served", "none")
+	if code != 1 || !strings.Contains(problems(rep), "reading the entries from 0") {
+		t.Fatalf("a changed entry was not reported: %d %v", code, rep)
+	}
+	s.stop(t)
+
+	// The entry changed and the tree built again from it, signed with the
+	// log's key: the witness refuses to cosign a second root for the
+	// size it cosigned; without it, the server publishes, and the auditor
+	// who saw the first tree reports a split view.
+	tamper(t, dir, "rewrite", "0")
+	s = logged(t, dir, witnessed...)
+	deadline = time.Now().Add(10 * time.Second)
+	for !strings.Contains(s.out.String(), "answered 422") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the witness did not refuse the rewritten log:\n%s", s.out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if r := s.get(t, "/log/checkpoint"); r.status != 404 {
+		t.Fatalf("the rewritten log published a checkpoint its witness refused: %d %s", r.status, r.body)
+	}
+	s.stop(t)
+	s = logged(t, dir)
+	deadline = time.Now().Add(10 * time.Second)
+	for s.get(t, "/log/checkpoint").status != 200 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the rewritten log published nothing:\n%s", s.out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	rep, code = runAudit(t, auditArgs(s, "--served", "none")...)
+	if code != 1 || rep["split_view"] != true {
+		t.Fatalf("a rewritten history was not reported: %d %v", code, rep)
+	}
 }
 
-// removeAndChange deletes receipt gone from the court's badger store and
-// rewrites receipt changed with another verdict, with the server stopped.
-func removeAndChange(tb testing.TB, dir, gone, changed string) {
+// tamper changes the court's badger store in dir, with the server
+// stopped, as testdata/tlog/tamper's mode says.
+func tamper(tb testing.TB, dir, mode string, args ...string) {
 	tb.Helper()
-	out, err := exec.Command("go", "run", "./testdata/tlog/tamper", filepath.Join(dir, "db"), gone, changed).CombinedOutput()
+	out, err := exec.Command("go", append([]string{"run", "./testdata/tlog/tamper", mode, filepath.Join(dir, "db")}, args...)...).CombinedOutput()
 	if err != nil {
-		tb.Fatalf("tamper: %v %s", err, out)
+		tb.Fatalf("tamper %s: %v %s", mode, err, out)
 	}
 }
 
