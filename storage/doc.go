@@ -78,8 +78,8 @@
 //	tlog/lease                           which node integrates, until when: {"node", "until"}
 //	tlog/checkpoint                      the published checkpoint: a signed note, with the witnesses' cosignatures
 //	tlog/tile/<L:02d>/<N:020d>           a C2SP tlog-tiles tile: up to 256 hashes, as wide as the tree has it
-//	tlog/bundle/<N:020d>                 an entry bundle: up to 256 length-prefixed entries
-//	tlog/receipt/<id>/<index:020d>       index: the entry at index records receipt id
+//	tlog/entry/<N:020d>/<i:03d>          the entry at index N*256+i (entry bundle N is their concatenation, each length-prefixed)
+//	tlog/receipt/<id>/<index:020d>       index (no value): the entry at index records receipt id
 //	tlog/superseded/<id>/<index:020d>    index: the entry at index supersedes receipt id -> its receipt id
 //	tlog/witness/<name>                  the size a witness last cosigned
 //	tlog/hash/<hex record hash>          index: the entry of that RFC 6962 record hash is at index (each entry is logged once)

@@ -66,17 +66,16 @@ func EntryOf(r Receipt) Entry {
 
 // Marshal returns the entry's bytes.
 func (e Entry) Marshal() []byte {
-	var b bytes.Buffer
-	b.Grow(320)
-	b.WriteString(EntryFormat + "\n")
+	b := make([]byte, 0, 400)
+	b = append(b, EntryFormat+"\n"...)
 	for _, f := range [][2]string{{"id", e.ID}, {"kind", e.Kind}, {"issued", e.Issued}, {"subject", e.SubjectHash},
-		{"key", e.PublicKey}, {"signature", e.Signature}} {
-		b.WriteString(f[0] + " " + f[1] + "\n")
+		{"key", e.PublicKey}, {"signature", e.Signature}, {"supersedes", e.Supersedes}} {
+		if f[1] == "" && f[0] == "supersedes" {
+			break
+		}
+		b = append(append(append(append(b, f[0]...), ' '), f[1]...), '\n')
 	}
-	if e.Supersedes != "" {
-		b.WriteString("supersedes " + e.Supersedes + "\n")
-	}
-	return b.Bytes()
+	return b
 }
 
 // ParseEntry reads an entry's bytes, exactly as Marshal writes them.

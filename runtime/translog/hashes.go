@@ -27,8 +27,8 @@ const (
 	keyLease      = "tlog/lease"      // which node integrates, until when
 	keyCheckpoint = "tlog/checkpoint" // the published checkpoint: a signed note
 	keyTile       = "tlog/tile/"      // <L:02d>/<N:020d> -> the tile's hashes, as wide as the tree has them
-	keyBundle     = "tlog/bundle/"    // <N:020d> -> the entry bundle, as long as the tree has it
-	keyReceipt    = "tlog/receipt/"   // <id>/<index:020d> -> the entry at index recording receipt id
+	keyEntry      = "tlog/entry/"     // <N:020d>/<i:03d> -> the entry at index N*256+i: entry bundle N, one key an entry
+	keyReceipt    = "tlog/receipt/"   // <id>/<index:020d> -> nothing: the entry at index records receipt id
 	keySuperseded = "tlog/superseded/"
 	keyWitness    = "tlog/witness/" // <name, escaped> -> the size the witness last cosigned
 	keyEntryHash  = "tlog/hash/"    // <hex record hash of an entry> -> its index: an entry is logged once
@@ -38,7 +38,13 @@ func tileKey(level int, n int64) string {
 	return keyTile + pad(int64(level), 2) + "/" + pad(n, 20)
 }
 
-func bundleKey(n int64) string { return keyBundle + pad(n, 20) }
+// entryKey is where the entry at index n is kept: each entry a key of its
+// own, so that an integration writes only its new entries, never a whole
+// bundle again.
+func entryKey(n int64) string { return bundlePrefix(n/tileWidth) + pad(n%tileWidth, 3) }
+
+// bundlePrefix starts the keys of entry bundle n's entries, in order.
+func bundlePrefix(n int64) string { return keyEntry + pad(n, 20) + "/" }
 
 func hashKey(h tlog.Hash) string { return keyEntryHash + hex.EncodeToString(h[:]) }
 

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"filippo.io/torchwood"
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/assayhq/assay/runtime/receipt"
@@ -280,7 +279,6 @@ func (l *Log) hold(tx store.Tx) error {
 // appended was stored to stored.
 func (l *Log) append(tx store.Tx, st state, keys []string, stored *[]time.Time) (int64, error) {
 	hr := newHashReader(tx)
-	bundles := map[int64][]byte{}
 	n := st.Size
 	for _, k := range keys {
 		entry, err := tx.Get(k)
@@ -314,19 +312,10 @@ func (l *Log) append(tx store.Tx, st state, keys []string, stored *[]time.Time) 
 		for i, h := range hashes {
 			hr.fresh[base+int64(i)] = h
 		}
-		b, ok := bundles[n/tileWidth]
-		if !ok {
-			if b, err = tx.Get(bundleKey(n / tileWidth)); errors.Is(err, store.ErrNotFound) {
-				b = nil
-			} else if err != nil {
-				return 0, err
-			}
-		}
-		if b, err = torchwood.AppendTileEntry(b, entry); err != nil {
+		if err := tx.Set(entryKey(n), entry); err != nil {
 			return 0, err
 		}
-		bundles[n/tileWidth] = b
-		if err := tx.Set(receiptPrefix(e.ID)+pad(n, 20), entry); err != nil {
+		if err := tx.Set(receiptPrefix(e.ID)+pad(n, 20), nil); err != nil {
 			return 0, err
 		}
 		if e.Supersedes != "" {
@@ -348,11 +337,6 @@ func (l *Log) append(tx store.Tx, st state, keys []string, stored *[]time.Time) 
 			return 0, err
 		}
 		if err := tx.Set(tileKey(t.L, t.N), data); err != nil {
-			return 0, err
-		}
-	}
-	for i, b := range bundles {
-		if err := tx.Set(bundleKey(i), b); err != nil {
 			return 0, err
 		}
 	}

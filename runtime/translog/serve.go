@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -62,14 +61,25 @@ func (l *Log) Tile(ctx context.Context, path string) ([]byte, error) {
 	}
 	notFound := fault.New(fault.NotFound, ECodeTileNotFound, "the log has no %s", path)
 	var data []byte
+	n := 0
 	err = l.cfg.Store.View(ctx, func(tx store.Tx) error {
-		var err error
-		if t.L == -1 {
-			data, err = tx.Get(bundleKey(t.N))
-		} else {
+		if t.L >= 0 {
+			var err error
 			data, err = tx.Get(tileKey(t.L, t.N))
+			return err
 		}
-		return err
+		// An entry bundle: its first W entries, each a key.
+		data, n = data[:0], 0
+		return tx.Scan(bundlePrefix(t.N), false, func(_ string, e []byte) error {
+			var err error
+			if data, err = torchwood.AppendTileEntry(data, e); err != nil {
+				return err
+			}
+			if n++; n == t.W {
+				return store.ErrStop
+			}
+			return nil
+		})
 	})
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, notFound
@@ -82,18 +92,10 @@ func (l *Log) Tile(ctx context.Context, path string) ([]byte, error) {
 		}
 		return data[:t.W*tlog.HashSize], nil
 	}
-	// An entry bundle: its first W entries.
-	rest, n := data, 0
-	for n < t.W {
-		if len(rest) == 0 {
-			return nil, notFound
-		}
-		if _, rest, err = torchwood.ReadTileEntry(rest); err != nil {
-			return nil, fmt.Errorf("translog: bundle %d: %w", t.N, err)
-		}
-		n++
+	if n < t.W {
+		return nil, notFound
 	}
-	return data[:len(data)-len(rest)], nil
+	return data, nil
 }
 
 // Inclusion is what the log says of one receipt, beside the receipt: its
@@ -137,15 +139,19 @@ func (l *Log) inclusion(tx store.Tx, r receipt.Receipt) (Inclusion, error) {
 	out := Inclusion{Origin: l.Origin(), Status: "absent"}
 	id := r.ShortID()
 	var idx int64 = -1
-	err := tx.Scan(receiptPrefix(id), false, func(k string, v []byte) error {
-		e, err := receipt.ParseEntry(v)
-		if err != nil || e.Pins(r) != nil {
-			return nil
-		}
-		if idx, err = indexOf(k); err != nil {
+	err := tx.Scan(receiptPrefix(id), false, func(k string, _ []byte) error {
+		i, err := indexOf(k)
+		if err != nil {
 			return err
 		}
-		out.Entry = string(v)
+		v, err := tx.Get(entryKey(i))
+		if err != nil {
+			return err
+		}
+		if e, err := receipt.ParseEntry(v); err != nil || e.Pins(r) != nil {
+			return nil
+		}
+		idx, out.Entry = i, string(v)
 		return store.ErrStop
 	})
 	if err != nil {
@@ -168,11 +174,11 @@ func (l *Log) inclusion(tx store.Tx, r receipt.Receipt) (Inclusion, error) {
 			return err
 		}
 		next := Inclusion{Origin: l.Origin(), Status: "integrated", Index: &j}
-		entries, err := tx.Get(receiptPrefix(string(v)) + pad(j, 20))
+		entry, err := tx.Get(entryKey(j))
 		if err != nil {
 			return err
 		}
-		next.Entry = string(entries)
+		next.Entry = string(entry)
 		if err := l.prove(tx, &next, j); err != nil {
 			return err
 		}

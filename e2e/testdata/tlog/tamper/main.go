@@ -4,8 +4,8 @@
 //	tamper receipts DBDIR GONE_ID CHANGED_ID
 //	    deletes one receipt and rewrites another's verdict;
 //	tamper entry DBDIR INDEX
-//	    changes the log's entry at INDEX in its entry bundle, and nothing
-//	    else: the tree still holds the entry as it was;
+//	    changes the log's entry at INDEX, as its entry bundle serves it,
+//	    and nothing else: the tree still holds the entry as it was;
 //	tamper rewrite DBDIR INDEX
 //	    changes the entry at INDEX and has the log built again from its
 //	    entries: every tlog/ key but the pending ones removed, every entry
@@ -25,15 +25,16 @@ import (
 	"strconv"
 	"strings"
 
-	"filippo.io/torchwood"
-
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/store"
 	"github.com/assayhq/assay/storage"
 )
 
-// bundleKey is where the log keeps entry bundle n (storage/doc.go).
-func bundleKey(n int64) string { return fmt.Sprintf("tlog/bundle/%020d", n) }
+// entryPrefix starts the keys of the log's entries, in order, and
+// entryKey is the key of the entry at index i (storage/doc.go).
+const entryPrefix = "tlog/entry/"
+
+func entryKey(i int64) string { return fmt.Sprintf("%s%020d/%03d", entryPrefix, i/256, i%256) }
 
 func main() {
 	if len(os.Args) < 4 {
@@ -98,45 +99,25 @@ func change(e []byte) ([]byte, error) {
 	return out, nil
 }
 
-// entries reads every entry of the log's bundles, in order.
+// entries reads every entry of the log, in order.
 func entries(tx store.Tx) ([][]byte, error) {
 	var out [][]byte
-	for n := int64(0); ; n++ {
-		b, err := tx.Get(bundleKey(n))
-		if errors.Is(err, store.ErrNotFound) {
-			return out, nil
-		} else if err != nil {
-			return nil, err
-		}
-		for len(b) > 0 {
-			var e []byte
-			if e, b, err = torchwood.ReadTileEntry(b); err != nil {
-				return nil, err
-			}
-			out = append(out, bytes.Clone(e))
-		}
-	}
+	err := tx.Scan(entryPrefix, false, func(_ string, e []byte) error {
+		out = append(out, bytes.Clone(e))
+		return nil
+	})
+	return out, err
 }
 
 func entry(tx store.Tx, i int64) error {
-	all, err := entries(tx)
+	e, err := tx.Get(entryKey(i))
 	if err != nil {
 		return err
 	}
-	if i >= int64(len(all)) {
-		return fmt.Errorf("the log has %d entries", len(all))
-	}
-	if all[i], err = change(all[i]); err != nil {
+	if e, err = change(e); err != nil {
 		return err
 	}
-	n := i / 256
-	var b []byte
-	for _, e := range all[n*256 : min(int64(len(all)), n*256+256)] {
-		if b, err = torchwood.AppendTileEntry(b, e); err != nil {
-			return err
-		}
-	}
-	return tx.Set(bundleKey(n), b)
+	return tx.Set(entryKey(i), e)
 }
 
 func rewrite(tx store.Tx, i int64) error {
