@@ -79,10 +79,9 @@
 //	tlog/checkpoint                      the published checkpoint: a signed note, with the witnesses' cosignatures
 //	tlog/tile/<L:02d>/<N:020d>           a C2SP tlog-tiles tile: up to 256 hashes, as wide as the tree has it
 //	tlog/entry/<N:020d>/<i:03d>          the entry at index N*256+i (entry bundle N is their concatenation, each length-prefixed)
-//	tlog/receipt/<id>/<index:020d>       index (no value): the entry at index records receipt id
+//	tlog/receipt/<id>/<16 hex>           index: the entry of receipt id whose record hash starts so (each entry is logged once)
 //	tlog/superseded/<id>/<index:020d>    index: the entry at index supersedes receipt id -> its receipt id
 //	tlog/witness/<name>                  the size a witness last cosigned
-//	tlog/hash/<hex record hash>          index: the entry of that RFC 6962 record hash is at index (each entry is logged once)
 //	queue/job/<queue>/<id>               a job of the badger job queue (Queue), its lease and its result; PostgreSQL keeps them in the table assay_queue
 //	queue/wait/<queue>/<order:020d>/<id>  index: the queue's jobs not done, in enqueue order
 //

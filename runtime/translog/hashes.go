@@ -28,10 +28,9 @@ const (
 	keyCheckpoint = "tlog/checkpoint" // the published checkpoint: a signed note
 	keyTile       = "tlog/tile/"      // <L:02d>/<N:020d> -> the tile's hashes, as wide as the tree has them
 	keyEntry      = "tlog/entry/"     // <N:020d>/<i:03d> -> the entry at index N*256+i: entry bundle N, one key an entry
-	keyReceipt    = "tlog/receipt/"   // <id>/<index:020d> -> nothing: the entry at index records receipt id
+	keyReceipt    = "tlog/receipt/"   // <id>/<16 hex digits of the entry's record hash> -> the index of that entry of receipt id
 	keySuperseded = "tlog/superseded/"
 	keyWitness    = "tlog/witness/" // <name, escaped> -> the size the witness last cosigned
-	keyEntryHash  = "tlog/hash/"    // <hex record hash of an entry> -> its index: an entry is logged once
 )
 
 func tileKey(level int, n int64) string {
@@ -46,7 +45,10 @@ func entryKey(n int64) string { return bundlePrefix(n/tileWidth) + pad(n%tileWid
 // bundlePrefix starts the keys of entry bundle n's entries, in order.
 func bundlePrefix(n int64) string { return keyEntry + pad(n, 20) + "/" }
 
-func hashKey(h tlog.Hash) string { return keyEntryHash + hex.EncodeToString(h[:]) }
+// receiptKey is where the index of receipt id's entry of record hash h is
+// kept: a point read finds an entry logged already (logged once), and a
+// scan of receiptPrefix(id) finds every entry of the receipt.
+func receiptKey(id string, h tlog.Hash) string { return receiptPrefix(id) + hex.EncodeToString(h[:8]) }
 
 func receiptPrefix(id string) string { return keyReceipt + id + "/" }
 

@@ -1,6 +1,7 @@
 package translog
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -81,8 +83,10 @@ type Log struct {
 	// stored are when the receipts this node integrated and has not
 	// seen published yet were signed, for Config.Included; under mu.
 	stored []time.Time
-	// rounds counts this node's rounds, for fullEvery; under mu.
-	rounds int
+	// rounds counts this node's rounds, for fullEvery; leading: this
+	// node's last round found no other node's lease; under mu.
+	rounds  int
+	leading bool
 }
 
 // New returns the log of cfg.Store.
@@ -162,16 +166,18 @@ func (l *Log) Run(ctx context.Context) error {
 func (l *Log) Round(ctx context.Context) (int64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	full := l.rounds%fullEvery == 0
+	full := !l.leading || l.rounds%fullEvery == 0
 	l.rounds++
 	for {
 		n, err := l.integrate(ctx, full)
 		if errors.Is(err, errNotLeader) {
+			l.leading = false
 			return 0, nil
 		}
 		if err != nil {
 			return 0, err
 		}
+		l.leading = true
 		if n < l.cfg.Batch {
 			break
 		}
@@ -187,17 +193,19 @@ func (l *Log) Round(ctx context.Context) (int64, error) {
 // keyring's clock, which Now reads too; so most rounds look only in the
 // keys of the seconds around now (recent), each second a prefix of its
 // own that a scan seeks straight to, and every fullEvery-th round, the
-// first included, looks in all of them: a receipt whose transaction
+// first and the first after another node's lease, looks in all of them: a receipt whose transaction
 // committed more than recent after it was signed, one signed by another
 // node whose clock is off by more, or one left by a crash, is integrated
-// by the next such round (8 s at DefaultInterval).
+// by the next such round (a minute at DefaultInterval). A look in all of
+// them took 40 ms under load.
 const (
 	recent    = 5 * time.Second
-	fullEvery = 32
+	fullEvery = 240
 )
 
 // pending lists up to Batch pending keys, oldest first: every pending
-// key when full, else those of the recent seconds.
+// key when full, else those of the recent seconds. It looks at none while
+// another node's lease holds (errNotLeader): that node integrates them.
 func (l *Log) pending(ctx context.Context, full bool) ([]string, error) {
 	var keys []string
 	collect := func(k string, _ []byte) error {
@@ -209,6 +217,9 @@ func (l *Log) pending(ctx context.Context, full bool) ([]string, error) {
 	}
 	err := l.cfg.Store.View(ctx, func(tx store.Tx) error {
 		keys = keys[:0]
+		if held, err := l.heldByOther(tx); err != nil || held {
+			return cmp.Or(err, errNotLeader)
+		}
 		if full {
 			return tx.Scan(receipt.PendingPrefix, false, collect)
 		}
@@ -262,16 +273,22 @@ func (l *Log) integrate(ctx context.Context, full bool) (int, error) {
 // hold checks in tx that no other node's lease holds, and takes or
 // renews this node's.
 func (l *Log) hold(tx store.Tx) error {
-	now := l.cfg.Now()
+	if held, err := l.heldByOther(tx); err != nil || held {
+		return cmp.Or(err, errNotLeader)
+	}
+	return tx.Set(keyLease, marshal(lease{Node: l.cfg.Node, Until: l.cfg.Now().Add(l.cfg.Lease).UnixNano()}))
+}
+
+// heldByOther reports whether another node's lease holds now.
+func (l *Log) heldByOther(tx store.Tx) (bool, error) {
 	var cur lease
 	err := store.GetJSON(tx, keyLease, &cur)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return err
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	} else if err != nil {
+		return false, err
 	}
-	if cur.Node != "" && cur.Node != l.cfg.Node && now.UnixNano() < cur.Until {
-		return errNotLeader
-	}
-	return tx.Set(keyLease, marshal(lease{Node: l.cfg.Node, Until: now.Add(l.cfg.Lease).UnixNano()}))
+	return cur.Node != l.cfg.Node && l.cfg.Now().UnixNano() < cur.Until, nil
 }
 
 // append integrates the entries under keys (those still pending) into the
@@ -295,13 +312,13 @@ func (l *Log) append(tx store.Tx, st state, keys []string, stored *[]time.Time) 
 			l.cfg.Logger.Error("transparency log: a pending entry that is not one is dropped", "key", k, "err", err)
 			continue
 		}
-		hk := hashKey(tlog.RecordHash(entry))
-		if _, err := tx.Get(hk); err == nil {
+		rk := receiptKey(e.ID, tlog.RecordHash(entry))
+		if _, err := tx.Get(rk); err == nil {
 			continue // the same receipt stored twice: logged once
 		} else if !errors.Is(err, store.ErrNotFound) {
 			return 0, err
 		}
-		if err := tx.Set(hk, []byte(pad(n, 20))); err != nil {
+		if err := tx.Set(rk, []byte(strconv.FormatInt(n, 10))); err != nil {
 			return 0, err
 		}
 		hashes, err := tlog.StoredHashes(n, entry, hr)
@@ -313,9 +330,6 @@ func (l *Log) append(tx store.Tx, st state, keys []string, stored *[]time.Time) 
 			hr.fresh[base+int64(i)] = h
 		}
 		if err := tx.Set(entryKey(n), entry); err != nil {
-			return 0, err
-		}
-		if err := tx.Set(receiptPrefix(e.ID)+pad(n, 20), nil); err != nil {
 			return 0, err
 		}
 		if e.Supersedes != "" {
@@ -347,7 +361,7 @@ func (l *Log) append(tx store.Tx, st state, keys []string, stored *[]time.Time) 
 	return n, tx.Set(keyState, marshal(state{Size: n, Hash: root}))
 }
 
-// indexOf is the index in a key of receiptPrefix or supersededPrefix.
+// indexOf is the index in a key of supersededPrefix.
 func indexOf(key string) (int64, error) {
 	i := strings.LastIndexByte(key, '/')
 	var n int64

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -139,19 +140,19 @@ func (l *Log) inclusion(tx store.Tx, r receipt.Receipt) (Inclusion, error) {
 	out := Inclusion{Origin: l.Origin(), Status: "absent"}
 	id := r.ShortID()
 	var idx int64 = -1
-	err := tx.Scan(receiptPrefix(id), false, func(k string, _ []byte) error {
-		i, err := indexOf(k)
+	err := tx.Scan(receiptPrefix(id), false, func(_ string, v []byte) error {
+		i, err := strconv.ParseInt(string(v), 10, 64)
+		if err != nil {
+			return fmt.Errorf("translog: receipt %s's index %q: %w", id, v, err)
+		}
+		entry, err := tx.Get(entryKey(i))
 		if err != nil {
 			return err
 		}
-		v, err := tx.Get(entryKey(i))
-		if err != nil {
-			return err
-		}
-		if e, err := receipt.ParseEntry(v); err != nil || e.Pins(r) != nil {
+		if e, err := receipt.ParseEntry(entry); err != nil || e.Pins(r) != nil {
 			return nil
 		}
-		idx, out.Entry = i, string(v)
+		idx, out.Entry = i, string(entry)
 		return store.ErrStop
 	})
 	if err != nil {
