@@ -3,6 +3,7 @@ module github.com/assayhq/assay
 go 1.26.0
 
 require (
+	filippo.io/torchwood v0.6.1
 	github.com/chromedp/chromedp v0.23.0
 	github.com/dgraph-io/badger/v4 v4.9.6
 	github.com/ethereum/go-ethereum v1.17.10
@@ -24,6 +25,7 @@ require (
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/tetratelabs/wazero v1.12.0
 	github.com/valyala/fasthttp v1.51.0
+	golang.org/x/mod v0.43.0
 	golang.org/x/sync v0.24.0
 	golang.org/x/sys v0.50.0
 	golang.org/x/term v0.48.0
@@ -86,6 +88,7 @@ require (
 	go.opentelemetry.io/otel/metric v1.46.0 // indirect
 	go.opentelemetry.io/otel/trace v1.46.0 // indirect
 	go.yaml.in/yaml/v4 v4.0.0 // indirect
+	golang.org/x/crypto v0.55.0 // indirect
 	golang.org/x/oauth2 v0.38.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )

@@ -93,6 +93,9 @@ type Config struct {
 	// Limits limits nothing; assay serve sets DefaultRates unless --limits
 	// says otherwise.
 	Limits Limits
+	// Log, when set, is the court's transparency log, served under /log
+	// and beside every receipt (tlog.go).
+	Log TransparencyLog
 }
 
 //go:embed skill.md
@@ -249,6 +252,7 @@ var factEndpoints = []struct{ name, at, route string }{
 	{"jwks", JWKSPath, "GET " + JWKSPath},
 	{"judgment_matters", mattersBase, "GET " + mattersBase},
 	{"console", "/console", "GET /console"},
+	{"transparency_log", "/log/checkpoint", "GET /log/checkpoint"},
 }
 
 func (s *server) endpoints(base string) fiber.Map {

@@ -49,7 +49,7 @@ func (s *server) cors() fiber.Handler {
 		AllowOrigins:  origins,
 		AllowMethods:  "GET,HEAD,POST",
 		AllowHeaders:  "Content-Type, Idempotency-Key, Accept",
-		ExposeHeaders: "Idempotent-Replayed, X-Request-Id, Retry-After",
+		ExposeHeaders: "Idempotent-Replayed, X-Request-Id, Retry-After, " + headerLogStatus + ", " + headerLogIndex,
 		MaxAge:        600,
 	})
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/assayhq/assay/runtime/market"
 	"github.com/assayhq/assay/runtime/matters"
 	"github.com/assayhq/assay/runtime/receipt"
+	"github.com/assayhq/assay/runtime/translog"
 	"github.com/assayhq/assay/storage"
 )
 
@@ -59,8 +60,16 @@ func fullServerOf(tb testing.TB, rows []route) (*fiber.App, *server) {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	lkey, err := receipt.OpenLogKey(receipt.LogKeyConfig{Dir: tb.TempDir(), Rand: rand.NewChaCha8([32]byte{4})})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tlog, err := translog.New(translog.Config{Store: db, Key: lkey})
+	if err != nil {
+		tb.Fatal(err)
+	}
 	return newServer(Config{Court: court, Keys: keys, OperatorToken: "op", Version: "test", Market: mk, Matters: ms,
-		AdvanceMarketClock: func(time.Duration) {}, Metrics: metrics.New()}, rows)
+		AdvanceMarketClock: func(time.Duration) {}, Metrics: metrics.New(), Log: tlog}, rows)
 }
 
 // TestRouteTable_Registered: a server running every service serves every

@@ -48,6 +48,9 @@ type call struct {
 	query func(string) string
 	// header reads a request header ("" over MCP).
 	header func(string) string
+	// setHeader sets a header field of the answer (nil over MCP, whose
+	// answers have none).
+	setHeader func(k, v string)
 	body   []byte
 	ik     idem.Request
 	// pay is what the request presents to pay on a rail paid per
@@ -56,6 +59,13 @@ type call struct {
 }
 
 func (c *call) param(name string) string { return c.params[name] }
+
+// set sets a header field of c's answer, where it has header fields.
+func (c *call) set(k, v string) {
+	if c.setHeader != nil {
+		c.setHeader(k, v)
+	}
+}
 
 // answer is what an operation answers: a mutation's stored or fresh
 // reply, or a read's value, written as JSON.
@@ -247,7 +257,8 @@ func (s *server) rest(r *route) fiber.Handler {
 		if err != nil {
 			return err
 		}
-		cl := &call{ctx: c.UserContext(), actor: a, params: map[string]string{}, query: fiberQuery(c), header: fiberHeader(c), body: b}
+		cl := &call{ctx: c.UserContext(), actor: a, params: map[string]string{}, query: fiberQuery(c), header: fiberHeader(c),
+			setHeader: func(k, v string) { c.Set(k, v) }, body: b}
 		for _, p := range params {
 			cl.params[p] = c.Params(p)
 		}

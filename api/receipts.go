@@ -11,23 +11,32 @@ import (
 )
 
 // receipt is a receipt of any service from the receipt repository, in
-// the bytes that were signed, or its W3C Data Integrity form.
+// the bytes that were signed (format=di: its W3C Data Integrity form),
+// with what the transparency log says of it (tlog.go).
 func (s *server) receipt(c *call) (json.RawMessage, error) {
+	format := c.query("format")
+	if format != "" && format != "di" {
+		return nil, fault.New(fault.Invalid, codeInvalidFormat, `format must be absent (the receipt) or "di" (its W3C Data Integrity form)`)
+	}
+	bundle, err := s.logQuery(c.query("log"))
+	if err != nil {
+		return nil, err
+	}
 	b, err := s.cfg.Court.SignedReceipt(c.ctx, c.param("id"))
 	if err != nil {
 		return nil, err
 	}
-	switch c.query("format") {
-	case "":
-		return b, nil
-	case "di":
+	out := b
+	if format == "di" {
 		var r receipt.Receipt
 		if err := json.Unmarshal(b, &r); err != nil {
 			return nil, err
 		}
-		return s.cfg.Keys.Credential(r)
+		if out, err = s.cfg.Keys.Credential(r); err != nil {
+			return nil, err
+		}
 	}
-	return nil, fault.New(fault.Invalid, codeInvalidFormat, `format must be absent (the receipt) or "di" (its W3C Data Integrity form)`)
+	return s.withLog(c, b, out, bundle)
 }
 
 // verify answers whether a receipt is this court's: {"valid": true}, or
@@ -60,14 +69,16 @@ func receiptOrCredential() *jsonschema.Schema {
 }
 
 // receiptShaped reports whether a JSON text is a receipt, bare or as
-// {"receipt": …}: an object with a credentialSubject and a proof that are
+// {"receipt": …} (with "log" beside it, as GET /receipts/{id}?log=true
+// answers it): an object with a credentialSubject and a proof that are
 // objects. Whether it verifies is the Verifier's to say.
 func receiptShaped(b []byte) bool {
 	var outer map[string]json.RawMessage
 	if json.Unmarshal(b, &outer) != nil {
 		return false
 	}
-	if inner, ok := outer["receipt"]; ok && len(outer) == 1 {
+	_, logged := outer["log"]
+	if inner, ok := outer["receipt"]; ok && (len(outer) == 1 || len(outer) == 2 && logged) {
 		if json.Unmarshal(inner, &outer) != nil {
 			return false
 		}

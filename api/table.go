@@ -13,6 +13,7 @@ import (
 	"github.com/assayhq/assay/runtime/rail/x402"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/replays"
+	"github.com/assayhq/assay/runtime/translog"
 )
 
 // The services, as the route table groups them.
@@ -40,6 +41,7 @@ var services = []struct{ name, desc string }{
 	{svcMCP, "Every service's operations as Model Context Protocol tools (streamable HTTP, stateless: the 2026-07-28 revision and the ones before it)."},
 	{svcA2A, "The Agent2Agent (A2A v1.0) interface: the signed Agent Card, and a dispute run as a task whose artifact is the verdict receipt."},
 	{svcMatters, "Judgment matters: one accountable verdict before a spend, a publication or an irreversible action (when the server runs them)."},
+	{svcLog, "The transparency log of every receipt (when the server keeps one): C2SP tlog-tiles under /log, checkpoints signed by the log's key and cosigned by witnesses."},
 	{svcMeta, "The server's manual, health, keys, capability metadata, metrics and this document."},
 	{svcConsole, "The web console: static files, and the routes above from a browser."},
 }
@@ -218,9 +220,10 @@ var routeTable = []route{
 	{method: "GET", path: "/ledger", tool: &toolSpec{name: "ledger_audit", title: "Audit the ledger", kind: read, desc: "The sum of every account per currency: zero in each when the books balance."}, op: view((*server).ledger), service: svcCourt, auth: RouteOpen, summary: "the sum of every account per currency (zero when sound)", resp: schemaFn[ledger.Audit]},
 
 	// receipts
-	{method: "GET", path: "/receipts/{id}", op: view((*server).receipt), tool: &toolSpec{name: "get_receipt", title: "Get a receipt", kind: read, desc: "A stored receipt of any service in the bytes that were signed; format di answers its W3C Data Integrity form (eddsa-jcs-2022).", args: []toolArg{{"id", "receipt_id", "the receipt's id, e.g. urn:assay:receipt:8f3a…"}}, out: receiptOrCredential}, service: svcReceipts, auth: RouteOpen, summary: "a stored receipt in its signed bytes; ?format=di as a W3C Data Integrity credential",
-		query: []param{{name: "format", desc: `absent (the receipt) or "di" (its W3C Data Integrity form, eddsa-jcs-2022)`, schema: &jsonschema.Schema{Type: "string", Enum: []any{"di"}}}},
-		resp:  looseObject, codes: []string{codeReceiptNotFound, codeInvalidFormat}},
+	{method: "GET", path: "/receipts/{id}", op: view((*server).receipt), tool: &toolSpec{name: "get_receipt", title: "Get a receipt", kind: read, desc: "A stored receipt of any service in the bytes that were signed; format di answers its W3C Data Integrity form (eddsa-jcs-2022); log true answers {receipt, log} with its transparency log proof.", args: []toolArg{{"id", "receipt_id", "the receipt's id, e.g. urn:assay:receipt:8f3a…"}}, out: receiptOrCredential}, service: svcReceipts, auth: RouteOpen, summary: "a stored receipt in its signed bytes; ?format=di as a W3C Data Integrity credential; ?log=true as {receipt, log} with its transparency log proof",
+		query: []param{{name: "format", desc: `absent (the receipt) or "di" (its W3C Data Integrity form, eddsa-jcs-2022)`, schema: &jsonschema.Schema{Type: "string", Enum: []any{"di"}}},
+			{name: "log", desc: `"true": answer {"receipt": …, "log": {origin, status, index, entry, proof (C2SP tlog-proof), superseded_by}}; the Assay-Log-Status and Assay-Log-Index headers say where the receipt is in the log either way`, schema: &jsonschema.Schema{Type: "string", Enum: []any{"true", "false"}}}},
+		resp: looseObject, codes: []string{codeReceiptNotFound, codeInvalidFormat, codeInvalidLog, codeLogNotKept}},
 	{method: "POST", path: "/verify", rate: RateReads, op: (*server).verify, tool: &toolSpec{name: "verify_receipt", title: "Verify a receipt", kind: read, desc: "Check a receipt's signature against this court's keys (every key it has signed with, each in its window): valid, or the reason it is not.", in: verifyToolIn}, service: svcReceipts, auth: RouteOpen, summary: "check a receipt's signature against this court's keys: {\"receipt\": …} or the bare receipt",
 		req: verifyBodySchema, resp: schemaFn[receipt.Result], codes: []string{codeNotAReceipt},
 		hint: &hint{verb: "verify", detail: "check a receipt's signature against this court's keys; a body that is not a receipt answers 422 not_a_receipt",
@@ -362,6 +365,14 @@ var routeTable = []route{
 		req: matterReq[matters.AppealRequest], resp: looseObject, codes: exchangeCodes},
 	{method: "POST", path: mattersBase + "/exchange/observe", tool: &toolSpec{name: "observe_outcome", title: "Record an observed outcome", kind: additive, desc: "Record the observed outcome of a judged Matter, for the solvers' calibration."}, op: judgment(Matters.Observe), idem: idemBody, service: svcMatters, auth: RoutePrincipal, summary: "record the observed outcome of a judged Matter, for the solvers' calibration",
 		req: matterReq[matters.ObserveRequest], resp: looseObject, codes: exchangeCodes},
+
+	// the transparency log (tlog.go)
+	{method: "GET", path: "/log/checkpoint", raw: (*server).logCheckpoint, only: keepsLog, service: svcLog, auth: RouteOpen, summary: "the log's latest checkpoint: a C2SP signed note (origin, size, root hash), signed by the log's key and cosigned by its witnesses",
+		resp: textSchema, respTypes: []string{"text/plain; charset=utf-8"}, codes: []string{translog.ECodeNoCheckpoint}},
+	{method: "GET", path: "/log/key", op: view((*server).logKey), only: keepsLog, service: svcLog, auth: RouteOpen, summary: "the log's origin, its signed-note verifier key, its witnesses' keys and the quorum of them a checkpoint carries",
+		resp: schemaFn[translog.Key]},
+	// a tile path spans several segments: one row per count (tlog.go)
+	logTile(2), logTile(3), logTile(4), logTile(5), logTile(6), logTile(7), logTile(8),
 
 	// the web console
 	{method: "GET", path: "/console", raw: (*server).console, service: svcConsole, auth: RouteOpen, summary: "the web console", resp: textSchema, respTypes: []string{"text/html; charset=utf-8"}},

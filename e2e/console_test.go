@@ -129,9 +129,11 @@ func TestConsole(t *testing.T) {
 	s := start(t, t.TempDir(), "ASSAY_MARKET_AUTH=open")
 
 	refund := s.deliveredCase(t, "did:e2e:seller", rows100, `{"rows":3}`)
-	if r := s.post(t, "/contracts/"+refund+"/dispute", `{"reason":"short"}`); r.status != 200 || subjectOf(t, r.obj(t))["verdict"] != "refund" {
-		t.Fatalf("dispute %d %s", r.status, r.body)
+	disputed := s.post(t, "/contracts/"+refund+"/dispute", `{"reason":"short"}`)
+	if disputed.status != 200 || subjectOf(t, disputed.obj(t))["verdict"] != "refund" {
+		t.Fatalf("dispute %d %s", disputed.status, disputed.body)
 	}
+	refundReceipt := strings.TrimPrefix(disputed.obj(t)["id"].(string), receipt.IDPrefix)
 	release := s.deliveredCase(t, "did:e2e:seller", rows100, `{"rows":300}`)
 	if r := s.post(t, "/contracts/"+release+"/dispute", `{}`); r.status != 200 || subjectOf(t, r.obj(t))["verdict"] != "release" {
 		t.Fatalf("dispute %d %s", r.status, r.body)
@@ -158,7 +160,9 @@ func TestConsole(t *testing.T) {
 	}
 
 	// The overview: cases with verdict, tier and payout; the ledger; the
-	// market; the metrics card, whichever way /metrics answers.
+	// market; the metrics card, whichever way /metrics answers; the
+	// transparency log's size, once it includes the refund's receipt.
+	checkpoint := waitLogged(t, s, refundReceipt)
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(s.base+"/console"),
 		chromedp.WaitVisible(chromedp.CSS(`body[data-loaded="true"]`)),
@@ -191,6 +195,20 @@ func TestConsole(t *testing.T) {
 		t.Errorf("replays card %q with /metrics: want its checker runs", replays)
 	} else if n, ok := metricSample(m.body, "assay_checker_runs_started_total"); ok && !strings.Contains(replays, fmt.Sprintf("%v checker runs", n)) {
 		t.Errorf("replays card %q; /metrics says %v runs started", replays, n)
+	}
+	// The card shows a checkpoint at least as large as the one that
+	// included the refund, and no larger than the latest.
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(`#log[data-signed="true"]`))); err != nil {
+		t.Errorf("log card: %v", err)
+	} else {
+		card := text(t, ctx, `#log`)
+		shown, _ := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS(`#log`), "data-size"))
+		n, err := strconv.Atoi(shown.Value)
+		least, _ := strconv.Atoi(strings.Split(string(checkpoint), "\n")[1])
+		most, _ := strconv.Atoi(strings.Split(string(getBytes(t, s.base+"/log/checkpoint")), "\n")[1])
+		if err != nil || n < least || n > most || !strings.Contains(card, shown.Value+" receipts in the log") || !strings.Contains(card, "signed by the log's key") {
+			t.Errorf("log card %q (size %q): want %d to %d receipts, signed", card, shown.Value, least, most)
+		}
 	}
 	if market := text(t, ctx, `#market`); !strings.Contains(market, "active listings\t1") && !strings.Contains(market, "active listings 1") {
 		t.Errorf("market card %q: want 1 active listing", market)
@@ -279,6 +297,7 @@ func TestConsole(t *testing.T) {
 	if !strings.Contains(fields, "refund") || !strings.Contains(fields, "tier0") {
 		t.Errorf("case fields %q", fields)
 	}
+	consoleInclusion(t, ctx, s, refundReceipt)
 	verify := func(tb testing.TB, receiptText string) (result, valid string) {
 		tb.Helper()
 		if err := chromedp.Do(ctx,
@@ -369,6 +388,71 @@ func TestConsole(t *testing.T) {
 	}
 	if result, valid := verify(t, reversed); valid != "true" {
 		t.Errorf("the court's receipt with its keys reversed: %s (%q)", valid, result)
+	}
+}
+
+// consoleInclusion checks the case page's word on the receipt rid in the
+// transparency log: included, as the browser checked it; and the
+// browser's check fails the same bundle with a receipt it does not pin, an
+// audit path changed, or a checkpoint signed by another key.
+func consoleInclusion(t *testing.T, ctx context.Context, s *server, rid string) {
+	t.Helper()
+	sel := `.log-result[data-receipt="` + rid + `"]`
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(sel+`[data-included]`))); err != nil {
+		t.Fatalf("the receipt's inclusion on the case page: %v", err)
+	}
+	if got := text(t, ctx, sel); !strings.Contains(got, "in the transparency log at index") || strings.Contains(got, "✗") {
+		t.Errorf("inclusion %q", got)
+	}
+	var b struct {
+		Receipt map[string]any `json:"receipt"`
+		Log     map[string]any `json:"log"`
+	}
+	if err := json.Unmarshal(s.get(t, "/receipts/"+rid+"?log=true").body, &b); err != nil {
+		t.Fatal(err)
+	}
+	vkey := s.get(t, "/log/key").obj(t)["verifier_key"].(string)
+	check := func(tb testing.TB, receipt, log map[string]any, vkey string) map[string]any {
+		tb.Helper()
+		r, _ := json.Marshal(receipt)
+		l, _ := json.Marshal(log)
+		k, _ := json.Marshal(vkey)
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]any](fmt.Sprintf(`checkInclusion(%s, %s, %s)`, r, l, k), chromedp.EvalAwaitPromise))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return got
+	}
+	if got := check(t, b.Receipt, b.Log, vkey); got["included"] != true {
+		t.Fatalf("checkInclusion of the served bundle: %v", got)
+	}
+	clone := func(m map[string]any) map[string]any {
+		c, _ := json.Marshal(m)
+		var out map[string]any
+		json.Unmarshal(c, &out)
+		return out
+	}
+	other := clone(b.Receipt)
+	other["proof"].(map[string]any)["signature"] = strings.Repeat("A", 86) + "=="
+	path := clone(b.Log)
+	lines := strings.Split(path["proof"].(string), "\n")
+	lines[1] = "index " + fmt.Sprint(path["index"].(float64)+1)
+	path["proof"] = strings.Join(lines, "\n")
+	_, stranger, _ := ed25519.GenerateKey(rand.Reader)
+	strangerKey := strings.Split(vkey, "+")[0] + "+" + strings.Split(vkey, "+")[1] + "+" + base64.StdEncoding.EncodeToString(append([]byte{1}, stranger.Public().(ed25519.PublicKey)...))
+	for _, tc := range []struct {
+		name      string
+		receipt   map[string]any
+		log       map[string]any
+		vkey, not string
+	}{
+		{"OtherReceipt", other, b.Log, vkey, "pinned"},
+		{"OtherIndex", b.Receipt, path, vkey, "pathOK"},
+		{"OtherKey", b.Receipt, b.Log, strangerKey, "signed"},
+	} {
+		if got := check(t, tc.receipt, tc.log, tc.vkey); got["included"] != false || got[tc.not] != false {
+			t.Errorf("%s: checkInclusion %v, want not included, %s false", tc.name, got, tc.not)
+		}
 	}
 }
 

@@ -74,6 +74,15 @@
 //	market/total                         the money in the market (micro-USD, deposits less withdrawals); deposits and withdrawals rewrite it
 //	idem/market:<op>:<sha256(agent)>/<key>  the market's idempotency scopes, by operation and acting agent
 //	memo/<key>                           a memoised checker outcome (checkers.Memo, runtime/replays.MemoStore); key: checkers.Key in hex
+//	tlog/pending/<unixnano:020d>-<id>    a receipt's transparency log entry (receipt.Entry), by when it was signed, written with the receipt (receipt.Put), deleted once integrated
+//	tlog/state                           the log's tree as integrated: {"size", "hash"} (runtime/translog)
+//	tlog/lease                           which node integrates, until when: {"node", "until"}
+//	tlog/checkpoint                      the published checkpoint: a signed note, with the witnesses' cosignatures
+//	tlog/tile/<L:02d>/<N:020d>           a C2SP tlog-tiles tile: up to 256 hashes, as wide as the tree has it
+//	tlog/entry/<N:020d>/<i:03d>          the entry at index N*256+i (entry bundle N is their concatenation, each length-prefixed)
+//	tlog/receipt/<id>/<16 hex>           index: the entry of receipt id whose record hash starts so (each entry is logged once)
+//	tlog/superseded/<id>/<index:020d>    index: the entry at index supersedes receipt id -> its receipt id
+//	tlog/witness/<name>                  the size a witness last cosigned
 //	queue/job/<queue>/<id>               a job of the badger job queue (Queue), its lease and its result; PostgreSQL keeps them in the table assay_queue
 //	queue/wait/<queue>/<order:020d>/<id>  index: the queue's jobs not done, in enqueue order
 //

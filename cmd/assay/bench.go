@@ -37,7 +37,7 @@ func cmdBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	case len(args) > 0 && args[0] == "replays":
 		return cmdBenchReplays(args[1:], stdout, stderr)
 	}
-	fmt.Fprintln(stderr, "usage: assay bench court [--base URL[,URL...]] [--clients N[,N...]] [--cases N | --duration D] [--warmup N] [--dispute-every K] [--fsync-dir DIR] [--json]")
+	fmt.Fprintln(stderr, "usage: assay bench court [--base URL[,URL...]] [--versus URL[,URL...] [--rounds N]] [--clients N[,N...]] [--cases N | --duration D] [--warmup N] [--dispute-every K] [--fsync-dir DIR] [--json]")
 	fmt.Fprintln(stderr, "       assay bench replays --store postgres:URL --base URL --checker PATH [--count N] [--json]")
 	return exitUsage
 }
@@ -65,7 +65,9 @@ func cmdBenchCourt(args []string, stdout, stderr io.Writer) int {
 		disputeEvery = fs.Int("dispute-every", 2, "every K-th case ends in a dispute, the rest in accept (0: none)")
 		floorDir     = fs.String("fsync-dir", envOr("ASSAY_DATA", "."), "measure the disk's floor in `DIR` (the server's data disk): 4 KiB writes each made durable by fdatasync, before and after the runs; empty: do not")
 		floorN       = fs.Int("fsync-writes", 100, "timed writes of the floor, before and again after the runs")
-		asJSON       = fs.Bool("json", false, "print the result as JSON: one run's object, or {\"floor\", \"runs\"} for a list of client counts")
+		asJSON       = fs.Bool("json", false, "print the result as JSON: one run's object, or {\"floor\", \"runs\"} for a list of client counts (with --versus, {\"floor\", \"pairs\"})")
+		versus       = fs.String("versus", "", "other servers' base `URLs` to compare with --base's (a server with another setting, on the same machine): each client count runs --rounds times on each, alternating, and the table compares them")
+		rounds       = fs.Int("rounds", 5, "with --versus, how many runs each side gets at each client count, in alternation")
 	)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -75,8 +77,9 @@ func cmdBenchCourt(args []string, stdout, stderr io.Writer) int {
 	}
 	bases := splitBases(*base)
 	counts, cerr := parseCounts(*clients)
-	if cerr != nil || *cases < 1 || *duration < 0 || *warmup < 0 || *disputeEvery < 0 || *floorN < 1 || len(bases) == 0 {
-		fmt.Fprintln(stderr, "assay bench court: --base must name a server, --clients must be positive counts, --cases and --fsync-writes positive, --duration, --warmup and --dispute-every not negative")
+	others := splitBases(*versus)
+	if cerr != nil || *cases < 1 || *duration < 0 || *warmup < 0 || *disputeEvery < 0 || *floorN < 1 || len(bases) == 0 || *rounds < 1 || *versus != "" && len(others) == 0 {
+		fmt.Fprintln(stderr, "assay bench court: --base (and --versus, when given) must name a server, --clients must be positive counts, --cases, --rounds and --fsync-writes positive, --duration, --warmup and --dispute-every not negative")
 		return exitUsage
 	}
 	ctx := context.Background()
@@ -93,22 +96,43 @@ func cmdBenchCourt(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "assay bench court: %v\n", err)
 		return exitNo
 	}
+	sides := [][]string{bases}
+	if len(others) > 0 {
+		sides = append(sides, others)
+	}
 	if *warmup > 0 {
-		if _, err := benchCourt(ctx, courtLoad{Bases: bases, Clients: counts[len(counts)-1], Cases: *warmup, DisputeEvery: *disputeEvery}); err != nil {
-			fmt.Fprintf(stderr, "assay bench court: warm-up: %v\n", err)
-			return exitNo
+		for _, side := range sides {
+			if _, err := benchCourt(ctx, courtLoad{Bases: side, Clients: counts[len(counts)-1], Cases: *warmup, DisputeEvery: *disputeEvery}); err != nil {
+				fmt.Fprintf(stderr, "assay bench court: warm-up: %v\n", err)
+				return exitNo
+			}
 		}
 	}
 	var runs []courtResult
+	var pairs []courtPair
 	failed := false
 	for _, n := range counts {
-		res, err := benchCourt(ctx, courtLoad{Bases: bases, Clients: n, Cases: *cases, Duration: *duration, DisputeEvery: *disputeEvery})
+		load := courtLoad{Clients: n, Cases: *cases, Duration: *duration, DisputeEvery: *disputeEvery}
+		if len(sides) == 1 {
+			load.Bases = bases
+			res, err := benchCourt(ctx, load)
+			if err != nil {
+				fmt.Fprintf(stderr, "assay bench court: %v\n", err)
+				return exitNo
+			}
+			failed = failed || res.Errors > 0
+			runs = append(runs, res)
+			continue
+		}
+		p, err := benchPair(ctx, load, bases, others, *rounds)
 		if err != nil {
 			fmt.Fprintf(stderr, "assay bench court: %v\n", err)
 			return exitNo
 		}
-		failed = failed || res.Errors > 0
-		runs = append(runs, res)
+		for _, r := range slices.Concat(p.Base, p.Versus) {
+			failed = failed || r.Errors > 0
+		}
+		pairs = append(pairs, p)
 	}
 	if err := measureFloor(); err != nil {
 		fmt.Fprintf(stderr, "assay bench court: %v\n", err)
@@ -122,6 +146,20 @@ func cmdBenchCourt(args []string, stdout, stderr io.Writer) int {
 		for i := range runs {
 			runs[i].FloorRatio = float64(runs[i].CaseP50NS) / float64(fl.FourNS)
 		}
+	}
+	if len(pairs) > 0 {
+		if *asJSON {
+			json.NewEncoder(stdout).Encode(struct {
+				Floor *diskFloor  `json:"floor,omitempty"`
+				Pairs []courtPair `json:"pairs"`
+			}{fl, pairs})
+		} else {
+			printPairs(stdout, pairs, fl)
+		}
+		if failed {
+			return exitNo
+		}
+		return exitOK
 	}
 	switch {
 	case *asJSON && len(runs) == 1:
@@ -220,6 +258,7 @@ func printRun(w io.Writer, res courtResult, fl *diskFloor) {
 		fmt.Fprintf(w, "server-side latency: %s\n", res.ServerNote)
 	}
 	fmt.Fprintf(w, "CPU a case: servers %s µs%s, this load generator %s µs\n", cpuUS(res.Server), faults(res.Server), us(res.ClientCPUUS))
+	printInclusion(w, res)
 	printFloor(w, fl)
 	if fl != nil {
 		fmt.Fprintf(w, "case p50 / four durable writes: %.2fx\n", res.FloorRatio)
@@ -227,6 +266,17 @@ func printRun(w io.Writer, res courtResult, fl *diskFloor) {
 	if res.Errors > 0 {
 		fmt.Fprintf(w, "%d cases failed; first error: %s\n", res.Errors, res.FirstError)
 	}
+}
+
+// printInclusion prints the time from a receipt to its inclusion proof
+// in the run, when the servers keep a transparency log.
+func printInclusion(w io.Writer, r courtResult) {
+	if r.Server == nil || r.Server.Inclusion == nil {
+		return
+	}
+	in := r.Server.Inclusion
+	fmt.Fprintf(w, "%d clients: from a receipt to its inclusion proof (the transparency log, %d receipts): p50 %s ms, p99 %s ms\n",
+		r.Clients, in.Receipts, ms(in.P50NS), ms(in.P99NS))
 }
 
 // printTable prints one line per client count, then the disk's floor.
@@ -248,10 +298,105 @@ func printTable(w io.Writer, runs []courtResult, fl *diskFloor) {
 			ms(r.CaseP50NS), ms(r.CaseP99NS), ms(r.RequestP50NS), ms(r.RequestP99NS), sv, ratio, cpuUS(r.Server), pf, us(r.ClientCPUUS), r.Errors, r.Load)
 	}
 	tw.Flush()
+	for _, r := range runs {
+		printInclusion(w, r)
+	}
 	printFloor(w, fl)
 	for _, r := range runs {
 		if r.Errors > 0 {
 			fmt.Fprintf(w, "%d clients: %d cases failed; first error: %s\n", r.Clients, r.Errors, r.FirstError)
+		}
+	}
+}
+
+// courtPair is one client count run on two sets of servers in
+// alternation: Base (--base) and Versus (--versus), Rounds runs each.
+type courtPair struct {
+	Clients int           `json:"clients"`
+	Base    []courtResult `json:"base"`
+	Versus  []courtResult `json:"versus"`
+	// Ratio is the median of Versus's cases/s over the median of Base's.
+	Ratio float64 `json:"versus_over_base"`
+}
+
+// benchPair runs l on base and on versus, rounds times each, in
+// alternation: base first in the odd rounds, versus first in the even
+// ones, so that a drift of the machine over the run weighs on both.
+func benchPair(ctx context.Context, l courtLoad, base, versus []string, rounds int) (courtPair, error) {
+	p := courtPair{Clients: l.Clients}
+	for i := range rounds {
+		order := []bool{false, true}
+		if i%2 == 1 {
+			order = []bool{true, false}
+		}
+		for _, other := range order {
+			l.Bases = base
+			if other {
+				l.Bases = versus
+			}
+			res, err := benchCourt(ctx, l)
+			if err != nil {
+				return p, err
+			}
+			if other {
+				p.Versus = append(p.Versus, res)
+			} else {
+				p.Base = append(p.Base, res)
+			}
+		}
+	}
+	p.Ratio = medianRate(p.Versus) / medianRate(p.Base)
+	return p, nil
+}
+
+// medianRate is the median cases/s of runs.
+func medianRate(runs []courtResult) float64 {
+	rates := make([]float64, len(runs))
+	for i, r := range runs {
+		rates[i] = r.CasesPerSec
+	}
+	slices.Sort(rates)
+	if n := len(rates); n%2 == 0 {
+		return (rates[n/2-1] + rates[n/2]) / 2
+	}
+	return rates[len(rates)/2]
+}
+
+// printPairs prints each run of each pair, base and versus in the order
+// they ran, then each pair's medians and their ratio.
+func printPairs(w io.Writer, pairs []courtPair, fl *diskFloor) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "clients\tround\tservers\tcases\tcases/s\tcase p50 ms\tcase p99 ms\tserver CPU µs/case\tinclusion p50 ms\tinclusion p99 ms\terrors\tload\t")
+	row := func(clients, round int, side string, r courtResult) {
+		p50, p99 := "-", "-"
+		if r.Server != nil && r.Server.Inclusion != nil {
+			p50, p99 = ms(r.Server.Inclusion.P50NS), ms(r.Server.Inclusion.P99NS)
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t\n", clients, round, side, r.Cases, r.CasesPerSec,
+			ms(r.CaseP50NS), ms(r.CaseP99NS), cpuUS(r.Server), p50, p99, r.Errors, r.Load)
+	}
+	for _, p := range pairs {
+		for i := range p.Base {
+			if i%2 == 0 {
+				row(p.Clients, i+1, "base", p.Base[i])
+				row(p.Clients, i+1, "versus", p.Versus[i])
+			} else {
+				row(p.Clients, i+1, "versus", p.Versus[i])
+				row(p.Clients, i+1, "base", p.Base[i])
+			}
+		}
+	}
+	tw.Flush()
+	for _, p := range pairs {
+		fmt.Fprintf(w, "%d clients: base median %.0f cases/s, versus median %.0f cases/s: versus/base %.3f\n",
+			p.Clients, medianRate(p.Base), medianRate(p.Versus), p.Ratio)
+	}
+	printFloor(w, fl)
+	for _, p := range pairs {
+		for _, r := range slices.Concat(p.Base, p.Versus) {
+			if r.Errors > 0 {
+				fmt.Fprintf(w, "%d clients: %d cases failed; first error: %s\n", r.Clients, r.Errors, r.FirstError)
+			}
 		}
 	}
 }
@@ -320,6 +465,18 @@ type serverLatency struct {
 	// CPU profile puts on whatever code touched the page.
 	PageFaults        float64 `json:"page_faults"`
 	PageFaultsPerCase float64 `json:"page_faults_per_case,omitempty"`
+	// Inclusion is the time from a receipt to its inclusion proof over
+	// the run (the servers' assay_log_inclusion_seconds); nil when they
+	// keep no transparency log.
+	Inclusion *inclusionLatency `json:"inclusion,omitempty"`
+}
+
+// inclusionLatency is how long the receipts of a run waited for a
+// published checkpoint of the transparency log to include them.
+type inclusionLatency struct {
+	Receipts int64 `json:"receipts"`
+	P50NS    int64 `json:"p50_ns"`
+	P99NS    int64 `json:"p99_ns"`
 }
 
 type routeLatency struct {
@@ -392,9 +549,14 @@ func latencyDelta(before, after []metrics.Scrape) *serverLatency {
 		}
 	}
 	sv := &serverLatency{Requests: int64(all.Count()), P50NS: ns(all, 0.5), P99NS: ns(all, 0.99), Routes: map[string]routeLatency{}}
+	var incl metrics.Histogram
 	for i := range after {
 		sv.CPUSeconds += after[i].Sum(processCPU, nil) - before[i].Sum(processCPU, nil)
 		sv.PageFaults += after[i].Sum(metrics.PageFaults, nil) - before[i].Sum(metrics.PageFaults, nil)
+		incl = incl.Add(after[i].Histogram(logInclusion, nil).Sub(before[i].Histogram(logInclusion, nil)))
+	}
+	if incl.Count() > 0 {
+		sv.Inclusion = &inclusionLatency{Receipts: int64(incl.Count()), P50NS: ns(incl, 0.5), P99NS: ns(incl, 0.99)}
 	}
 	for k, h := range byRoute {
 		sv.Routes[k[0]+" "+k[1]] = routeLatency{Method: k[0], Route: k[1], Requests: int64(h.Count()), P50NS: ns(h, 0.5), P99NS: ns(h, 0.99)}

@@ -115,6 +115,7 @@ func cmdServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	limits := fs.String("limits", "", "the rate `LIMITS` per caller, the upload quotas and the decisions at once: off, or NAME=VALUE,… changing the defaults ("+defaultLimits().String()+
 		"); no environment variable: a server never inherits its limits from an environment")
 	proxies := fs.String("trusted-proxies", "", "`ADDRS` (addresses or CIDR prefixes, comma-separated) of proxies whose X-Forwarded-For names the client; none: the peer is the client and the header is ignored; no environment variable")
+	tlogs := logFlags(fs)
 	memoryBudget := fs.String("memory-budget", envOr("ASSAY_MEMORY_BUDGET", ""), "`MiB` checker runs may hold at once, snapshots included ($ASSAY_MEMORY_BUDGET); runs wait for room (default half the machine's memory)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: assay serve [--addr :8080] [--data ./data] [--store badger:PATH|postgres:URL] [--keys DIR] [--memory-budget MiB]")
@@ -184,7 +185,7 @@ func cmdServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	cfg := serveConfig{Addr: *addr, Data: c.Data, Store: c.Store, Keys: c.Keys, MattersAuth: api.MattersAuth(*mattersAuth), CORSOrigins: *corsOrigins,
 		MarketAuth: api.Auth(*marketAuth), CourtAuth: api.Auth(*courtAuth), MemoryBudgetMiB: budget,
 		LogFormat: *logFormat, LogRequests: logRequests, Metrics: withMetrics, DebugAddr: *debugAddr, Rail: rails, PublicURLs: publicURLs,
-		Limits: limitSpec, TrustedProxies: trusted}
+		Limits: limitSpec, TrustedProxies: trusted, Log: tlogs}
 	if err := serveWith(ctx, cfg, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "assay serve: %v\n", err)
 		return exitNo
@@ -215,6 +216,8 @@ type serveConfig struct {
 	DebugAddr string
 	// Rail is the market's payment rail; nil or "dev": the dev rail.
 	Rail *railSpec
+	// Log is the transparency log's; nil: no log.
+	Log *logSpec
 	// PublicURLs are the origins signatures may be made for
 	// (api.Config.PublicURLs); none: the listen address and loopback.
 	PublicURLs []string
@@ -344,6 +347,10 @@ func serveWith(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
+	tlog, err := cfg.Log.open(cfg.config().KeysDir(), db, keys, log, m)
+	if err != nil {
+		return err
+	}
 	svc, err := wire(ctx, db, signer, sb, juror, marketNow, log, m, withRail(marketRail, intents),
 		withAuth(cfg.CourtAuth, cfg.MarketAuth, mattersAuth), withQuotas(cfg.Limits.Quotas))
 	if err != nil {
@@ -356,6 +363,7 @@ func serveWith(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) e
 		}
 	}
 	defer startReplayWorker(ctx, svc.worker, log)()
+	defer startLog(ctx, tlog, log)()
 	log.Info("judgment matters", "auth", string(mattersAuth), "routes", "/api/v1/economic/matters")
 	if mattersAuth == api.MattersOpen {
 		log.Warn("judgment matters in open mode: identities come from request bodies, no signatures are checked; for local use only")
@@ -402,7 +410,7 @@ func serveWith(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) e
 		publicURLs = []string{api.Loopback, "http://" + ln.Addr().String()}
 	}
 	log.Info("signatures", "public_urls", strings.Join(publicURLs, ","))
-	app := api.New(api.Config{
+	acfg := api.Config{
 		Court: svc.court, Checkers: svc.checkers, Market: svc.market, Matters: svc.matters, Replays: svc.replays,
 		Identities: svc.identities, Replies: idem.NewKeeper(db), PublicURLs: publicURLs,
 		Keys: keys, OperatorToken: os.Getenv("ASSAY_OPERATOR_TOKEN"),
@@ -411,7 +419,11 @@ func serveWith(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) e
 		AdvanceMarketClock: advance, ReplayQueue: svc.queue,
 		Metrics: m, LogRequests: cfg.LogRequests,
 		Limits: api.Limits{Rates: cfg.Limits.Rates, TrustedProxies: cfg.TrustedProxies, ConcurrentDecisions: cfg.Limits.Decisions},
-	})
+	}
+	if tlog != nil { // a nil *translog.Log is no log, not a log that is nil
+		acfg.Log = tlog
+	}
+	app := api.New(acfg)
 	printServing(stdout, ln.Addr(), m != nil, dir, cfg.Store.String(), keys.Current().PublicKey)
 	served := make(chan error, 1)
 	go func() { served <- app.Listener(ln) }()

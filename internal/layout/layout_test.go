@@ -250,6 +250,7 @@ var apiNever = map[string]map[string]bool{
 	"replays":   {"Service": true, "NewService": true, "Library": true, "NewLibrary": true, "Worker": true, "NewWorker": true},
 	"principal": {"Registry": true, "New": true},
 	"store":     {"Store": true},
+	"translog":  {"Log": true, "New": true},
 }
 
 // TestAPINamesNoService: api's production code names no concrete service

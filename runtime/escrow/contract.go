@@ -863,6 +863,9 @@ func (s *Service) finalize(tx store.Tx, c *Contract, ck clock, d decision) ([]by
 	if err != nil {
 		return nil, fmt.Errorf("escrow: sign receipt: %w", err)
 	}
+	if d.tier == TierOperator { // the operator's resolution overturns the escalation's receipt, in the transparency log
+		r = r.Superseding(receipt.ID(c.ID, "escalation"))
+	}
 	body, err := receipt.Put(tx, r, ck.now, c.Buyer, c.Seller)
 	if err != nil {
 		return nil, err

@@ -243,6 +243,11 @@ func (s *Service) record(tx store.Tx, m *Matter, kind string, now time.Time, fil
 	if err != nil {
 		return receipt.Receipt{}, fmt.Errorf("matters: sign %s: %w", kind, err)
 	}
+	if kind == KindAppealResolved && m.Status == StatusOverturned { // in the transparency log, the verdict overturned on appeal is superseded
+		if r, err = receipt.SupersedeLast(tx, r, m.Receipts, receiptTypes[KindAggregated]); err != nil {
+			return receipt.Receipt{}, err
+		}
+	}
 	if _, err := receipt.Put(tx, r, now); err != nil {
 		return receipt.Receipt{}, err
 	}

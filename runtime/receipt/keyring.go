@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -71,6 +72,10 @@ type Keyring struct {
 
 	mu   sync.RWMutex
 	keys []ringKey // oldest first; the last one signs
+
+	// logged: the receipts Sign makes are recorded for the transparency
+	// log by Put (LogReceipts).
+	logged atomic.Bool
 }
 
 type ringKey struct {
@@ -165,15 +170,23 @@ func (k *Keyring) Sign(kind, id string, subject any) (Receipt, error) {
 			return Receipt{}, err
 		}
 	}
-	issued := truncate(k.now())
+	now := k.now()
+	issued := truncate(now)
 	k.mu.RLock()
 	cur := k.keys[len(k.keys)-1]
 	k.mu.RUnlock()
 	if issued.Before(cur.notBefore) {
 		return Receipt{}, fmt.Errorf("%w: now %s, not_before %s", ErrClock, issued.Format(timeLayout), cur.notBefore.Format(timeLayout))
 	}
-	return cur.signing.sign(kind, id, issued, subject)
+	r, err := cur.signing.sign(kind, id, issued, subject)
+	r.logged, r.signed = k.logged.Load(), now
+	return r, err
 }
+
+// LogReceipts turns the transparency log on for the receipts Sign makes
+// from now on: Put records each one's Entry for the log to integrate. A
+// court turns it on once, before it serves.
+func (k *Keyring) LogReceipts() { k.logged.Store(true) }
 
 // Rotate makes a new key the signing key. The old key stays listed with
 // not_after set to now, so receipts it signed keep verifying. It returns the

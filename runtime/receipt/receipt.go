@@ -58,6 +58,15 @@ type Receipt struct {
 	IssuanceDate      string          `json:"issuanceDate"`
 	CredentialSubject json.RawMessage `json:"credentialSubject"`
 	Proof             Proof           `json:"proof"`
+
+	// logged: a Keyring whose log is on signed it, so Put records its
+	// Entry for the transparency log, under a key ordered by signed (the
+	// keyring's clock when it signed, to the nanosecond). supersedes is
+	// the id of the receipt it overturns (Superseding). None of them is
+	// part of the receipt.
+	logged     bool
+	signed     time.Time
+	supersedes string
 }
 
 // Proof is a receipt's proof in the Suite.

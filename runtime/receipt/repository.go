@@ -57,6 +57,15 @@ func Marshal(v any) ([]byte, error) {
 // service's clock (receipts carry whole seconds; the index orders receipts
 // signed within one second too). It returns the stored bytes, which are
 // what the service answers with.
+//
+// A receipt signed by a Keyring whose log is on (Keyring.LogReceipts) is
+// also recorded for the transparency log, in the same transaction: its
+// Entry under a key of its own (PendingPrefix), which no other
+// transaction writes, so that a receipt is durable in the log's queue
+// exactly when it is durable at all, and concurrent mutations do not
+// conflict over the log. The key orders it by when the keyring signed
+// it (not by at, a service's clock, which a test may move), the clock the
+// log looks for recent entries by.
 func Put(tx store.Tx, r Receipt, at time.Time, parties ...string) (json.RawMessage, error) {
 	id := r.ShortID()
 	body, err := marshalReceipt(r)
@@ -65,6 +74,11 @@ func Put(tx store.Tx, r Receipt, at time.Time, parties ...string) (json.RawMessa
 	}
 	if err := tx.Set(keyByID+id, body); err != nil {
 		return nil, err
+	}
+	if r.logged {
+		if err := tx.Set(pendingKey(r.signed, id), EntryOf(r).Marshal()); err != nil {
+			return nil, err
+		}
 	}
 	var stamp [20]byte
 	nano := strconv.AppendInt(stamp[:0], at.UnixNano(), 10)

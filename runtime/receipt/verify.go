@@ -102,7 +102,9 @@ func ParseKey(s string) (Key, error) {
 }
 
 // Verify checks one receipt given as JSON, bare or wrapped as
-// {"receipt": …}, in the Suite form or the Data Integrity form.
+// {"receipt": …} (or {"receipt": …, "log": …}, a receipt with its
+// transparency log proof, which Verify leaves to the log's verifier), in
+// the Suite form or the Data Integrity form.
 func (v *Verifier) Verify(data []byte) Result {
 	// Fast path: a bare receipt in the Suite form decodes strictly at once.
 	if r, err := decodeReceipt(data); err == nil && r.Proof.Type == Suite && r.CredentialSubject != nil {
@@ -166,8 +168,9 @@ func unwrap(data []byte) ([]byte, map[string]json.RawMessage, error) {
 		return nil, nil, errors.New("not a receipt: not a JSON object")
 	}
 	if inner, ok := doc["receipt"]; ok && doc["proof"] == nil && doc["credentialSubject"] == nil {
-		if len(doc) != 1 {
-			return nil, nil, errors.New(`not a receipt: the {"receipt": …} wrapper has other members`)
+		_, logged := doc["log"]
+		if len(doc) != 1 && (len(doc) != 2 || !logged) {
+			return nil, nil, errors.New(`not a receipt: the {"receipt": …} wrapper has other members than "log"`)
 		}
 		data, doc = inner, nil
 		if err := json.Unmarshal(data, &doc); err != nil || doc == nil {

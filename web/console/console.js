@@ -99,6 +99,96 @@ async function verifyReceipt(text, keys) {
   return res;
 }
 
+// ---- The transparency log (C2SP signed-note, tlog-checkpoint, tlog-proof; RFC 6962/9162) ----
+
+const sha256 = async (...parts) => {
+  const n = parts.reduce((k, x) => k + x.length, 0);
+  const all = new Uint8Array(n);
+  let off = 0;
+  for (const x of parts) { all.set(x, off); off += x.length; }
+  return new Uint8Array(await crypto.subtle.digest('SHA-256', all));
+};
+const bytesEqual = (a, b) => a.length === b.length && a.every((x, i) => x === b[i]);
+const utf8 = (s) => new TextEncoder().encode(s);
+
+// openCheckpoint checks a checkpoint note against the log's verifier key
+// (name+hash+base64(0x01 ‖ Ed25519 key)) and reads it. It answers
+// {signed, origin, size, root, cosignatures, reason}: cosignatures counts
+// the signature lines of other keys (the witnesses'), which are not
+// checked here.
+async function openCheckpoint(text, vkey) {
+  const res = { signed: false, origin: '', size: 0, root: null, cosignatures: 0, reason: '' };
+  const i = vkey.indexOf('+');
+  const j = vkey.indexOf('+', i + 1);
+  const name = vkey.slice(0, i);
+  const split = text.lastIndexOf('\n\n');
+  if (i < 0 || j < 0 || split < 0) { res.reason = 'not a signed note, or not a verifier key'; return res; }
+  const body = text.slice(0, split + 1);
+  const [origin, size, root] = body.split('\n');
+  Object.assign(res, { origin, size: Number(size), root: unb64(root) });
+  const key = unb64(vkey.slice(j + 1));
+  const id = (await sha256(utf8(`${name}\n`), key)).slice(0, 4);
+  if (key[0] !== 1 || key.length !== 33 || hex(id) !== vkey.slice(i + 1, j)) { res.reason = 'the log key is not an Ed25519 verifier key'; return res; }
+  const pub = await crypto.subtle.importKey('raw', key.slice(1), { name: 'Ed25519' }, false, ['verify']);
+  for (const line of text.slice(split + 2).split('\n')) {
+    const m = /^\u2014 (\S+) (\S+)$/.exec(line);
+    if (!m) continue;
+    const sig = unb64(m[2]);
+    if (m[1] === name && bytesEqual(sig.slice(0, 4), id)) {
+      res.signed = res.signed || await crypto.subtle.verify('Ed25519', pub, sig.slice(4), utf8(body));
+    } else res.cosignatures++;
+  }
+  if (!res.signed) res.reason = 'no valid signature of the log\'s key';
+  else if (origin !== name) { res.signed = false; res.reason = `origin ${origin} is not the key's name ${name}`; }
+  return res;
+}
+
+// rootFromPath is the root an RFC 6962 audit path leads to (RFC 9162
+// 2.1.3.2), or null when the path is too long or too short.
+async function rootFromPath(index, size, leaf, path) {
+  let fn = index;
+  let sn = size - 1;
+  let r = leaf;
+  for (const p of path) {
+    if (sn === 0) return null;
+    if (fn % 2 === 1 || fn === sn) {
+      r = await sha256(Uint8Array.of(1), p, r);
+      while (fn % 2 === 0 && fn !== 0) { fn = Math.floor(fn / 2); sn = Math.floor(sn / 2); }
+    } else r = await sha256(Uint8Array.of(1), r, p);
+    fn = Math.floor(fn / 2); sn = Math.floor(sn / 2);
+  }
+  return sn === 0 ? r : null;
+}
+
+// checkInclusion checks what GET /receipts/{id}?log=true says of receipt
+// r: that the log's entry pins r (its id, kind, issue time, subject hash,
+// key and signature), and that its C2SP tlog-proof leads from the entry to
+// the root of a checkpoint the log's key signed. It answers {included,
+// pinned, pathOK, signed, index, size, reason}.
+async function checkInclusion(r, log, vkey) {
+  const res = { included: false, pinned: false, pathOK: false, signed: false, index: log.index, size: 0, reason: '' };
+  const want = ['assay-receipt/v1', `id ${String(r.id).replace('urn:assay:receipt:', '')}`, `kind ${r.type && r.type[1]}`,
+    `issued ${r.issuanceDate}`, `subject ${r.proof.subjectHash}`, `key ${r.proof.publicKey}`, `signature ${r.proof.signature}`].join('\n') + '\n';
+  res.pinned = log.entry === want || (log.entry || '').startsWith(`${want}supersedes `);
+  const cut = (log.proof || '').indexOf('\n\n');
+  const head = (log.proof || '').slice(0, cut).split('\n');
+  if (cut < 0 || head[0] !== 'c2sp.org/tlog-proof@v1') { res.reason = 'no tlog-proof'; return res; }
+  const lines = head.slice(head[1] && head[1].startsWith('extra ') ? 2 : 1);
+  const index = Number((lines[0] || '').replace('index ', ''));
+  const cp = await openCheckpoint(log.proof.slice(cut + 2), vkey);
+  res.signed = cp.signed;
+  res.size = cp.size;
+  const leaf = await sha256(Uint8Array.of(0), utf8(log.entry || ''));
+  const root = await rootFromPath(index, cp.size, leaf, lines.slice(1).map(unb64));
+  res.pathOK = index === log.index && root != null && cp.root != null && bytesEqual(root, cp.root);
+  res.included = res.pinned && res.pathOK && res.signed;
+  res.reason = res.included ? `entry ${index} of a tree of ${cp.size}, in a checkpoint the log's key signed`
+    : !res.pinned ? 'the log\'s entry does not pin this receipt'
+      : !res.signed ? `the checkpoint does not verify: ${cp.reason}`
+        : 'the audit path does not lead to the checkpoint\'s root';
+  return res;
+}
+
 // ---- Prometheus text format ----
 
 // parseMetrics reads the text exposition format into samples
@@ -168,7 +258,7 @@ function sparkline(title, points, width = 260, height = 48) {
 
 // ---- Overview ----
 
-const state = { keys: [], metricsHistory: [] };
+const state = { keys: [], metricsHistory: [], log: null };
 
 async function loadHealth() {
   try {
@@ -190,6 +280,40 @@ async function loadLedger() {
       el('table', {}, el('thead', {}, el('tr', {}, el('th', {}, 'currency'), el('th', {}, 'sum over all accounts'))), el('tbody', {}, ...rows)));
     body.classList.remove('muted');
   } catch (e) { fill(body, `ledger unavailable (${e.message})`); }
+}
+
+async function loadLogKey() {
+  try {
+    const r = await fetch('/log/key', { headers: { Accept: 'application/json' } });
+    state.log = r.ok ? await r.json() : null;
+  } catch { state.log = null; }
+}
+
+async function loadLog() {
+  const card = $('#log');
+  const body = $('#log .body');
+  if (!state.log) {
+    fill(body, el('p', { id: 'log-off' }, 'this server keeps no transparency log'));
+    return;
+  }
+  let text;
+  try {
+    const r = await fetch('/log/checkpoint');
+    if (r.status === 404) { fill(body, el('p', {}, 'no checkpoint published yet'), el('p', { class: 'muted' }, state.log.origin)); return; }
+    if (!r.ok) throw new Error(`HTTP ${r.status}`);
+    text = await r.text();
+  } catch (e) { fill(body, `log unavailable (${e.message})`); return; }
+  const cp = await openCheckpoint(text, state.log.verifier_key);
+  card.dataset.size = String(cp.size);
+  card.dataset.signed = String(cp.signed);
+  body.classList.remove('muted');
+  const w = state.log.witnesses || [];
+  fill(body, el('p', { id: 'log-size' }, el('strong', {}, String(cp.size)), ` receipt${cp.size === 1 ? '' : 's'} in the log`),
+    el('p', { class: cp.signed ? 'ok' : 'bad', id: 'log-signed' }, cp.signed ? '✓ checkpoint signed by the log\'s key (checked in this browser)' : `✗ ${cp.reason}`),
+    el('table', {}, el('tbody', {},
+      el('tr', {}, el('td', {}, 'origin'), el('td', {}, el('code', {}, cp.origin))),
+      el('tr', {}, el('td', {}, 'root'), el('td', {}, el('code', { title: text }, hex(cp.root || []).slice(0, 16) + '…'))),
+      el('tr', {}, el('td', {}, 'witnesses'), el('td', {}, w.length ? `${cp.cosignatures} cosignatures; ${w.length} witness${w.length === 1 ? '' : 'es'}, quorum ${state.log.quorum}` : 'none')))));
 }
 
 async function loadActivity() {
@@ -314,9 +438,37 @@ async function showCase(id) {
       fill(out, el('strong', {}, v.valid ? 'valid' : 'invalid'), ` — ${v.reason}`,
         el('br'), `hash ${mark(v.hashOK)} · signature ${mark(v.sigOK)} · court key ${mark(v.keyOK)} · envelope ${mark(v.envelopeOK)}`);
     });
-    $('#receipts').append(el('section', { class: 'receipt-box' }, el('h3', {}, `receipt ${rid}`), area, el('p', {}, button), out));
+    const logged = el('div', { class: 'log-result', 'data-receipt': rid });
+    $('#receipts').append(el('section', { class: 'receipt-box' }, el('h3', {}, `receipt ${rid}`), area, el('p', {}, button), out, logged));
+    if (state.log) watchInclusion(id, rid, logged);
   }
   document.body.dataset.case = id;
+}
+
+// watchInclusion shows what the transparency log says of receipt rid,
+// checked in this browser, and asks again each second while the receipt
+// waits for a checkpoint and case id's page is open.
+async function watchInclusion(id, rid, node) {
+  let b;
+  try {
+    const r = await fetch(`/receipts/${encodeURIComponent(rid)}?log=true`);
+    if (!r.ok) throw new Error(`HTTP ${r.status}`);
+    b = await r.json();
+  } catch (e) { fill(node, `transparency log: unavailable (${e.message})`); return; }
+  const log = b.log || {};
+  node.dataset.status = log.status;
+  if (log.status !== 'included') {
+    fill(node, `transparency log: ${log.status}`, log.status === 'absent' ? ' (signed while the log was off)' : ' (a checkpoint includes it within about a second)');
+    if (log.status !== 'absent') setTimeout(() => { if (document.body.dataset.case === id && !$('#case').hidden) watchInclusion(id, rid, node); }, 1000);
+    return;
+  }
+  const v = await checkInclusion(b.receipt, log, state.log.verifier_key);
+  node.className = `log-result ${v.included ? 'ok' : 'bad'}`;
+  node.dataset.included = String(v.included);
+  const mark = (x) => (x ? '✓' : '✗');
+  fill(node, el('strong', {}, v.included ? `in the transparency log at index ${log.index}` : 'NOT shown in the transparency log'), ` — ${v.reason}`,
+    el('br'), `entry pins the receipt ${mark(v.pinned)} · audit path ${mark(v.pathOK)} · checkpoint signed ${mark(v.signed)}`,
+    ...(log.superseded_by || []).map((s) => [el('br'), `superseded by the receipt of entry ${s.index}: ${(/^id (\S+)$/m.exec(s.entry || '') || [])[1] || '?'}`]).flat());
 }
 
 // ---- Routing and the live loop ----
@@ -333,7 +485,7 @@ let timer;
 async function refresh() {
   clearTimeout(timer);
   if (!$('#case').hidden) return;
-  await Promise.all([loadHealth(), loadLedger(), loadActivity(), loadMarket(), loadMetrics()]);
+  await Promise.all([loadHealth(), loadLedger(), loadActivity(), loadMarket(), loadMetrics(), loadLog()]);
   document.body.dataset.loaded = 'true';
   if ($('#live').checked) timer = setTimeout(refresh, 3000);
 }
@@ -342,6 +494,6 @@ document.addEventListener('DOMContentLoaded', async () => {
   $('#listing-search').addEventListener('submit', searchListings);
   $('#live').addEventListener('change', refresh);
   window.addEventListener('hashchange', route);
-  await loadKeys();
+  await Promise.all([loadKeys(), loadLogKey()]);
   route();
 });
