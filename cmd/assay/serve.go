@@ -441,7 +441,8 @@ func wire(ctx context.Context, db store.Store, keys escrow.Signer, sb *wasm.Sand
 		o(&w)
 	}
 	reg := principal.New(db, time.Now)
-	court, err := escrow.New(ctx, escrow.Config{Store: db, Signer: keys, Runner: runner, Juror: juror, Now: time.Now, Auth: w.court, Identities: reg})
+	newID := idsFor(db)
+	court, err := escrow.New(ctx, escrow.Config{Store: db, Signer: keys, Runner: runner, Juror: juror, Now: time.Now, NewID: newID, Auth: w.court, Identities: reg})
 	if err != nil {
 		return nil, err
 	}
@@ -453,11 +454,11 @@ func wire(ctx context.Context, db store.Store, keys escrow.Signer, sb *wasm.Sand
 	if err != nil {
 		return nil, err
 	}
-	bazaar, err := market.New(market.Config{Store: db, Signer: keys, Runner: runner, Now: marketNow, Rail: w.rail, Auth: w.market})
+	bazaar, err := market.New(market.Config{Store: db, Signer: keys, Runner: runner, Now: marketNow, NewID: newID, Rail: w.rail, Auth: w.market})
 	if err != nil {
 		return nil, err
 	}
-	judgments, err := matters.New(matters.Config{Store: db, Signer: keys, Now: time.Now, Court: appealcourt.New(court), Auth: w.matters, Principals: reg})
+	judgments, err := matters.New(matters.Config{Store: db, Signer: keys, Now: time.Now, NewID: newID, Court: appealcourt.New(court), Auth: w.matters, Principals: reg})
 	if err != nil {
 		return nil, err
 	}

@@ -109,8 +109,8 @@ type Config struct {
 	Rail rail.Rail
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
-	// NewID returns a fresh id; the store's choice (store.IDs) when
-	// nil.
+	// NewID returns a fresh id; ident.NewID when nil (cmd/assay gives
+	// PostgreSQL ident.RandomID).
 	NewID func() string
 	// Rand picks sample listings: a number in [0, n). math/rand when nil.
 	Rand func(n int) int
@@ -168,7 +168,7 @@ func New(cfg Config) (*Service, error) {
 		s.now = time.Now
 	}
 	if s.newID == nil {
-		s.newID = store.IDs(cfg.Store)
+		s.newID = ident.NewID
 	}
 	if s.rand == nil {
 		s.rand = mrand.IntN

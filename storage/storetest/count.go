@@ -13,7 +13,7 @@ import (
 type Counts struct {
 	Updates int // read-write transactions run, retries included
 	Views   int // read-only transactions run
-	Reads   int // Gets, and keys a Scan handed to its callback
+	Reads   int // keys read by Get and GetMany, and keys a Scan handed to its callback
 	Scans   int // Scans begun
 	Writes  int // Sets and Deletes
 	Bytes   int // the keys and values written
@@ -64,7 +64,7 @@ func (c *Counter) add(f func(*Counts)) {
 func (c *Counter) Update(ctx context.Context, fn func(store.Tx) error) error {
 	return c.Store.Update(ctx, func(tx store.Tx) error {
 		c.add(func(n *Counts) { n.Updates++ })
-		return fn(countTx{tx, c})
+		return fn(&countTx{tx: tx, c: c})
 	})
 }
 
@@ -72,21 +72,41 @@ func (c *Counter) Update(ctx context.Context, fn func(store.Tx) error) error {
 func (c *Counter) View(ctx context.Context, fn func(store.Tx) error) error {
 	return c.Store.View(ctx, func(tx store.Tx) error {
 		c.add(func(n *Counts) { n.Views++ })
-		return fn(countTx{tx, c})
+		return fn(&countTx{tx: tx, c: c})
 	})
 }
 
+// countTx counts a key read once until the transaction writes it, as
+// the store reads it: a Get of a key that GetMany read answers from what
+// it read.
 type countTx struct {
-	tx store.Tx
-	c  *Counter
+	tx   store.Tx
+	c    *Counter
+	read map[string]bool
 }
 
-func (t countTx) Get(key string) ([]byte, error) {
-	t.c.add(func(n *Counts) { n.Reads++ })
+func (t *countTx) Get(key string) ([]byte, error) {
+	if !t.read[key] {
+		t.c.add(func(n *Counts) { n.Reads++ })
+	}
 	return t.tx.Get(key)
 }
 
-func (t countTx) Set(key string, value []byte) error {
+func (t *countTx) GetMany(keys ...string) ([][]byte, error) {
+	if t.read == nil {
+		t.read = map[string]bool{}
+	}
+	for _, k := range keys {
+		if !t.read[k] {
+			t.read[k] = true
+			t.c.add(func(n *Counts) { n.Reads++ })
+		}
+	}
+	return t.tx.GetMany(keys...)
+}
+
+func (t *countTx) Set(key string, value []byte) error {
+	delete(t.read, key)
 	t.c.add(func(n *Counts) { n.Writes++; n.Bytes += len(key) + len(value) })
 	if t.c.OnSet != nil {
 		t.c.OnSet(key, value)
@@ -94,12 +114,13 @@ func (t countTx) Set(key string, value []byte) error {
 	return t.tx.Set(key, value)
 }
 
-func (t countTx) Delete(key string) error {
+func (t *countTx) Delete(key string) error {
+	delete(t.read, key)
 	t.c.add(func(n *Counts) { n.Writes++; n.Bytes += len(key) })
 	return t.tx.Delete(key)
 }
 
-func (t countTx) Scan(prefix string, reverse bool, fn func(string, []byte) error) error {
+func (t *countTx) Scan(prefix string, reverse bool, fn func(string, []byte) error) error {
 	t.c.add(func(n *Counts) { n.Scans++ })
 	return t.tx.Scan(prefix, reverse, func(k string, v []byte) error {
 		t.c.add(func(n *Counts) { n.Reads++ })
