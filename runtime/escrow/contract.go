@@ -591,7 +591,8 @@ func (s *Service) Deliver(ctx context.Context, a principal.Actor, id string, req
 	evidenceHash := hex.EncodeToString(sum[:])
 	body := json.RawMessage(`{"evidence_hash":"` + evidenceHash + `","status":"` + string(StatusDelivered) + `"}`) // hex needs no escape
 	ck := s.tick()
-	return s.mutate(ctx, ik, nil, func(tx store.Tx, w *saved) (Reply, error) {
+	reads := func() []string { return []string{contractKey(id)} }
+	return s.mutate(ctx, ik, reads, func(tx store.Tx, w *saved) (Reply, error) {
 		r, err := s.contracts.load(tx, id)
 		if err != nil {
 			return Reply{}, err

@@ -340,6 +340,18 @@ type Audit struct {
 	OutOfBounds []string `json:"out_of_bounds,omitempty"`
 }
 
+// Legs calls fn with every leg of the ledger, in key order, until fn
+// returns an error.
+func Legs(tx store.Tx, fn func(Leg) error) error {
+	return tx.Scan(prefix, false, func(k string, v []byte) error {
+		leg, err := decodeLeg(k, v)
+		if err != nil {
+			return err
+		}
+		return fn(leg)
+	})
+}
+
 // Check reads the whole ledger and checks it with exact arithmetic: the
 // sums per currency, each leg's amount, each account's balance and each
 // currency's total (the sum of the positive balances).
