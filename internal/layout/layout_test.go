@@ -76,7 +76,6 @@ var testHelpers = map[string]bool{
 	module + "/internal/conformance":          true,
 	module + "/internal/pgtest":               true,
 	module + "/storage/storetest":             true,
-	module + "/runtime/store/jsonw/jsonwtest": true,
 }
 
 func layer(path string) string {
