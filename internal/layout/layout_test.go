@@ -73,9 +73,9 @@ var leaves = map[string]bool{
 // testHelpers are the packages for tests only: they may import testing,
 // and production code never imports them.
 var testHelpers = map[string]bool{
-	module + "/internal/conformance":          true,
-	module + "/internal/pgtest":               true,
-	module + "/storage/storetest":             true,
+	module + "/internal/conformance": true,
+	module + "/internal/pgtest":      true,
+	module + "/storage/storetest":    true,
 }
 
 func layer(path string) string {
