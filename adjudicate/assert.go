@@ -113,6 +113,7 @@ type pathOp struct {
 	op    string
 	value any
 	re    *regexp.Regexp
+	insts int    // the size of re's program
 	label string // "rows gte 100"
 	okMsg string // label + " -> true"
 }
@@ -154,6 +155,9 @@ func compilePathOp(a *Assertion, value any, at string) (*pathOp, error) {
 		if err != nil {
 			return nil, errorf(EInvalidAssertion, at+".value: not an RE2 regular expression: "+err.Error(), err)
 		}
+		if po.insts = regexInsts(s); po.insts > MaxRegexInsts {
+			return nil, bad("regex compiles to %d instructions, over the limit of %d (MaxRegexInsts)", po.insts, MaxRegexInsts)
+		}
 		po.re = re
 	default: // eq ne contains
 		if !hasValue {
@@ -172,32 +176,41 @@ func compilePathOp(a *Assertion, value any, at string) (*pathOp, error) {
 	return po, nil
 }
 
-// eval reports whether the assertion holds on v, with a detail.
-func (po *pathOp) eval(root any) (bool, string) {
+// eval reports whether the assertion holds on v, with a detail, charging
+// its work to m.
+func (po *pathOp) eval(root any, m *meter) (bool, string) {
+	if m.charge(mul(int64(len(po.path.segs)+1), costNode)) != nil {
+		return false, ""
+	}
 	v, missing := po.path.resolve(root)
 	if missing != "" {
 		return false, po.label + " -> false: " + missing
 	}
-	ok, why := po.test(v)
+	ok, why := po.test(v, m)
 	if ok {
 		return true, po.okMsg
 	}
 	if why != "" {
 		return false, po.label + " -> false: " + why
 	}
-	return false, po.label + " -> false (got " + brief(v) + ")"
+	return false, po.label + " -> false (got " + briefMetered(v, m) + ")"
 }
 
-func (po *pathOp) test(v any) (bool, string) {
+func (po *pathOp) test(v any, m *meter) (bool, string) {
 	switch po.op {
 	case OpEq:
-		return equal(v, po.value), ""
+		return equalMetered(v, po.value, m), ""
 	case OpNe:
-		return !equal(v, po.value), ""
+		return !equalMetered(v, po.value, m), ""
 	case OpGt, OpGte, OpLt, OpLte:
+		if x, ok := v.(string); ok {
+			if y, ok := po.value.(string); ok && m.scan(int64(min(len(x), len(y)))) != nil {
+				return false, ""
+			}
+		}
 		c, ok := order(v, po.value)
 		if !ok {
-			return false, fmt.Sprintf("cannot compare %s %s with %s", typeName(v), brief(v), typeName(po.value))
+			return false, fmt.Sprintf("cannot compare %s %s with %s", typeName(v), briefMetered(v, m), typeName(po.value))
 		}
 		switch po.op {
 		case OpGt:
@@ -215,11 +228,17 @@ func (po *pathOp) test(v any) (bool, string) {
 			if !ok {
 				return false, fmt.Sprintf("a string contains only strings, not %s", typeName(po.value))
 			}
+			if m.scan(int64(len(x)+len(s))) != nil {
+				return false, ""
+			}
 			return strings.Contains(x, s), ""
 		case []any:
 			for _, e := range x {
-				if equal(e, po.value) {
+				if equalMetered(e, po.value, m) {
 					return true, ""
+				}
+				if m.exhausted {
+					return false, ""
 				}
 			}
 			return false, ""
@@ -247,7 +266,10 @@ func (po *pathOp) test(v any) (bool, string) {
 	case OpRegex:
 		s, ok := v.(string)
 		if !ok {
-			return false, fmt.Sprintf("regex needs a string, got %s %s", typeName(v), brief(v))
+			return false, fmt.Sprintf("regex needs a string, got %s %s", typeName(v), briefMetered(v, m))
+		}
+		if m.regex(int64(len(s)), po.insts) != nil {
+			return false, ""
 		}
 		return po.re.MatchString(s), ""
 	}

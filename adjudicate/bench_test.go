@@ -2,10 +2,17 @@ package adjudicate
 
 import (
 	"fmt"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/expr-lang/expr/vm"
+
+	"github.com/assayhq/assay/internal/hostile"
 )
 
 func mustPlan(tb testing.TB, criteria string) *Plan {
@@ -70,13 +77,16 @@ func BenchmarkAssertion(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			p := mustPlan(b, `{"assertions":[`+bc.a+`]}`)
 			pc := &p.checks[0]
+			m := newMeter(DefaultBudget)
+			env := exprEnv(d, m)
 			b.ReportAllocs()
 			for b.Loop() {
 				var ok bool
+				m.left = m.budget
 				if pc.po != nil {
-					ok, _ = pc.po.eval(d.value)
+					ok, _ = pc.po.eval(d.value, m)
 				} else {
-					ok, _ = pc.ex.eval(d.env)
+					ok, _ = pc.ex.eval(env, m)
 				}
 				if !ok {
 					b.Fatal("failed")
@@ -92,9 +102,11 @@ func BenchmarkPathOpVsExpr(b *testing.B) {
 	d := mustDeliverable(b, deliverable1K())
 	b.Run("direct", func(b *testing.B) {
 		p := mustPlan(b, `{"assertions":[{"path":"items.3.price","op":"gte","value":4}]}`)
+		m := newMeter(DefaultBudget)
 		b.ReportAllocs()
 		for b.Loop() {
-			if ok, _ := p.checks[0].po.eval(d.value); !ok {
+			m.left = m.budget
+			if ok, _ := p.checks[0].po.eval(d.value, m); !ok {
 				b.Fatal("failed")
 			}
 		}
@@ -202,5 +214,135 @@ func BenchmarkCache_Hit(b *testing.B) {
 		if _, err := c.Plan([]byte(tenAssertions)); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// procStatus returns a field of /proc/self/status in bytes, 0 where there
+// is none.
+func procStatus(field string) int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// resetPeak collects the garbage, returns free memory to the system and
+// resets the peak resident memory (VmHWM, on Linux); it returns the
+// resident memory then, 0 where it cannot reset the peak.
+func resetPeak() int64 {
+	runtime.GC()
+	debug.FreeOSMemory()
+	rss := procStatus("VmRSS")
+	if rss == 0 || os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) != nil {
+		return 0
+	}
+	return rss
+}
+
+// BenchmarkBudget_Hostile decides each hostile case of internal/hostile
+// that compiles, on its parsed deliverable: the time a decision of the
+// worst criteria takes, and the memory it adds at its peak (peak-MiB, the
+// most of any run) for the units it spends.
+func BenchmarkBudget_Hostile(b *testing.B) {
+	cases, err := hostile.Cases()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range cases {
+		if c.Error != "" {
+			continue
+		}
+		b.Run(c.Name, func(b *testing.B) {
+			criteria, err := c.Criteria()
+			if err != nil {
+				b.Fatal(err)
+			}
+			p := mustPlan(b, string(criteria))
+			d := mustDeliverable(b, string(c.Deliverable()))
+			var peak, units int64
+			var cpu time.Duration
+			b.ReportAllocs()
+			for b.Loop() {
+				b.StopTimer()
+				m := newMeter(p.budget)
+				base := resetPeak()
+				began := cpuTime()
+				b.StartTimer()
+				p.tier0Metered(d, m)
+				b.StopTimer()
+				cpu += cpuTime() - began
+				if base > 0 {
+					peak = max(peak, procStatus("VmHWM")-base)
+				}
+				units = m.budget - m.left
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(peak)/(1<<20), "peak-MiB")
+			b.ReportMetric(float64(units), "units/op")
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N)/1e6, "cpu-ms/op")
+		})
+	}
+}
+
+// BenchmarkBudget_Units measures what a unit costs, operation by
+// operation: each case spends a budget of 20 million units to its end, so
+// that ns/unit compares the costs the meter charges with the time they
+// take. The costs are calibrated so that no operation takes much more
+// than the expression loop of the first case.
+func BenchmarkBudget_Units(b *testing.B) {
+	repeat := func(n int, a string) string {
+		return `{"assertions":[` + strings.TrimSuffix(strings.Repeat(a+",", n), ",") + `]}`
+	}
+	var items, obj []string
+	for i := range 2000 {
+		items = append(items, fmt.Sprintf(`{"id":"item-%d","price":%d.5,"qty":%d}`, i, i%50+1, i%3+1))
+	}
+	for i := range 5000 {
+		obj = append(obj, fmt.Sprintf(`"key%07d":%d`, i, i))
+	}
+	text := strings.Repeat("ab", 200000)
+	d := mustDeliverable(b, `{"short":"`+text[:2000]+`","text":"`+text+`","items":[`+strings.Join(items, ",")+
+		`],"obj":{`+strings.Join(obj, ",")+`},"js":`+quote(`[`+strings.TrimSuffix(strings.Repeat(`{"a":[1,2,3],"b":"x"},`, 300), ",")+`]`)+`}`)
+	for _, c := range []struct{ name, criteria string }{
+		{"loop", repeat(256, `{"expr":"all(1..1000, all(1..100, # > 0))"}`)},
+		{"loop_fields", repeat(256, `{"expr":"all(1..100, all(items, .price > 0 and .qty > 0))"}`)},
+		{"map", repeat(256, `{"expr":"all(1..100, len(map(items, .price)) > 0)"}`)},
+		{"string_of_int", repeat(256, `{"expr":"all(1..100000, string(#) != \"\")"}`)},
+		{"concatenate", repeat(256, `{"expr":"all(1..100000, \"ab\" + \"cd\" != \"\")"}`)},
+		{"repeat", repeat(256, `{"expr":"all(1..30, len(repeat(\"x\", 1000000)) > 0)"}`)},
+		{"tojson", repeat(256, `{"expr":"all(1..1000, len(toJSON(items[0:40])) > 0)"}`)},
+		{"string_of_maps", repeat(256, `{"expr":"all(1..1000, len(string(items[0:40])) > 0)"}`)},
+		{"sort", repeat(256, `{"expr":"all(1..1000, len(sort(1..2000)) > 0)"}`)},
+		{"uniq", repeat(256, `{"expr":"all(1..1000, len(uniq(1..300)) > 0)"}`)},
+		{"deep_equal", repeat(256, `{"expr":"all(1..10000, items == items)"}`)},
+		{"regex_expr", repeat(256, `{"expr":"all(1..10000, text[0:1000] matches \"[ab]{0,100}c\")"}`)},
+		{"regex_op", repeat(256, `{"path":"short","op":"regex","value":"[ab]{0,100}c"}`)},
+		{"rune_count", repeat(256, `{"expr":"all(1..10000, len(text) > 0)"}`)},
+		{"upper", repeat(256, `{"expr":"all(1..40, len(upper(text)) > 0)"}`)},
+		{"split", repeat(256, `{"expr":"all(1..40, len(split(text, \"a\")) > 0)"}`)},
+		{"keys", repeat(256, `{"expr":"all(1..1000, len(keys(obj)) > 0)"}`)},
+		{"fromjson", repeat(256, `{"expr":"all(1..1000, len(fromJSON(js)) > 0)"}`)},
+		{"path_contains", repeat(256, `{"path":"items","op":"contains","value":{"id":"zz","price":1,"qty":1}}`)},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			p := mustPlan(b, c.criteria)
+			p.budget = 20_000_000
+			var units int64
+			began := cpuTime()
+			for b.Loop() {
+				m := newMeter(p.budget)
+				p.tier0Metered(d, m)
+				units += m.budget - m.left
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(units), "ns/unit")
+			b.ReportMetric(float64((cpuTime()-began).Nanoseconds())/float64(units), "cpu-ns/unit")
+		})
 	}
 }

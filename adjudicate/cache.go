@@ -11,15 +11,22 @@ import (
 // still finds the plan by its canonical hash.
 const maxSpellings = 4
 
+// MaxCacheBytes bounds the memory a Cache's plans hold, as Plan.size
+// estimates it: the largest criteria compile to about 10 MiB.
+const MaxCacheBytes = 256 << 20
+
 // Cache holds compiled plans by the canonical hash of their criteria, so
 // that the same criteria, however spelled, compile once. A spelling seen
 // before is found by the SHA-256 of its bytes, without canonicalising it
 // again: the court looks its plans up by the creator's spelling and then by
 // the stored canonical form. It is safe for concurrent use and evicts the
-// least recently used plan when full.
+// least recently used plans when it holds more than its count of them or
+// more than MaxCacheBytes.
 type Cache struct {
 	mu         sync.Mutex
 	max        int
+	maxBytes   int64
+	bytes      int64                    // the plans' sizes, summed
 	order      *list.List               // of *cached, most recent first
 	byKey      map[string]*list.Element // by canonical hash
 	bySpelling map[[sha256.Size]byte]*list.Element
@@ -35,7 +42,7 @@ func NewCache(max int) *Cache {
 	if max < 1 {
 		max = 1
 	}
-	return &Cache{max: max, order: list.New(), byKey: make(map[string]*list.Element),
+	return &Cache{max: max, maxBytes: MaxCacheBytes, order: list.New(), byKey: make(map[string]*list.Element),
 		bySpelling: make(map[[sha256.Size]byte]*list.Element)}
 }
 
@@ -65,6 +72,7 @@ func (c *Cache) Plan(criteria []byte) (*Plan, error) {
 	if !ok {
 		e = c.order.PushFront(&cached{plan: p})
 		c.byKey[hash] = e
+		c.bytes += p.size()
 	}
 	c.order.MoveToFront(e)
 	if ent := e.Value.(*cached); len(ent.spellings) < maxSpellings {
@@ -73,9 +81,10 @@ func (c *Cache) Plan(criteria []byte) (*Plan, error) {
 			c.bySpelling[spelling] = e
 		}
 	}
-	for c.order.Len() > c.max {
+	for c.order.Len() > c.max || (c.bytes > c.maxBytes && c.order.Len() > 1) {
 		last := c.order.Back()
 		ent := c.order.Remove(last).(*cached)
+		c.bytes -= ent.plan.size()
 		delete(c.byKey, ent.plan.hash)
 		for _, s := range ent.spellings {
 			delete(c.bySpelling, s)

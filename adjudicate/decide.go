@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	"github.com/assayhq/assay/wasm"
 )
@@ -36,6 +37,9 @@ type Deliverable struct {
 	value    any
 	env      map[string]any
 	artifact []byte
+	// envs holds copies of env with a slot for a decision's meter, each
+	// used by one decision at a time (exprEnv).
+	envs sync.Pool
 }
 
 // ParseDeliverable parses a deliverable: one JSON value of any type.
@@ -218,9 +222,18 @@ func (r *Result) JSON() []byte {
 // a checker did not run or its outcome decides nothing; otherwise release
 // when there is no semantic criterion; otherwise the jury's: refund on any
 // failing vote, escalated when an answer is missing, release when all pass.
+// The schema and assertions are decided within the plan's budget: a check
+// during which it runs out fails (and the checks after it do not run), as
+// any failed deterministic check does.
 func (p *Plan) Decide(d *Deliverable, rec Record) *Result {
-	r := &Result{CriteriaSHA256: p.hash, Checks: make([]Check, len(p.checks))}
-	failed, undecided := p.tier0(d, r.Checks)
+	checks, failed := p.tier0(d)
+	return p.decide(rec, checks, failed)
+}
+
+// decide is Decide given the tier-0 checks, which it completes and keeps.
+func (p *Plan) decide(rec Record, checks []Check, failed bool) *Result {
+	r := &Result{CriteriaSHA256: p.hash, Checks: checks}
+	undecided := false
 
 	for i := range p.checks {
 		pc := &p.checks[i]
@@ -313,35 +326,87 @@ func (p *Plan) Decide(d *Deliverable, rec Record) *Result {
 }
 
 // tier0 evaluates the schema and the path/op and expr assertions into
-// checks, all of them (they cost microseconds), and reports whether any
-// failed. It never reports undecided.
-func (p *Plan) tier0(d *Deliverable, checks []Check) (failed, undecided bool) {
+// checks, all of them while the budget lasts, and reports whether any
+// failed. The checks it returns have every entry's kind and spec set.
+func (p *Plan) tier0(d *Deliverable) (checks []Check, failed bool) {
+	return p.tier0Metered(d, newMeter(p.budget))
+}
+
+// tier0Metered is tier0 with the meter given.
+func (p *Plan) tier0Metered(d *Deliverable, m *meter) (checks []Check, failed bool) {
+	checks = make([]Check, len(p.checks))
+	var env map[string]any
 	for i := range p.checks {
 		pc := &p.checks[i]
 		c := &checks[i]
 		c.Kind, c.Spec = pc.kind, pc.spec
+		label := ""
 		switch {
+		case m.exhausted && (pc.kind == KindSchema || pc.po != nil || pc.ex != nil):
+			c.Skipped, c.Detail = true, notRunDetail
+			continue
 		case pc.kind == KindSchema:
+			label = "schema"
 			var stack [MaxSchemaDepth + 1]loc
 			vs := violations{stack: stack[:0]}
-			p.schema.validate(d.value, &vs)
+			p.schema.validate(d.value, &vs, m)
 			if vs.n == 0 {
 				c.Passed, c.Detail = true, "schema -> true"
 			} else {
 				c.Detail = "schema -> false: " + vs.String()
 			}
 		case pc.po != nil:
-			c.Passed, c.Detail = pc.po.eval(d.value)
+			label = pc.po.label
+			c.Passed, c.Detail = pc.po.eval(d.value, m)
 		case pc.ex != nil:
-			c.Passed, c.Detail = pc.ex.eval(d.env)
+			label = pc.ex.label
+			if env == nil {
+				env = exprEnv(d, m)
+			}
+			if !m.exhausted {
+				c.Passed, c.Detail = pc.ex.eval(env, m)
+			}
 		default:
 			continue
+		}
+		if m.exhausted {
+			c.Passed, c.Detail = false, label+" -> "+m.exhaustedDetail()
 		}
 		if !c.Passed {
 			failed = true
 		}
 	}
-	return failed, false
+	releaseEnv(d, env)
+	return checks, failed
+}
+
+// exprEnv returns the environment of one decision's expression runs: the
+// deliverable's own, with the decision's meter. A decision gives it back
+// with releaseEnv. Its copy is charged whether or not one is reused, so
+// that a decision costs the same either way.
+func exprEnv(d *Deliverable, m *meter) map[string]any {
+	m.env = d.env
+	if m.charge(mul(int64(len(d.env)), costEntry)) != nil {
+		return nil
+	}
+	env, _ := d.envs.Get().(map[string]any)
+	if env == nil {
+		env = make(map[string]any, len(d.env)+1)
+		for k, v := range d.env {
+			env[k] = v
+		}
+	}
+	env[meterIdent] = m
+	return env
+}
+
+// releaseEnv gives back an environment exprEnv returned, once its
+// decision no longer runs expressions.
+func releaseEnv(d *Deliverable, env map[string]any) {
+	if env != nil {
+		env[meterIdent] = nil
+		d.envs.Put(env)
+	}
 }
 
 type checkResult int

@@ -8,6 +8,10 @@ import (
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/checker"
+	"github.com/expr-lang/expr/checker/nature"
+	"github.com/expr-lang/expr/compiler"
+	"github.com/expr-lang/expr/conf"
 	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/vm"
 	"github.com/expr-lang/expr/vm/runtime"
@@ -17,19 +21,19 @@ import (
 const (
 	MaxExprBytes = 4096 // source length
 	MaxExprNodes = 1000 // AST nodes, checked by expr at compile time
-	// ExprMemoryBudget is the VM's allocation budget per run, in expr's own
-	// units (elements of ranges, arrays, maps and predicate scopes). Since
-	// every predicate charges its input's length, it also bounds iteration.
+	// ExprMemoryBudget is the VM's own allocation budget per run, in
+	// expr's units (elements of the arrays and maps it builds itself:
+	// literals, and the results of map, filter and sortBy). The decision's
+	// budget and MaxExprHeldBytes bound the rest.
 	ExprMemoryBudget = 1 << 20
-	// MaxExprValueBytes bounds one string or array built inside an
-	// expression (by +, repeat, join or concat), which expr's budget does
-	// not count.
+	// MaxExprValueBytes bounds one string built inside an expression (by
+	// +, repeat, join, string, toJSON and every other builder).
 	MaxExprValueBytes = 1 << 20
 )
 
-// exprOptions are the options of every expr program: a boolean result, a
+// baseOptions are the options of every expr program: a boolean result, a
 // node bound, no clock, map functions in key order, and guarded builders.
-var exprOptions = []expr.Option{
+var baseOptions = []expr.Option{
 	expr.Env(map[string]any{}),
 	expr.AllowUndefinedVariables(),
 	expr.AsBool(),
@@ -54,8 +58,50 @@ var exprOptions = []expr.Option{
 	expr.Function("repeat", fnRepeat),
 	expr.Function("join", fnJoin),
 	expr.Function("concat", fnConcat),
+}
+
+// plainOptions compile an expression as a user wrote it: its compile
+// errors are the ones an assertion reports, and a program compiled with
+// them is what a metered one must compute.
+var plainOptions = append(baseOptions[:len(baseOptions):len(baseOptions)],
 	expr.Function(addFunc, fnAdd),
 	expr.Patch(addPatcher{}),
+)
+
+// meteredConfig is the configuration the metered programs are checked and
+// compiled with: the plain one's functions and the metered functions.
+var meteredConfig = sync.OnceValue(func() *conf.Config {
+	c := conf.CreateNew()
+	opts := append(baseOptions[:len(baseOptions):len(baseOptions)], expr.Function(addFunc, fnAdd))
+	for _, op := range append(opts, meteredOptions...) {
+		op(c)
+	}
+	for name := range c.Disabled {
+		delete(c.Builtins, name)
+	}
+	c.Check()
+	return c
+})
+
+// compileMetered compiles the program that runs: the plain program's tree,
+// as expr checked and optimized it, with every size-dependent operation
+// metered. Metering the optimized tree keeps what the optimizer made of it
+// (loops fused, ranges turned into comparisons): a metered program does
+// what the plain one does, in the same order.
+func compileMetered(plain *vm.Program) (p *vm.Program, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			p, err = nil, fmt.Errorf("compiler panic: %v", r)
+		}
+	}()
+	tree := &parser.Tree{Node: plain.Node(), Source: plain.Source()}
+	ast.Walk(&tree.Node, meterPatcher{})
+	config := *meteredConfig() // a checker writes its cache into its config
+	config.NtCache = nature.Cache{}
+	if _, err := checker.Check(tree, &config); err != nil {
+		return nil, err
+	}
+	return compiler.Compile(tree, &config)
 }
 
 // addFunc replaces the + operator, so that string concatenation is bounded
@@ -193,8 +239,8 @@ func fnConcat(args ...any) (any, error) {
 			return nil, fmt.Errorf("concat takes arrays, got %T", a)
 		}
 		n += len(arr)
-		if n > MaxExprValueBytes {
-			return nil, fmt.Errorf("array longer than %d items", MaxExprValueBytes)
+		if n > MaxExprValueItems {
+			return nil, errArrayTooLong
 		}
 	}
 	out := make([]any, 0, n)
@@ -207,7 +253,11 @@ func fnConcat(args ...any) (any, error) {
 // exprCheck is a compiled expr assertion.
 type exprCheck struct {
 	src     string
-	program *vm.Program
+	program *vm.Program // metered
+	static  int64       // units each run costs before its loops: its other nodes
+	nodes   int         // nodes as parsed
+	insts   int         // instructions of its constant patterns
+	label   string      // "expr all(items, .price > 0)"
 	okMsg   string
 	failMsg string
 }
@@ -219,15 +269,27 @@ func compileExpr(src, at string) (*exprCheck, error) {
 	if len(src) > MaxExprBytes {
 		return nil, errorf(EInvalidAssertion, fmt.Sprintf("%s: longer than %d bytes", at, MaxExprBytes), nil)
 	}
-	if err := checkCalls(src); err != nil {
+	calls, err := checkCalls(src)
+	if err != nil {
 		return nil, errorf(EInvalidAssertion, at+": "+err.Error(), err)
 	}
-	p, err := compileProgram(src)
+	plain, err := compileProgram(src, plainOptions)
 	if err != nil {
 		return nil, errorf(EInvalidAssertion, at+": does not compile: "+err.Error(), err)
 	}
+	if calls.insts > MaxRegexInsts {
+		return nil, errorf(EInvalidAssertion, fmt.Sprintf("%s: a pattern compiles to %d instructions, over the limit of %d (MaxRegexInsts)", at, calls.insts, MaxRegexInsts), nil)
+	}
+	p, err := compileMetered(plain)
+	if err != nil {
+		// The plain program compiled: metering it must not fail.
+		return nil, errorf(EInternal, at+": does not compile once metered: "+err.Error(), err)
+	}
 	label := "expr " + brief(src)
-	return &exprCheck{src: src, program: p, okMsg: label + " -> true", failMsg: label + " -> false"}, nil
+	return &exprCheck{
+		src: src, program: p, static: mul(nodes(p.Node()), costNode), nodes: calls.nodes, insts: calls.insts,
+		label: label, okMsg: label + " -> true", failMsg: label + " -> false",
+	}, nil
 }
 
 // disabledFuncs are the builtins an assertion may not call.
@@ -235,13 +297,21 @@ var disabledFuncs = map[string]bool{"now": true, "date": true, "timezone": true,
 
 // ownFuncs are the functions that replace builtins.
 var ownFuncs = map[string]bool{
-	"keys": true, "values": true, "toPairs": true, "repeat": true, "join": true, "concat": true, addFunc: true,
+	"keys": true, "values": true, "toPairs": true, "repeat": true, "join": true, "concat": true,
+}
+
+// parsed is what checkCalls counts of an expression.
+type parsed struct {
+	nodes int // as parsed
+	insts int // of its constant patterns (the right of matches)
 }
 
 // checkCalls rejects calls of the clock builtins and of functions that do
-// not exist: undefined variables are allowed (a deliverable's fields vary),
-// so expr itself would accept now() and fail only when it runs.
-func checkCalls(src string) (err error) {
+// not exist, and names that belong to the metering: undefined variables
+// are allowed (a deliverable's fields vary), so expr itself would accept
+// now() and fail only when it runs. It counts the expression's nodes and
+// the size of its constant patterns.
+func checkCalls(src string) (out parsed, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("does not compile: parser panic: %v", r)
@@ -249,16 +319,20 @@ func checkCalls(src string) (err error) {
 	}()
 	tree, err := parser.Parse(src)
 	if err != nil {
-		return fmt.Errorf("does not compile: %w", err)
+		return out, fmt.Errorf("does not compile: %w", err)
 	}
 	v := &callChecker{}
 	ast.Walk(&tree.Node, v)
-	return v.err
+	return v.parsed, v.err
 }
 
-type callChecker struct{ err error }
+type callChecker struct {
+	parsed
+	err error
+}
 
 func (c *callChecker) Visit(node *ast.Node) {
+	c.nodes++
 	if c.err != nil {
 		return
 	}
@@ -268,29 +342,48 @@ func (c *callChecker) Visit(node *ast.Node) {
 			c.err = fmt.Errorf("does not compile: %s() is not allowed (no clock or time zone in a verdict)", n.Name)
 		}
 	case *ast.CallNode:
-		if id, ok := n.Callee.(*ast.IdentifierNode); ok && !ownFuncs[id.Value] {
+		if id, ok := n.Callee.(*ast.IdentifierNode); ok && !ownFuncs[id.Value] && !strings.HasPrefix(id.Value, internalPrefix) {
 			c.err = fmt.Errorf("does not compile: unknown function %s()", id.Value)
+		}
+	case *ast.IdentifierNode:
+		if strings.HasPrefix(n.Value, internalPrefix) {
+			c.err = fmt.Errorf("does not compile: names beginning with %s are reserved", internalPrefix)
+		}
+	case *ast.VariableDeclaratorNode:
+		if strings.HasPrefix(n.Name, internalPrefix) {
+			c.err = fmt.Errorf("does not compile: names beginning with %s are reserved", internalPrefix)
+		}
+	case *ast.BinaryNode:
+		if s, ok := n.Right.(*ast.StringNode); ok && n.Operator == "matches" {
+			c.insts += regexInsts(s.Value)
 		}
 	}
 }
 
 // compileProgram compiles src, turning a panic in expr's compiler into an
 // error: criteria are untrusted input.
-func compileProgram(src string) (p *vm.Program, err error) {
+func compileProgram(src string, opts []expr.Option) (p *vm.Program, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			p, err = nil, fmt.Errorf("compiler panic: %v", r)
 		}
 	}()
-	return expr.Compile(src, exprOptions...)
+	return expr.Compile(src, opts...)
 }
 
-var vmPool = sync.Pool{New: func() any { return &vm.VM{MemoryBudget: ExprMemoryBudget} }}
-
-func (e *exprCheck) eval(env map[string]any) (bool, string) {
-	m := vmPool.Get().(*vm.VM)
-	out, err := m.Run(e.program, env)
-	vmPool.Put(m)
+// eval runs the expression in env, the run's environment (the
+// deliverable's fields and the meter), charging its work to m. After a
+// run that exhausted the budget, its result means nothing: m says so.
+func (e *exprCheck) eval(env map[string]any, m *meter) (bool, string) {
+	m.held = 0
+	if m.charge(e.static) != nil {
+		return false, ""
+	}
+	// A fresh VM for each run: a pooled one would keep the run's values
+	// reachable (its variables, stack and scopes) until its next run.
+	machine := vm.VM{MemoryBudget: ExprMemoryBudget}
+	out, err := machine.Run(e.program, env)
+	m.held = 0
 	if err != nil {
 		return false, e.failMsg + ": " + firstLine(err.Error())
 	}

@@ -51,3 +51,36 @@ func FuzzDecide(f *testing.F) {
 		}
 	})
 }
+
+// FuzzMeter_SameResults: any expression that compiles gives the same
+// outcome metered as unmetered, within the budget.
+func FuzzMeter_SameResults(f *testing.F) {
+	for _, src := range meteredExprs {
+		f.Add(src)
+	}
+	d, err := ParseDeliverable([]byte(opsDeliverable))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		plain, err := compileProgram(src, plainOptions)
+		if err != nil {
+			return
+		}
+		p, err := Compile([]byte(`{"assertions":[{"expr":` + quote(src) + `}]}`))
+		if err != nil {
+			if code := ErrorCode(err); code != EInvalidAssertion && code != EInvalidCriteria {
+				t.Fatalf("metered: %v", err)
+			}
+			return
+		}
+		got := p.Decide(d, Record{}).Checks[0].Detail
+		if strings.Contains(got, "budget exhausted") || strings.Contains(got, "may build at most") ||
+			strings.Contains(got, "longer than") || strings.Contains(got, "memory budget") {
+			return // over a bound the unmetered program does not have
+		}
+		if want := p.checks[0].ex.label + " -> " + runPlain(plain, d.env); got != want {
+			t.Fatalf("metered:   %s\nunmetered: %s", got, want)
+		}
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 
 	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/wasm"
@@ -94,24 +95,32 @@ func (p *Plan) Questions(d *Deliverable) []SemanticQuestion {
 }
 
 // Judge decides d against p, running what the plan needs in order and
-// stopping as soon as the case is decided: tier-0 checks first; checkers
-// only when those passed, one at a time, stopping at the first that fails;
-// the juror only when every deterministic check passed and semantic
-// criteria remain, stopping at the first failing vote. runner and juror
-// may be nil: checkers then do not run, and semantic criteria are
-// recorded as unanswered with the error NoJury; the case is escalated.
+// stopping as soon as the case is decided: tier-0 checks first, within the
+// plan's budget, and at most MaxTier0Slots decisions at once in the
+// process; checkers only when those passed, one at a time, stopping at the
+// first that fails; the juror only when every deterministic check passed
+// and semantic criteria remain, stopping at the first failing vote. runner
+// and juror may be nil: checkers then do not run, and semantic criteria
+// are recorded as unanswered with the error NoJury; the case is escalated.
 //
 // It returns the result and the record it was decided from:
 // p.Decide(d, rec) gives the same result again, byte for byte.
 //
 // # Errors
 //
-// Only the context's error when ctx ends during a run; a checker or juror
-// failure is recorded, not returned.
+// Only the context's error when ctx ends while the decision waits for its
+// turn at tier 0 or during a run; a checker or juror failure is recorded,
+// not returned.
 func Judge(ctx context.Context, p *Plan, d *Deliverable, runner Runner, juror Juror) (*Result, Record, error) {
 	var rec Record
-	if r := p.Decide(d, rec); r.Verdict == VerdictRefund {
-		return r, rec, nil
+	if err := tier0Gate.Acquire(ctx, 1); err != nil {
+		return nil, rec, err
+	}
+	t0, failed := p.tier0(d)
+	tier0Gate.Release(1)
+	decide := func() *Result { return p.decide(rec, slices.Clone(t0), failed) }
+	if failed {
+		return decide(), rec, nil
 	}
 	if len(p.checkers) > 0 && runner != nil {
 		rec.Checkers = make([]CheckerRun, len(p.checkers))
@@ -133,7 +142,7 @@ func Judge(ctx context.Context, p *Plan, d *Deliverable, runner Runner, juror Ju
 			}
 		}
 	}
-	r := p.Decide(d, rec)
+	r := decide()
 	if p.semantic == 0 || r.Verdict == VerdictRefund || anyUndecided(r) {
 		return r, rec, nil
 	}
@@ -142,7 +151,7 @@ func Judge(ctx context.Context, p *Plan, d *Deliverable, runner Runner, juror Ju
 		for i := range rec.Answers {
 			rec.Answers[i] = Answer{Error: NoJury}
 		}
-		return p.Decide(d, rec), rec, nil
+		return decide(), rec, nil
 	}
 	for i, q := range p.Questions(d) {
 		v, err := juror.Vote(ctx, q)
@@ -163,7 +172,7 @@ func Judge(ctx context.Context, p *Plan, d *Deliverable, runner Runner, juror Ju
 			break
 		}
 	}
-	return p.Decide(d, rec), rec, nil
+	return decide(), rec, nil
 }
 
 // anyUndecided reports whether a deterministic check could not decide.

@@ -28,6 +28,9 @@ type Criteria struct {
 	Schema     json.RawMessage `json:"schema,omitempty"`
 	Assertions []Assertion     `json:"assertions,omitempty"`
 	Checkers   []checkers.Ref  `json:"checkers,omitempty"`
+	// Budget lowers the decision budget of the schema and assertions, in
+	// units (DefaultBudget when absent, and never more).
+	Budget int64 `json:"budget,omitempty"`
 }
 
 // Assertion is one entry of criteria.assertions: either {path, op, value}
@@ -57,7 +60,11 @@ type Plan struct {
 	schema    *schema
 	checks    []planCheck
 	checkers  []checkers.Ref
-	semantic  int // number of semantic checks
+	semantic  int   // number of semantic checks
+	budget    int64 // units per decision
+	static    int64 // units a decision costs whatever the deliverable
+	exprNodes int   // nodes of every expression, as parsed
+	insts     int   // instructions of every regular expression
 }
 
 type planCheck struct {
@@ -125,23 +132,33 @@ func compileCanonical(canonical []byte, hash string) (*Plan, error) {
 	}
 	for _, k := range sortedRawKeys(top) {
 		switch k {
-		case "schema", "assertions", "checkers":
+		case "schema", "assertions", "checkers", "budget":
 		default:
-			return nil, errorf(EInvalidCriteria, fmt.Sprintf("criteria: unknown field %q (fields are schema, assertions, checkers)", k), nil)
+			return nil, errorf(EInvalidCriteria, fmt.Sprintf("criteria: unknown field %q (fields are schema, assertions, checkers, budget)", k), nil)
 		}
 	}
-	p := &Plan{hash: hash, canonical: canonical}
+	p := &Plan{hash: hash, canonical: canonical, budget: DefaultBudget}
+	if raw, ok := top["budget"]; ok && !isNull(raw) {
+		v, err := decodeJSON(raw)
+		n, isInt := v.(int)
+		if err != nil || !isInt || n < 1 || n > DefaultBudget {
+			return nil, errorf(EInvalidCriteria, fmt.Sprintf("budget: must be a whole number of units from 1 to %d (DefaultBudget): criteria may lower the budget, not raise it", DefaultBudget), err)
+		}
+		p.budget = int64(n)
+	}
 
 	if raw, ok := top["schema"]; ok && !isNull(raw) {
 		v, err := decodeJSON(raw)
 		if err != nil {
 			return nil, errorf(EInvalidSchema, "schema: "+err.Error(), err)
 		}
-		s, err := compileSchema(v)
+		s, sc, err := compileSchema(v)
 		if err != nil {
 			return nil, err
 		}
 		p.schema = s
+		p.static += mul(int64(sc.nodes), costNode)
+		p.insts += sc.insts
 		p.checks = append(p.checks, planCheck{kind: KindSchema, spec: json.RawMessage(raw)})
 	}
 
@@ -183,8 +200,52 @@ func compileCanonical(canonical []byte, hash string) (*Plan, error) {
 			p.checkers = append(p.checkers, ref)
 		}
 	}
+	if err := p.checkStatic(); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
+
+// checkStatic refuses criteria whose static cost is over a limit: their
+// expressions' nodes, their regular expressions' programs, and the units
+// they cost whatever the deliverable, which must fit their budget.
+func (p *Plan) checkStatic() error {
+	for _, c := range p.checks {
+		switch {
+		case c.po != nil:
+			p.static += mul(int64(len(c.po.path.segs)+1), costNode)
+			p.insts += c.po.insts
+		case c.ex != nil:
+			p.static += c.ex.static
+			p.exprNodes += c.ex.nodes
+			p.insts += c.ex.insts
+		}
+	}
+	switch {
+	case p.exprNodes > MaxPlanExprNodes:
+		return errorf(EInvalidCriteria, fmt.Sprintf("assertions: %d expression nodes in all, over the limit of %d (MaxPlanExprNodes)", p.exprNodes, MaxPlanExprNodes), nil)
+	case p.insts > MaxPlanRegexInsts:
+		return errorf(EInvalidCriteria, fmt.Sprintf("criteria: regular expressions of %d instructions in all, over the limit of %d (MaxPlanRegexInsts)", p.insts, MaxPlanRegexInsts), nil)
+	case p.static > p.budget:
+		return errorf(EInvalidCriteria, fmt.Sprintf("criteria: cost at least %d units whatever the deliverable, over their budget of %d", p.static, p.budget), nil)
+	}
+	return nil
+}
+
+// size estimates the bytes the plan holds, from what it was measured to
+// hold: its canonical criteria a few times over, and its compiled
+// expressions, regular expressions and schema.
+func (p *Plan) size() int64 {
+	n := 4*int64(len(p.canonical)) + 320*int64(p.exprNodes) + 48*int64(p.insts) + 1024
+	if p.schema != nil {
+		n += 2 * int64(len(p.canonical))
+	}
+	return n
+}
+
+// Budget returns the units a decision of the plan may spend on its schema
+// and assertions.
+func (p *Plan) Budget() int64 { return p.budget }
 
 var assertionFields = map[string]bool{
 	"path": true, "op": true, "value": true, "expr": true, "semantic": true, "description": true,

@@ -69,19 +69,26 @@ type schema struct {
 	minimum, maximum, exclusiveMinimum, exclusiveMaximum any // nil: absent
 
 	pattern *regexp.Regexp
+	insts   int // the size of pattern's program
 }
 
 type schemaCompiler struct {
 	nodes int
+	insts int // of every pattern
 }
 
-// compileSchema compiles a decoded schema. where names it in messages.
-func compileSchema(v any) (*schema, error) {
+// compileSchema compiles a decoded schema; it returns the compiler too,
+// for the sizes it counted.
+func compileSchema(v any) (*schema, *schemaCompiler, error) {
 	if _, ok := v.(map[string]any); !ok {
-		return nil, errorf(EInvalidSchema, fmt.Sprintf("schema: must be an object, got %s", typeName(v)), nil)
+		return nil, nil, errorf(EInvalidSchema, fmt.Sprintf("schema: must be an object, got %s", typeName(v)), nil)
 	}
 	c := &schemaCompiler{}
-	return c.compile(v, "schema", 0)
+	s, err := c.compile(v, "schema", 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, c, nil
 }
 
 func schemaErr(where, format string, args ...any) error {
@@ -184,6 +191,11 @@ func (c *schemaCompiler) compile(v any, where string, depth int) (*schema, error
 			if rerr != nil {
 				return nil, errorf(EInvalidSchema, at+": not an RE2 regular expression: "+rerr.Error(), rerr)
 			}
+			s.insts = regexInsts(p)
+			if s.insts > MaxRegexInsts {
+				return nil, schemaErr(at, "compiles to %d instructions, over the limit of %d (MaxRegexInsts)", s.insts, MaxRegexInsts)
+			}
+			c.insts += s.insts
 			s.pattern = re
 		case "title", "description", "$comment":
 			if _, ok := val.(string); !ok {
@@ -368,10 +380,21 @@ func (vs *violations) where() string {
 }
 
 func (vs *violations) add(format string, args ...any) {
-	vs.n++
-	if len(vs.list) < maxViolations {
-		vs.list = append(vs.list, vs.where()+": "+fmt.Sprintf(format, args...))
+	if vs.keep() {
+		vs.record(format, args...)
 	}
+}
+
+// keep counts a violation and reports whether it is among the few kept:
+// a caller whose message costs work to render renders it only then.
+func (vs *violations) keep() bool {
+	vs.n++
+	return len(vs.list) < maxViolations
+}
+
+// record renders a violation that keep kept.
+func (vs *violations) record(format string, args ...any) {
+	vs.list = append(vs.list, vs.where()+": "+fmt.Sprintf(format, args...))
 }
 
 func (vs *violations) String() string {
@@ -382,8 +405,12 @@ func (vs *violations) String() string {
 	return s
 }
 
-// validate checks v against s and records every violation.
-func (s *schema) validate(v any, vs *violations) {
+// validate checks v against s and records every violation, charging its
+// work to m; once the budget has run out it stops.
+func (s *schema) validate(v any, vs *violations, m *meter) {
+	if m.charge(costNode) != nil {
+		return
+	}
 	if s.boolean != nil {
 		if !*s.boolean {
 			vs.add("no value is allowed here")
@@ -394,24 +421,30 @@ func (s *schema) validate(v any, vs *violations) {
 		vs.add("expected %s, got %s", s.typeText, typeName(v))
 		return
 	}
-	if s.hasConst && !equal(v, s.constV) {
-		vs.add("expected the constant %s, got %s", brief(s.constV), brief(v))
+	if s.hasConst && !equalMetered(v, s.constV, m) && !m.exhausted && vs.keep() {
+		vs.record("expected the constant %s, got %s", brief(s.constV), briefMetered(v, m))
 	}
 	if s.hasEnum {
 		found := false
 		for _, e := range s.enum {
-			if equal(v, e) {
+			if equalMetered(v, e, m) {
 				found = true
 				break
 			}
 		}
-		if !found {
-			vs.add("%s is not one of %s", brief(v), brief(s.enum))
+		if !found && !m.exhausted && vs.keep() {
+			vs.record("%s is not one of %s", briefMetered(v, m), brief(s.enum))
 		}
+	}
+	if m.exhausted {
+		return
 	}
 	switch x := v.(type) {
 	case string:
 		if s.minLength >= 0 || s.maxLength >= 0 {
+			if m.scan(int64(len(x))) != nil {
+				return
+			}
 			n := utf8.RuneCountInString(x)
 			if s.minLength >= 0 && n < s.minLength {
 				vs.add("string of %d code points is shorter than minLength %d", n, s.minLength)
@@ -420,8 +453,13 @@ func (s *schema) validate(v any, vs *violations) {
 				vs.add("string of %d code points is longer than maxLength %d", n, s.maxLength)
 			}
 		}
-		if s.pattern != nil && !s.pattern.MatchString(x) {
-			vs.add("%s does not match pattern %q", brief(x), s.pattern.String())
+		if s.pattern != nil {
+			if m.regex(int64(len(x)), s.insts) != nil {
+				return
+			}
+			if !s.pattern.MatchString(x) && vs.keep() {
+				vs.record("%s does not match pattern %q", briefMetered(x, m), s.pattern.String())
+			}
 		}
 	case int, float64:
 		if s.minimum != nil {
@@ -454,11 +492,17 @@ func (s *schema) validate(v any, vs *violations) {
 		if s.items != nil {
 			for i, e := range x {
 				vs.push("", i)
-				s.items.validate(e, vs)
+				s.items.validate(e, vs, m)
 				vs.pop()
+				if m.exhausted {
+					return
+				}
 			}
 		}
 	case map[string]any:
+		if m.charge(mul(int64(len(s.required)+len(s.propNames)), costNode)) != nil {
+			return
+		}
 		for _, r := range s.required {
 			if _, ok := x[r]; !ok {
 				vs.add("required property %q is missing", r)
@@ -467,18 +511,30 @@ func (s *schema) validate(v any, vs *violations) {
 		for _, n := range s.propNames {
 			if e, ok := x[n]; ok {
 				vs.push(n, -1)
-				s.props[n].validate(e, vs)
+				s.props[n].validate(e, vs, m)
 				vs.pop()
+				if m.exhausted {
+					return
+				}
 			}
 		}
 		if s.noAdditional {
+			if m.charge(mul(int64(len(x)), costEntry)) != nil {
+				return
+			}
 			var extra []string
 			for k := range x {
+				if m.scan(int64(len(k))) != nil {
+					return
+				}
 				if _, ok := s.props[k]; !ok {
 					extra = append(extra, k)
 				}
 			}
 			if len(extra) > 0 {
+				if m.charge(mul(mul(int64(len(extra)), log2(int64(len(extra)))), costCompare)) != nil {
+					return
+				}
 				sort.Strings(extra)
 				for _, k := range extra {
 					vs.add("property %q is not allowed (additionalProperties is false)", k)

@@ -204,14 +204,51 @@ func equal(a, b any) bool {
 	return false
 }
 
-// brief renders v as compact JSON for a detail, cut to max bytes.
-func brief(v any) string {
-	const max = 80
-	b, err := marshalNoEscape(v)
-	if err != nil {
-		return fmt.Sprintf("%v", v)
+// equalMetered is equal with the work charged to m: a comparison per
+// element, an entry per key read, and the bytes of strings compared. Once the budget has run out
+// it reports false.
+func equalMetered(a, b any, m *meter) bool {
+	if m.charge(costCompare) != nil {
+		return false
 	}
-	return truncate(string(b), max)
+	switch x := a.(type) {
+	case string:
+		y, ok := b.(string)
+		if !ok {
+			return false
+		}
+		if len(x) == len(y) && m.scan(int64(len(x))) != nil {
+			return false
+		}
+		return x == y
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !equalMetered(x[i], y[i], m) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, xv := range x {
+			if m.charge(costEntry) != nil || m.scan(int64(len(k))) != nil {
+				return false
+			}
+			yv, ok := y[k]
+			if !ok || !equalMetered(xv, yv, m) {
+				return false
+			}
+		}
+		return true
+	}
+	return equal(a, b)
 }
 
 // truncate cuts s to at most max bytes on a rune boundary, marking the cut.

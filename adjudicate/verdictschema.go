@@ -23,22 +23,27 @@ func CompileSchema(b []byte) (*Schema, error) {
 	if err != nil {
 		return nil, errorf(EInvalidSchema, "schema: "+err.Error(), err)
 	}
-	s, err := compileSchema(v)
+	s, _, err := compileSchema(v)
 	if err != nil {
 		return nil, err
 	}
 	return &Schema{s: s}, nil
 }
 
-// Validate checks the JSON value b against the schema. It returns nil when
-// b conforms, and otherwise an error listing the first violations.
+// Validate checks the JSON value b against the schema, within a decision's
+// budget (DefaultBudget). It returns nil when b conforms, and otherwise an
+// error listing the first violations, or saying that the budget ran out.
 func (s *Schema) Validate(b []byte) error {
 	v, err := decodeJSON(b)
 	if err != nil {
 		return fmt.Errorf("not a JSON value: %w", err)
 	}
 	var vs violations
-	s.s.validate(v, &vs)
+	m := newMeter(DefaultBudget)
+	s.s.validate(v, &vs, m)
+	if m.exhausted {
+		return fmt.Errorf("%s", m.exhaustedDetail())
+	}
 	if vs.n > 0 {
 		return fmt.Errorf("%s", strings.TrimSpace(vs.String()))
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/assayhq/assay/adjudicate"
 	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/checkers/python"
 	"github.com/assayhq/assay/wasm"
@@ -31,8 +32,11 @@ func cmdCheck(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: assay check --checker PATH --artifact PATH [--kind wasm|python] [--type TYPE] [--evidence PATH] [--fuel N] [--memory-mib N] [--timeout DURATION] [--json]")
+		fmt.Fprintln(stderr, "usage: assay check --checker PATH --artifact PATH [--criteria PATH] [--kind wasm|python] [--type TYPE] [--evidence PATH] [--fuel N] [--memory-mib N] [--timeout DURATION] [--json]")
 		fmt.Fprintln(stderr, "\nRuns a checker in the sandbox exactly as the court does and prints the outcome.")
+		fmt.Fprintln(stderr, "With --criteria, the checker runs as the court runs it for those criteria: with the")
+		fmt.Fprintln(stderr, "kind, type, fuel and memory of its entry, the artifact as the deliverable the court")
+		fmt.Fprintln(stderr, "passes (compact JSON, or a string's own bytes) and the criteria as /in/criteria.json.")
 		fmt.Fprintln(stderr, "A .py checker (or --kind python) is Python, run by the built-in CPython 3.11 for WASI.")
 		fmt.Fprintln(stderr, "Exit status: 0 pass, 1 any other deciding outcome, 2 usage or unreadable file, 3 invalid checker, 4 timeout.")
 		fmt.Fprintf(stderr, "The default fuel, %d, ends the tightest endless loop as fuel_exhausted in under 2 s,\n", wasm.DefaultFuel)
@@ -50,6 +54,7 @@ func cmdCheck(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		memoryMiB = fs.Uint("memory-mib", uint(wasm.DefaultMemoryMiB), "memory limit in MiB")
 		timeout   = fs.Duration("timeout", wasm.DefaultTimeout, "wall-clock backstop; a timeout decides nothing")
 		asJSON    = fs.Bool("json", false, "print the outcome as one JSON object")
+		criteria  = fs.String("criteria", "", "acceptance criteria (`PATH`) whose entry for this checker sets its kind, type and limits")
 		cacheDir  = fs.String("cache", defaultCacheDir(), "directory for compiled checkers (`DIR`); empty for none")
 	)
 	if code, ok := parseFlags(fs, args, stderr); !ok {
@@ -74,6 +79,13 @@ func cmdCheck(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "assay check: %v\n", err)
 		return exitUsage
 	}
+	var ref *checkers.Ref
+	if *criteria != "" {
+		if ref, err = courtRun(fs, *criteria, module, &in); err != nil {
+			fmt.Fprintf(stderr, "assay check: %v\n", err)
+			return exitUsage
+		}
+	}
 
 	ctx := context.Background()
 	sb, err := wasm.NewSandbox(ctx, wasm.Config{CacheDir: *cacheDir})
@@ -87,11 +99,17 @@ func cmdCheck(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		Timeout:   *timeout,
 	}
 	// The court's runner, over this one checker, with the flags' limits
-	// as they are (--fuel 0 unmetered, --timeout the backstop).
-	ref := checkers.Ref{SHA256: checkers.SHA256(module), Kind: *kind, ArtifactType: *artType}
-	out, ok := refused(ctx, sb, *kind, module, in, lim)
+	// as they are (--fuel 0 unmetered, --timeout the backstop), or the
+	// criteria entry's.
+	job := checkers.Job{Ref: checkers.Ref{SHA256: checkers.SHA256(module), Kind: *kind, ArtifactType: *artType}, Input: in, NoMemo: true, Limits: &lim}
+	if ref != nil {
+		lim = ref.Limits()
+		lim.Timeout = *timeout
+		job.Ref = *ref
+	}
+	out, ok := refused(ctx, sb, job.Ref.Kind, module, in, lim)
 	if !ok {
-		res := checkers.NewRunner(sb, checkers.Modules(module)).Do(ctx, checkers.Job{Ref: ref, Input: in, NoMemo: true, Limits: &lim})
+		res := checkers.NewRunner(sb, checkers.Modules(module)).Do(ctx, job)
 		if res.Err != nil {
 			fmt.Fprintf(stderr, "assay check: %v\n", res.Err)
 			return exitUsage
@@ -148,6 +166,49 @@ func refused(ctx context.Context, sb *wasm.Sandbox, kind string, module []byte, 
 		StderrSHA256:  checkers.SHA256(nil),
 		Detail:        "invalid checker: " + err.Error(),
 	}, true
+}
+
+// courtRun reads the criteria at path and sets in up as the court would
+// give it to module: the artifact parsed as a deliverable and given as the
+// court gives it, and the criteria's canonical form. It returns the
+// criteria's entry for module, whose kind, type and limits the run takes.
+//
+// # Errors
+//
+// A flag that the entry sets, criteria that the court would refuse, an
+// artifact that is not a deliverable, or criteria that do not name the
+// checker.
+func courtRun(fs *flag.FlagSet, path string, module []byte, in *wasm.Input) (*checkers.Ref, error) {
+	var conflict error
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "fuel", "memory-mib", "kind", "type":
+			conflict = fmt.Errorf("--%s and --criteria: the criteria's entry for the checker sets it", f.Name)
+		}
+	})
+	if conflict != nil {
+		return nil, conflict
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read criteria: %v", err)
+	}
+	plan, err := adjudicate.Compile(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	d, err := adjudicate.ParseDeliverable(in.Artifact)
+	if err != nil {
+		return nil, fmt.Errorf("the artifact as a deliverable: %v", err)
+	}
+	in.Artifact, in.Criteria = d.Artifact(), plan.Canonical()
+	sum := checkers.SHA256(module)
+	for _, ref := range plan.Checkers() {
+		if ref.SHA256 == sum {
+			return &ref, nil
+		}
+	}
+	return nil, fmt.Errorf("%s names no checker with sha256 %s", path, sum)
 }
 
 // printOutcome writes the short human summary of an outcome.
