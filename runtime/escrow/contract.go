@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/assayhq/assay/adjudicate"
-	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/ident"
@@ -218,24 +217,16 @@ func (s *Service) Create(ctx context.Context, req CreateRequest, ik idem.Request
 	// immutable once stored, and the seller's mark, which a decision that
 	// the seller loses writes.
 	refs := plan.Checkers()
-	reads := func() []string {
-		keys := make([]string, 0, len(refs)+1)
-		for _, ref := range refs {
-			keys = append(keys, checkers.InfoKey(ref.SHA256))
-		}
-		return append(keys, negativeKey(c.Seller))
-	}
+	reads := func() []string { return createReads(refs, c.Seller) }
 	return s.mutate(ctx, ik, reads, func(tx store.Tx, w *saved) (Reply, error) {
-		vals, err := tx.GetMany(reads()...)
+		missing, marked, err := checkCreate(tx, refs, c.Seller)
 		if err != nil {
 			return Reply{}, err
 		}
-		for i, ref := range refs {
-			if vals[i] == nil {
-				return Reply{}, fault.New(fault.Invalid, ECodeUnknownChecker, "acceptance.checkers[%d]: no checker with sha256 %s; upload it with POST /checkers first", i, ref.SHA256)
-			}
+		if missing >= 0 {
+			return Reply{}, fault.New(fault.Invalid, ECodeUnknownChecker, "acceptance.checkers[%d]: no checker with sha256 %s; upload it with POST /checkers first", missing, refs[missing].SHA256)
 		}
-		if vals[len(refs)] != nil {
+		if marked {
 			// Only an agent that has lost a decision can be BANNED (a
 			// ban needs three negatives in a role), and one that has
 			// carries a mark (addReputation): this one does, so its
@@ -487,7 +478,7 @@ func (s *Service) Fund(ctx context.Context, a principal.Actor, id string, ik ide
 func (s *Service) fund(ctx context.Context, seen *Contract, ik idem.Request, ck clock, ref string) (Reply, error) {
 	id := seen.ID
 	reads := func() []string {
-		return append([]string{contractKey(id)}, ledger.ReadKeys(s.fundTransfer(seen, ck, ref))...)
+		return fundReads(id, s.fundTransfer(seen, ck, ref))
 	}
 	return s.mutate(ctx, ik, reads, func(tx store.Tx, w *saved) (Reply, error) {
 		r, err := s.contracts.load(tx, id)
@@ -591,7 +582,7 @@ func (s *Service) Deliver(ctx context.Context, a principal.Actor, id string, req
 	evidenceHash := hex.EncodeToString(sum[:])
 	body := json.RawMessage(`{"evidence_hash":"` + evidenceHash + `","status":"` + string(StatusDelivered) + `"}`) // hex needs no escape
 	ck := s.tick()
-	reads := func() []string { return []string{contractKey(id)} }
+	reads := func() []string { return deliverReads(id) }
 	return s.mutate(ctx, ik, reads, func(tx store.Tx, w *saved) (Reply, error) {
 		r, err := s.contracts.load(tx, id)
 		if err != nil {
@@ -820,27 +811,6 @@ func payoutTransfer(c *Contract, to string, amount int64, verdict string, ck clo
 		Amount: amount, Currency: c.Currency, Memo: verdict + " " + c.ID, At: ck.now}
 }
 
-// decisionReads names what a transaction deciding contract id as d reads,
-// for store.Prefetch: the contract, and when seen (a copy of it of any
-// age, or nil) names its parties and currency, which never change, the
-// keys that finalize reads: the payout's in the ledger and the reputation
-// counters the decision moves.
-func decisionReads(id string, seen *record, d decision) []string {
-	keys := []string{contractKey(id)}
-	if seen == nil {
-		return keys
-	}
-	c := &seen.Contract
-	to := payee(c, d.verdict)
-	if to == "" {
-		return keys // escalated, or not decided: no payout, no reputation
-	}
-	keys = append(keys, ledger.ReadKeys(payoutTransfer(c, to, c.Price, d.verdict, clock{}))...)
-	for _, o := range outcomes(c, d) {
-		keys = append(keys, reputationKey(o.did, o.role, id))
-	}
-	return keys
-}
 
 // payee is whom a verdict on c pays its hold to: the seller on a release,
 // the buyer on a refund; "" on any other.

@@ -15,6 +15,8 @@ import (
 
 	"github.com/fxamacker/cbor/v2"
 
+	"github.com/assayhq/assay/checkers"
+	"github.com/assayhq/assay/runtime/ledger"
 	"github.com/assayhq/assay/runtime/store"
 )
 
@@ -68,6 +70,66 @@ func reputationKey(did string, r role, contract string) string {
 	h.Write([]byte(contract))
 	shard := h.Sum32() % repShards
 	return reputationPrefix(did) + string(r) + "/" + string([]byte{'0' + byte(shard/10), '0' + byte(shard%10)})
+}
+
+// The read-ahead of each mutation: what its transaction reads, named
+// before it runs, so that a store whose reads are round trips reads it in
+// one (store.Tx.GetMany).
+
+// createReads names what a creation reads: the checkers its criteria name
+// (checkers.InfoKey) and the seller's mark.
+func createReads(refs []checkers.Ref, seller string) []string {
+	keys := make([]string, 0, len(refs)+1)
+	for _, ref := range refs {
+		keys = append(keys, checkers.InfoKey(ref.SHA256))
+	}
+	return append(keys, negativeKey(seller))
+}
+
+// checkCreate reads what createReads names: the index in refs of a
+// checker that is not stored (-1: none), and whether the seller carries a
+// mark (it has lost a decision).
+func checkCreate(tx store.Tx, refs []checkers.Ref, seller string) (missing int, marked bool, err error) {
+	vals, err := tx.GetMany(createReads(refs, seller)...)
+	if err != nil {
+		return -1, false, err
+	}
+	for i := range refs {
+		if vals[i] == nil {
+			return i, false, nil
+		}
+	}
+	return -1, vals[len(refs)] != nil, nil
+}
+
+// fundReads names what a funding by t reads.
+func fundReads(id string, t ledger.Transfer) []string {
+	return append([]string{contractKey(id)}, ledger.ReadKeys(t)...)
+}
+
+// deliverReads names what a delivery reads.
+func deliverReads(id string) []string { return []string{contractKey(id)} }
+
+// decisionReads names what a transaction deciding contract id as d reads,
+// for the read-ahead: the contract, and when seen (a copy of it of any
+// age, or nil) names its parties and currency, which never change, the
+// keys that finalize reads: the payout's in the ledger and the reputation
+// counters the decision moves.
+func decisionReads(id string, seen *record, d decision) []string {
+	keys := []string{contractKey(id)}
+	if seen == nil {
+		return keys
+	}
+	c := &seen.Contract
+	to := payee(c, d.verdict)
+	if to == "" {
+		return keys // escalated, or not decided: no payout, no reputation
+	}
+	keys = append(keys, ledger.ReadKeys(payoutTransfer(c, to, c.Price, d.verdict, clock{}))...)
+	for _, o := range outcomes(c, d) {
+		keys = append(keys, reputationKey(o.did, o.role, id))
+	}
+	return keys
 }
 
 // record is all the court keeps of one contract under its key: the
