@@ -811,7 +811,6 @@ func payoutTransfer(c *Contract, to string, amount int64, verdict string, ck clo
 		Amount: amount, Currency: c.Currency, Memo: verdict + " " + c.ID, At: ck.now}
 }
 
-
 // payee is whom a verdict on c pays its hold to: the seller on a release,
 // the buyer on a refund; "" on any other.
 func payee(c *Contract, verdict string) string {

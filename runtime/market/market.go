@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
-	"net/url"
 	"time"
 
 	"github.com/assayhq/assay/checkers"
@@ -211,35 +210,6 @@ func (s *Service) Rail() rail.Rail { return s.rail }
 
 // Mode returns how the market authenticates agents.
 func (s *Service) Mode() principal.Mode { return s.auth }
-
-// Key prefixes; storage/doc.go lists them.
-const (
-	keyListing   = "market/listing/"   // <id> -> Listing
-	keyArtifact  = "market/artifact/"  // <id> -> the artifact as published (JSON)
-	keySearch    = "market/search/"    // <id> -> searchDoc
-	keyFP        = "market/fp/"        // <fingerprint>/<id> -> ""
-	keyPurchase  = "market/purchase/"  // <id> -> Purchase
-	keyBought    = "market/bought/"    // <listing>/<buyer> -> purchase id
-	keyOpen      = "market/open/"      // <listing>/<purchase> -> "": purchases whose window is open
-	keyDue       = "market/due/"       // <unixnano:020d>/<purchase> -> "": when a hold closes
-	keyChallenge = "market/challenge/" // <id> -> Challenge
-	keyEvidence  = "market/evidence/"  // <challenge id> -> evidence as sent (JSON)
-	keyConfirm   = "market/confirm/"   // <listing>/<identity> -> confirmRecord: a buyer's confirmation toward level 3
-	keyAgent     = "market/agent/"     // <did> -> agentRecord
-)
-
-func esc(s string) string           { return url.PathEscape(s) }
-func listingKey(id string) string   { return keyListing + id }
-func purchaseKey(id string) string  { return keyPurchase + id }
-func challengeKey(id string) string { return keyChallenge + id }
-func agentKey(did string) string    { return keyAgent + esc(did) }
-func boughtKey(listing, buyer string) string {
-	return keyBought + listing + "/" + esc(buyer)
-}
-func openKey(listing, purchase string) string { return keyOpen + listing + "/" + purchase }
-func dueKey(at time.Time, purchase string) string {
-	return fmt.Sprintf("%s%020d/%s", keyDue, at.UnixNano(), purchase)
-}
 
 // Ledger accounts.
 
