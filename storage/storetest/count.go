@@ -22,6 +22,11 @@ type Counts struct {
 // Txs is the transactions of both kinds.
 func (c Counts) Txs() int { return c.Updates + c.Views }
 
+// Add returns c plus d.
+func (c Counts) Add(d Counts) Counts {
+	return Counts{c.Updates + d.Updates, c.Views + d.Views, c.Reads + d.Reads, c.Scans + d.Scans, c.Writes + d.Writes, c.Bytes + d.Bytes}
+}
+
 // Sub returns c less d.
 func (c Counts) Sub(d Counts) Counts {
 	return Counts{c.Updates - d.Updates, c.Views - d.Views, c.Reads - d.Reads, c.Scans - d.Scans, c.Writes - d.Writes, c.Bytes - d.Bytes}
