@@ -74,12 +74,9 @@ type countingTx struct {
 
 func (t countingTx) Get(k string) ([]byte, error) { t.s.saw(k); return t.Tx.Get(k) }
 
-func (t countingTx) GetMany(keys []string) ([][]byte, error) {
+func (t countingTx) GetMany(keys ...string) ([][]byte, error) {
 	t.s.saw(keys...)
-	if m, ok := t.Tx.(store.MultiGetter); ok {
-		return m.GetMany(keys)
-	}
-	return store.GetMany(t.Tx, keys...)
+	return t.Tx.GetMany(keys...)
 }
 
 // TestWalk_SignedDispute counts what one signed dispute of the court costs

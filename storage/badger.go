@@ -208,9 +208,18 @@ type tx struct {
 	wrote    bool // Set or Delete was called
 	bigValue int  // 0: no value is big (View)
 	big      bool // a value of at least bigValue bytes was set
+	// read keeps what GetMany read, by key (nil: no value), until the
+	// key is written.
+	read map[string][]byte
 }
 
 func (t *tx) Get(key string) ([]byte, error) {
+	if v, ok := t.read[key]; ok {
+		if v == nil {
+			return nil, store.ErrNotFound
+		}
+		return v, nil
+	}
 	item, err := t.txn.Get([]byte(key))
 	if err != nil {
 		return nil, wrap(err)
@@ -219,7 +228,30 @@ func (t *tx) Get(key string) ([]byte, error) {
 	return b, wrap(err)
 }
 
+// GetMany implements store.Tx: one Get each, kept for the transaction's
+// later reads.
+func (t *tx) GetMany(keys ...string) ([][]byte, error) {
+	out := make([][]byte, len(keys))
+	for i, k := range keys {
+		v, err := t.Get(k)
+		if errors.Is(err, store.ErrNotFound) {
+			v = nil
+		} else if err != nil {
+			return nil, err
+		} else if v == nil {
+			v = []byte{} // present, empty
+		}
+		out[i] = v
+		if t.read == nil {
+			t.read = make(map[string][]byte, len(keys))
+		}
+		t.read[k] = v
+	}
+	return out, nil
+}
+
 func (t *tx) Set(key string, value []byte) error {
+	delete(t.read, key)
 	t.wrote = true
 	if t.bigValue > 0 && len(key)+len(value) >= t.bigValue {
 		t.big = true
@@ -228,6 +260,7 @@ func (t *tx) Set(key string, value []byte) error {
 }
 
 func (t *tx) Delete(key string) error {
+	delete(t.read, key)
 	t.wrote = true
 	return wrap(t.txn.Delete([]byte(key)))
 }

@@ -27,19 +27,20 @@
 //
 // # Key layout
 //
-// Keys are UTF-8 paths whose first segment names the owner; the services
-// own their prefixes and store JSON values:
+// Keys are UTF-8 paths whose first segment names the owner. Each service's
+// repository owns its prefixes and the encoding of their values (JSON
+// unless said otherwise; storage/RATIONALE.md says why some are CBOR):
 //
-//	escrow/contract/<id>                 a contract
-//	escrow/delivery/<id>                 its deliverable and evidence, as delivered
-//	escrow/adjudication/<id>             the result and record a dispute was decided from
-//	escrow/activity/<seq:020d>-<node>    the court's activity log (seq assigned in memory, resumed on open; node random per process)
+//	escrow/contract/<id>                 a contract's record, CBOR (runtime/escrow/repo.go): its terms, state, delivery when at most 4 KiB, and the adjudication of its dispute; a record written before records held them is the contract's JSON, read as it stands
+//	escrow/delivery/<id>                 a delivery larger than 4 KiB (and every delivery of a contract stored before records held them), as delivered
+//	escrow/adjudication/<id>             legacy: the adjudication of a dispute decided before records held them; read, never written
+//	escrow/activity/<seq:020d>-<node>    one event of the court's activity log, CBOR (JSON before) (seq assigned in memory, resumed on open; node random per process)
 //	escrow/reputation/<did>/<role>/<shard:02d>  dispute counts for seller|buyer, split into 16 shards by contract
 //	escrow/negative/<did>                "1": the agent has lost a decision, so Create reads its reputation for a ban
 //	escrow/meta/negatives                "1": the marks above were made for the reputation recorded before them
 //	receipt/<id>                         a signed receipt of any service (runtime/receipt's repository): the court's, the market's and the Matters'; its bytes as signed, not HTML-escaped; id = hex of the first 8 bytes of sha256("<contract>/<purpose>"), sha256("market/<subject>/<purpose>") or sha256("matters/<matter>/<seq>")
 //	receipt-by-agent/<did>/<unixnano:020d>-<id>  index: the receipts an agent was party to (the court's buyer and seller, the market's agents)
-//	ledger/entry/<account>/<transfer>/<leg>  one leg of a transfer (append-only)
+//	ledger/entry/<account>/<transfer>/<leg>  one leg of a transfer (append-only): a CBOR array of what the key does not say (its JSON before, read as it stands)
 //	ledger/shard/<account>/<currency>/<n>    what the account's legs in the currency add up to, for transfers whose id hashes to n (0-511): the balance bound
 //	ledger/lock/<account>                a counter every debit of the account rewrites (ledger.Lock), whichever service debits it, so that they conflict
 //	idem/<scope>/<key>                   a stored response for an idempotency key (escrow: idem/escrow/<key>)

@@ -10,7 +10,6 @@ import (
 	"github.com/assayhq/assay/runtime/store"
 	"github.com/assayhq/assay/storage"
 	"github.com/assayhq/assay/storage/storetest"
-	"github.com/oklog/ulid/v2"
 )
 
 // MustOpen opens a store in a temp dir, closed at the end of the test.
@@ -29,18 +28,6 @@ func MustOpen(tb testing.TB, dir string) *storage.DB {
 func TestStore(t *testing.T) {
 	t.Parallel()
 	storetest.RunStoreSuite(t, func(tb testing.TB) store.Store { return MustOpen(tb, tb.TempDir()) })
-}
-
-// TestDB_ids: on badger the services' ids sort by when they were made
-// (store.IDs), so that a case's keys sit together in the memtable.
-func TestDB_ids(t *testing.T) {
-	t.Parallel()
-	newID := store.IDs(MustOpen(t, t.TempDir()))
-	before := ulid.Now()
-	id := newID()
-	if u, err := ulid.ParseStrict(id); err != nil || u.Time() < before || u.Time() > ulid.Now() {
-		t.Fatalf("id %q (%v): want a ULID of now", id, err)
-	}
 }
 
 // TestDB_reopen: what Update acknowledged is there after a reopen.

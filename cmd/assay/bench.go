@@ -37,7 +37,7 @@ func cmdBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	case len(args) > 0 && args[0] == "replays":
 		return cmdBenchReplays(args[1:], stdout, stderr)
 	}
-	fmt.Fprintln(stderr, "usage: assay bench court [--base URL[,URL...]] [--versus URL[,URL...] [--rounds N]] [--clients N[,N...]] [--cases N | --duration D] [--warmup N] [--dispute-every K] [--fsync-dir DIR] [--json]")
+	fmt.Fprintln(stderr, "usage: assay bench court [--base URL[,URL...]] [--versus URL[,URL...] [--versus-pid PID] [--rounds N]] [--clients N[,N...]] [--cases N | --duration D] [--warmup N] [--dispute-every K] [--fsync-dir DIR] [--json]")
 	fmt.Fprintln(stderr, "       assay bench replays --store postgres:URL --base URL --checker PATH [--count N] [--json]")
 	return exitUsage
 }
@@ -67,6 +67,7 @@ func cmdBenchCourt(args []string, stdout, stderr io.Writer) int {
 		floorN       = fs.Int("fsync-writes", 100, "timed writes of the floor, before and again after the runs")
 		asJSON       = fs.Bool("json", false, "print the result as JSON: one run's object, or {\"floor\", \"runs\"} for a list of client counts (with --versus, {\"floor\", \"pairs\"})")
 		versus       = fs.String("versus", "", "other servers' base `URLs` to compare with --base's (a server with another setting, on the same machine): each client count runs --rounds times on each, alternating, and the table compares them")
+		versusPID    = fs.Int("versus-pid", 0, "the process id of the --versus server, whose CPU is read from /proc/`PID`/stat (a server without /metrics, such as the seed's own service)")
 		rounds       = fs.Int("rounds", 5, "with --versus, how many runs each side gets at each client count, in alternation")
 	)
 	if err := fs.Parse(args); err != nil {
@@ -78,8 +79,8 @@ func cmdBenchCourt(args []string, stdout, stderr io.Writer) int {
 	bases := splitBases(*base)
 	counts, cerr := parseCounts(*clients)
 	others := splitBases(*versus)
-	if cerr != nil || *cases < 1 || *duration < 0 || *warmup < 0 || *disputeEvery < 0 || *floorN < 1 || len(bases) == 0 || *rounds < 1 || *versus != "" && len(others) == 0 {
-		fmt.Fprintln(stderr, "assay bench court: --base (and --versus, when given) must name a server, --clients must be positive counts, --cases, --rounds and --fsync-writes positive, --duration, --warmup and --dispute-every not negative")
+	if cerr != nil || *cases < 1 || *duration < 0 || *warmup < 0 || *disputeEvery < 0 || *floorN < 1 || len(bases) == 0 || *rounds < 1 || *versus != "" && len(others) == 0 || *versusPID < 0 || *versusPID > 0 && *versus == "" {
+		fmt.Fprintln(stderr, "assay bench court: --base (and --versus, when given) must name a server, --clients must be positive counts, --cases, --rounds and --fsync-writes positive, --duration, --warmup and --dispute-every not negative, --versus-pid only with --versus")
 		return exitUsage
 	}
 	ctx := context.Background()
@@ -101,8 +102,12 @@ func cmdBenchCourt(args []string, stdout, stderr io.Writer) int {
 		sides = append(sides, others)
 	}
 	if *warmup > 0 {
-		for _, side := range sides {
-			if _, err := benchCourt(ctx, courtLoad{Bases: side, Clients: counts[len(counts)-1], Cases: *warmup, DisputeEvery: *disputeEvery}); err != nil {
+		for i, side := range sides {
+			l := courtLoad{Bases: side, Clients: counts[len(counts)-1], Cases: *warmup, DisputeEvery: *disputeEvery}
+			if i == 1 {
+				l.PID = *versusPID
+			}
+			if _, err := benchCourt(ctx, l); err != nil {
 				fmt.Fprintf(stderr, "assay bench court: warm-up: %v\n", err)
 				return exitNo
 			}
@@ -124,7 +129,7 @@ func cmdBenchCourt(args []string, stdout, stderr io.Writer) int {
 			runs = append(runs, res)
 			continue
 		}
-		p, err := benchPair(ctx, load, bases, others, *rounds)
+		p, err := benchPair(ctx, load, bases, others, *versusPID, *rounds)
 		if err != nil {
 			fmt.Fprintf(stderr, "assay bench court: %v\n", err)
 			return exitNo
@@ -246,7 +251,7 @@ func printRun(w io.Writer, res courtResult, fl *diskFloor) {
 	fmt.Fprintf(w, "%.0f cases/s, %.0f requests/s\n", res.CasesPerSec, res.RequestsPerSec)
 	fmt.Fprintf(w, "case latency p50 %s p99 %s; request latency p50 %s p99 %s\n",
 		time.Duration(res.CaseP50NS), time.Duration(res.CaseP99NS), time.Duration(res.RequestP50NS), time.Duration(res.RequestP99NS))
-	if sv := res.Server; sv != nil {
+	if sv := res.Server; sv != nil && sv.Requests > 0 {
 		fmt.Fprintf(w, "server-side (/metrics, from histogram buckets): %d requests, p50 %s p99 %s\n",
 			sv.Requests, time.Duration(sv.P50NS).Round(time.Microsecond), time.Duration(sv.P99NS).Round(time.Microsecond))
 		for _, r := range slices.Sorted(maps.Keys(sv.Routes)) {
@@ -254,7 +259,7 @@ func printRun(w io.Writer, res courtResult, fl *diskFloor) {
 			fmt.Fprintf(w, "  %-4s %-26s %6d  p50 %-10s p99 %s\n", l.Method, l.Route, l.Requests,
 				time.Duration(l.P50NS).Round(time.Microsecond), time.Duration(l.P99NS).Round(time.Microsecond))
 		}
-	} else {
+	} else if res.ServerNote != "" {
 		fmt.Fprintf(w, "server-side latency: %s\n", res.ServerNote)
 	}
 	fmt.Fprintf(w, "CPU a case: servers %s µs%s, this load generator %s µs\n", cpuUS(res.Server), faults(res.Server), us(res.ClientCPUUS))
@@ -282,10 +287,10 @@ func printInclusion(w io.Writer, r courtResult) {
 // printTable prints one line per client count, then the disk's floor.
 func printTable(w io.Writer, runs []courtResult, fl *diskFloor) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "clients\tcases\tcases/s\tcase p50 ms\tcase p99 ms\trequest p50 ms\trequest p99 ms\tserver p99 ms\tp50 / 4 fsyncs\tserver CPU µs/case\tserver page faults/case\tclient CPU µs/case\terrors\tload\t")
+	fmt.Fprintln(tw, "service\tclients\tcases\tcases/s\tcase p50 ms\tcase p99 ms\trequest p50 ms\trequest p99 ms\tserver p99 ms\tp50 / 4 fsyncs\tserver CPU µs/case\tserver page faults/case\tclient CPU µs/case\terrors\tload\t")
 	for _, r := range runs {
 		sv, ratio, pf := "-", "-", "-"
-		if r.Server != nil {
+		if r.Server != nil && r.Server.Requests > 0 {
 			sv = ms(r.Server.P99NS)
 			if r.Server.PageFaultsPerCase > 0 {
 				pf = strconv.FormatFloat(r.Server.PageFaultsPerCase, 'f', 1, 64)
@@ -294,7 +299,11 @@ func printTable(w io.Writer, runs []courtResult, fl *diskFloor) {
 		if fl != nil {
 			ratio = strconv.FormatFloat(r.FloorRatio, 'f', 2, 64) + "x"
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t\n", r.Clients, r.Cases, r.CasesPerSec,
+		svc := r.Service
+		if svc == "" {
+			svc = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t\n", svc, r.Clients, r.Cases, r.CasesPerSec,
 			ms(r.CaseP50NS), ms(r.CaseP99NS), ms(r.RequestP50NS), ms(r.RequestP99NS), sv, ratio, cpuUS(r.Server), pf, us(r.ClientCPUUS), r.Errors, r.Load)
 	}
 	tw.Flush()
@@ -319,10 +328,11 @@ type courtPair struct {
 	Ratio float64 `json:"versus_over_base"`
 }
 
-// benchPair runs l on base and on versus, rounds times each, in
+// benchPair runs l on base and on versus (whose CPU is read from
+// /proc/versusPID when versusPID is positive), rounds times each, in
 // alternation: base first in the odd rounds, versus first in the even
 // ones, so that a drift of the machine over the run weighs on both.
-func benchPair(ctx context.Context, l courtLoad, base, versus []string, rounds int) (courtPair, error) {
+func benchPair(ctx context.Context, l courtLoad, base, versus []string, versusPID, rounds int) (courtPair, error) {
 	p := courtPair{Clients: l.Clients}
 	for i := range rounds {
 		order := []bool{false, true}
@@ -330,9 +340,9 @@ func benchPair(ctx context.Context, l courtLoad, base, versus []string, rounds i
 			order = []bool{true, false}
 		}
 		for _, other := range order {
-			l.Bases = base
+			l.Bases, l.PID = base, 0
 			if other {
-				l.Bases = versus
+				l.Bases, l.PID = versus, versusPID
 			}
 			res, err := benchCourt(ctx, l)
 			if err != nil {
@@ -408,10 +418,16 @@ type courtLoad struct {
 	Cases        int
 	Duration     time.Duration // when positive, drive cases until it has passed, not Cases
 	DisputeEvery int
+	// PID, when positive, is the one server's process, whose CPU is read
+	// from /proc/PID/stat: for a server that serves no /metrics.
+	PID int
 }
 
 // courtResult is what a load run measured.
 type courtResult struct {
+	// Service names the service driven when a run compares two
+	// (--versus): "assay" or "versus".
+	Service        string  `json:"service,omitempty"`
 	Clients        int     `json:"clients"`
 	Nodes          int     `json:"nodes"`
 	Cases          int     `json:"cases"`
@@ -583,7 +599,16 @@ func benchCourt(ctx context.Context, l courtLoad) (courtResult, error) {
 		hosts[i] = &fasthttp.HostClient{Addr: u.Host, IsTLS: u.Scheme == "https", MaxConns: l.Clients,
 			ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, MaxIdleConnDuration: time.Minute}
 	}
-	before, scrapeErr := scrapeBases(ctx, client, l.Bases)
+	var before []metrics.Scrape
+	var scrapeErr error
+	var pidCPU0 time.Duration
+	if l.PID > 0 {
+		if pidCPU0, scrapeErr = pidCPUTime(l.PID); scrapeErr != nil {
+			return courtResult{}, scrapeErr
+		}
+	} else {
+		before, scrapeErr = scrapeBases(ctx, client, l.Bases)
+	}
 	var (
 		next     atomic.Int64
 		mu       sync.Mutex
@@ -656,7 +681,18 @@ func benchCourt(ctx context.Context, l courtLoad) (courtResult, error) {
 		res.FirstError = firstErr.Error()
 	}
 	var after []metrics.Scrape
-	if scrapeErr == nil {
+	switch {
+	case l.PID > 0:
+		pidCPU, err := pidCPUTime(l.PID)
+		if err != nil {
+			return courtResult{}, err
+		}
+		res.Server = &serverLatency{CPUSeconds: (pidCPU - pidCPU0).Seconds(), Routes: map[string]routeLatency{}}
+		if res.Cases > 0 {
+			res.Server.CPUUSPerCase = res.Server.CPUSeconds * 1e6 / float64(res.Cases)
+		}
+		return res, nil
+	case scrapeErr == nil:
 		after, scrapeErr = scrapeBases(ctx, client, l.Bases)
 	}
 	if scrapeErr != nil {
@@ -669,6 +705,28 @@ func benchCourt(ctx context.Context, l courtLoad) (courtResult, error) {
 		}
 	}
 	return res, nil
+}
+
+// pidCPUTime reads the CPU time process pid has used, user and system,
+// from /proc/PID/stat (its 14th and 15th fields, in clock ticks of 10 ms,
+// Linux's USER_HZ).
+func pidCPUTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("the CPU of process %d: %w", pid, err)
+	}
+	// The command name, field 2, is in parentheses and may hold spaces.
+	i := bytes.LastIndexByte(b, ')')
+	f := strings.Fields(string(b[i+1:]))
+	if i < 0 || len(f) < 13 {
+		return 0, fmt.Errorf("the CPU of process %d: /proc/%d/stat does not read as stat", pid, pid)
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("the CPU of process %d: /proc/%d/stat does not read as stat", pid, pid)
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
 }
 
 // loadAverage returns the first three fields of /proc/loadavg, or "".

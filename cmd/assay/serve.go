@@ -486,7 +486,8 @@ func wire(ctx context.Context, db store.Store, keys escrow.Signer, sb *wasm.Sand
 		o(&w)
 	}
 	reg := principal.New(db, time.Now)
-	court, err := escrow.New(ctx, escrow.Config{Store: db, Signer: keys, Runner: runner, Juror: juror, Now: time.Now, Auth: w.court, Identities: reg})
+	newID := idsFor(db)
+	court, err := escrow.New(ctx, escrow.Config{Store: db, Signer: keys, Runner: runner, Juror: juror, Now: time.Now, NewID: newID, Auth: w.court, Identities: reg})
 	if err != nil {
 		return nil, err
 	}
@@ -501,11 +502,11 @@ func wire(ctx context.Context, db store.Store, keys escrow.Signer, sb *wasm.Sand
 	// Checker uploads and the market's Python sources are charged to
 	// their uploaders' quotas in one library.
 	library := replays.NewLibrary(db, runner, time.Now, replays.WithQuotas(w.quotas))
-	bazaar, err := market.New(market.Config{Store: db, Signer: keys, Runner: runner, Now: marketNow, Rail: w.rail, Intents: w.intents, Auth: w.market, Sources: library})
+	bazaar, err := market.New(market.Config{Store: db, Signer: keys, Runner: runner, Now: marketNow, NewID: newID, Rail: w.rail, Intents: w.intents, Auth: w.market, Sources: library})
 	if err != nil {
 		return nil, err
 	}
-	judgments, err := matters.New(matters.Config{Store: db, Signer: keys, Now: time.Now, Court: appealcourt.New(court), Auth: w.matters, Principals: reg})
+	judgments, err := matters.New(matters.Config{Store: db, Signer: keys, Now: time.Now, NewID: newID, Court: appealcourt.New(court), Auth: w.matters, Principals: reg})
 	if err != nil {
 		return nil, err
 	}

@@ -73,11 +73,10 @@ var leaves = map[string]bool{
 // testHelpers are the packages for tests only: they may import testing,
 // and production code never imports them.
 var testHelpers = map[string]bool{
-	module + "/internal/conformance":          true,
-	module + "/internal/pgtest":               true,
-	module + "/internal/wasmtest":             true,
-	module + "/storage/storetest":             true,
-	module + "/runtime/store/jsonw/jsonwtest": true,
+	module + "/internal/conformance": true,
+	module + "/internal/pgtest":      true,
+	module + "/internal/wasmtest":    true,
+	module + "/storage/storetest":    true,
 }
 
 func layer(path string) string {

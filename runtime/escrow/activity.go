@@ -3,12 +3,14 @@ package escrow
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/fxamacker/cbor/v2"
+
 	"github.com/assayhq/assay/runtime/store"
-	"github.com/assayhq/assay/runtime/store/jsonw"
 )
 
 // Event is one entry of the court's activity log.
@@ -44,9 +46,9 @@ func (s *Service) Activity(ctx context.Context, limit int) (Activity, error) {
 	limit = max(1, min(limit, MaxActivity))
 	a := Activity{Events: []Event{}}
 	err := s.st.View(ctx, func(tx store.Tx) error {
-		return tx.Scan(keyActivity, true, func(_ string, v []byte) error {
-			var e Event
-			if err := json.Unmarshal(v, &e); err != nil {
+		return tx.Scan(keyActivity, true, func(k string, v []byte) error {
+			e, err := decodeEvent(k, v)
+			if err != nil {
 				return err
 			}
 			if a.TotalSeq == 0 {
@@ -92,28 +94,49 @@ type clock struct {
 func (s *Service) tick() clock { return clock{now: s.now().UTC(), seq: s.seq.Add(1), node: s.node} }
 
 func putEvent(tx store.Tx, ck clock, e Event) error {
-	e.Seq = ck.seq
-	e.TS = float64(ck.now.UnixMicro()) / 1e6
-	return store.SetJSON(tx, activityKey(ck.seq, ck.node), e)
+	b, err := recordEnc.Marshal(storedEvent{Seq: ck.seq, At: ck.now.UnixMicro(), Event: e.Event, ContractID: e.ContractID,
+		Status: string(e.Status), Buyer: e.Buyer, Seller: e.Seller, Price: e.Price, Currency: e.Currency,
+		EvidenceHash: e.EvidenceHash, Verdict: e.Verdict, Tier: e.Tier, Payout: e.Payout, ReceiptID: e.ReceiptID})
+	if err != nil {
+		return fmt.Errorf("escrow: encode event %d: %w", ck.seq, err)
+	}
+	return tx.Set(activityKey(ck.seq, ck.node), b)
 }
 
-// AppendJSON implements store.JSONAppender: every mutation writes an
-// event.
-func (e Event) AppendJSON(b []byte) ([]byte, bool) {
-	o := jsonw.NewObject(b)
-	o.Uint("seq", e.Seq)
-	o.Float("ts", e.TS)
-	o.String("event", e.Event)
-	o.String("contract_id", e.ContractID)
-	o.String("status", string(e.Status))
-	o.StringOmitEmpty("buyer", e.Buyer)
-	o.StringOmitEmpty("seller", e.Seller)
-	o.IntOmitEmpty("price", e.Price)
-	o.StringOmitEmpty("currency", e.Currency)
-	o.StringOmitEmpty("evidence_hash", e.EvidenceHash)
-	o.StringOmitEmpty("verdict", e.Verdict)
-	o.StringOmitEmpty("tier", e.Tier)
-	o.IntMapOmitEmpty("payout", e.Payout)
-	o.StringOmitEmpty("receipt_id", e.ReceiptID)
-	return o.Bytes()
+// storedEvent is an event's encoding: a CBOR map with small integer
+// keys, its time in Unix microseconds.
+type storedEvent struct {
+	Seq          uint64           `cbor:"1,keyasint"`
+	At           int64            `cbor:"2,keyasint"`
+	Event        string           `cbor:"3,keyasint"`
+	ContractID   string           `cbor:"4,keyasint"`
+	Status       string           `cbor:"5,keyasint"`
+	Buyer        string           `cbor:"6,keyasint,omitempty"`
+	Seller       string           `cbor:"7,keyasint,omitempty"`
+	Price        int64            `cbor:"8,keyasint,omitempty"`
+	Currency     string           `cbor:"9,keyasint,omitempty"`
+	EvidenceHash string           `cbor:"10,keyasint,omitempty"`
+	Verdict      string           `cbor:"11,keyasint,omitempty"`
+	Tier         string           `cbor:"12,keyasint,omitempty"`
+	Payout       map[string]int64 `cbor:"13,keyasint,omitempty"`
+	ReceiptID    string           `cbor:"14,keyasint,omitempty"`
+}
+
+// decodeEvent decodes the event stored under key: CBOR, or the JSON
+// events were stored as before.
+func decodeEvent(key string, v []byte) (Event, error) {
+	var e Event
+	if len(v) > 0 && v[0] == '{' {
+		if err := json.Unmarshal(v, &e); err != nil {
+			return e, fmt.Errorf("escrow: decode %s: %w", key, err)
+		}
+		return e, nil
+	}
+	var st storedEvent
+	if err := cbor.Unmarshal(v, &st); err != nil {
+		return e, fmt.Errorf("escrow: decode %s: %w", key, err)
+	}
+	return Event{Seq: st.Seq, TS: float64(st.At) / 1e6, Event: st.Event, ContractID: st.ContractID, Status: Status(st.Status),
+		Buyer: st.Buyer, Seller: st.Seller, Price: st.Price, Currency: st.Currency, EvidenceHash: st.EvidenceHash,
+		Verdict: st.Verdict, Tier: st.Tier, Payout: st.Payout, ReceiptID: st.ReceiptID}, nil
 }

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/assayhq/assay/adjudicate"
-	"github.com/assayhq/assay/checkers"
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/idem"
 	"github.com/assayhq/assay/runtime/ident"
@@ -120,19 +119,6 @@ type delivery struct {
 	Evidence    json.RawMessage `json:"evidence,omitempty"`
 }
 
-// AppendJSON implements store.JSONAppender. Deliver compacts both fields,
-// and they are written as they are: encoding/json would escape <, > and &
-// in their strings, and a dispute would hand the checkers other bytes than
-// the seller delivered and `assay judge` replays.
-func (d delivery) AppendJSON(b []byte) ([]byte, bool) {
-	if len(d.Deliverable) == 0 || len(d.Evidence) == 0 {
-		return b, false
-	}
-	b = append(append(b, `{"deliverable":`...), d.Deliverable...)
-	b = append(append(b, `,"evidence":`...), d.Evidence...)
-	return append(b, '}'), true
-}
-
 // adjudication is what a dispute decided from, kept for replay and for the
 // operator of an escalated case.
 type adjudication struct {
@@ -215,38 +201,6 @@ func (s *Service) Create(ctx context.Context, req CreateRequest, ik idem.Request
 	if err != nil {
 		return Reply{}, err
 	}
-	// Checks that need reads run before the transaction, in one read (one
-	// round trip on PostgreSQL): checkers are immutable once stored, and
-	// a ban that lands a moment after this read is one a creation a
-	// moment earlier would have missed too.
-	refs := plan.Checkers()
-	keys := make([]string, 0, len(refs)+1)
-	for _, ref := range refs {
-		keys = append(keys, checkers.InfoKey(ref.SHA256))
-	}
-	vals, err := store.Read(ctx, s.st, append(keys, negativeKey(c.Seller))...)
-	if err != nil {
-		return Reply{}, err
-	}
-	for i, ref := range refs {
-		if vals[i] == nil {
-			return Reply{}, fault.New(fault.Invalid, ECodeUnknownChecker, "acceptance.checkers[%d]: no checker with sha256 %s; upload it with POST /checkers first", i, ref.SHA256)
-		}
-	}
-	if vals[len(refs)] != nil {
-		// Only an agent that has lost a decision can be BANNED (a ban
-		// needs three negatives in a role), and one that has carries a
-		// mark (addReputation): this one does, so its reputation, a
-		// scan of its counters, decides.
-		rep, err := s.Reputation(ctx, c.Seller)
-		if err != nil {
-			return Reply{}, err
-		}
-		if rep.Standing == StandingBanned {
-			return Reply{}, fault.New(fault.Invalid, ECodeSellerBanned, "seller %s is BANNED (%d disputes lost as seller, %d as buyer) and is refused new contracts",
-				c.Seller, rep.AsSeller.Negative, rep.AsBuyer.Negative)
-		}
-	}
 	ck := s.tick()
 	c.ID = s.prefix + s.newID()
 	c.Status = StatusCreated
@@ -258,10 +212,36 @@ func (s *Service) Create(ctx context.Context, req CreateRequest, ik idem.Request
 	if err != nil {
 		return Reply{}, err
 	}
-	return s.mutate(ctx, ik, func(tx store.Tx) (Reply, error) {
-		// Ids hold 80 random bits or more (store.IDs): no read for a
-		// collision, so that a creation conflicts with nothing.
-		if err := s.putContract(tx, c); err != nil {
+	// The checks that read run in the transaction, in one read (one round
+	// trip on PostgreSQL): the checkers the criteria name, which are
+	// immutable once stored, and the seller's mark, which a decision that
+	// the seller loses writes.
+	refs := plan.Checkers()
+	reads := func() []string { return createReads(refs, c.Seller) }
+	return s.mutate(ctx, ik, reads, func(tx store.Tx, w *saved) (Reply, error) {
+		missing, marked, err := checkCreate(tx, refs, c.Seller)
+		if err != nil {
+			return Reply{}, err
+		}
+		if missing >= 0 {
+			return Reply{}, fault.New(fault.Invalid, ECodeUnknownChecker, "acceptance.checkers[%d]: no checker with sha256 %s; upload it with POST /checkers first", missing, refs[missing].SHA256)
+		}
+		if marked {
+			// Only an agent that has lost a decision can be BANNED (a
+			// ban needs three negatives in a role), and one that has
+			// carries a mark (addReputation): this one does, so its
+			// reputation, a scan of its counters, decides.
+			rep, err := reputationTx(tx, c.Seller)
+			if err != nil {
+				return Reply{}, err
+			}
+			if rep.Standing == StandingBanned {
+				return Reply{}, fault.New(fault.Invalid, ECodeSellerBanned, "seller %s is BANNED (%d disputes lost as seller, %d as buyer) and is refused new contracts",
+					c.Seller, rep.AsSeller.Negative, rep.AsBuyer.Negative)
+			}
+		}
+		// Ids hold 80 random bits or more: no read for a collision.
+		if err := s.contracts.save(tx, w, &record{Contract: *c}); err != nil {
 			return Reply{}, err
 		}
 		return Reply{Body: body}, putEvent(tx, ck, Event{Event: "create", ContractID: c.ID, Status: c.Status,
@@ -388,24 +368,49 @@ func wrongState(c *Contract, action string, want Status) error {
 
 // Get returns a contract, settling first a deadline that has passed.
 func (s *Service) Get(ctx context.Context, id string) (*Contract, error) {
-	vals, err := store.Read(ctx, s.st, contractKey(id))
+	r, err := s.read(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	c, err := s.decodeContract(id, vals[0])
-	if err != nil || !s.isDue(c, s.now()) {
-		return c, err
+	c, err := s.settle(ctx, r)
+	if err != nil {
+		return nil, err
 	}
-	ck := s.tick()
-	err = s.st.Update(ctx, func(tx store.Tx) error {
+	return &c.Contract, nil
+}
+
+// read reads contract id's record on a snapshot.
+func (s *Service) read(ctx context.Context, id string) (*record, error) {
+	var r *record
+	err := s.st.View(ctx, func(tx store.Tx) error {
 		var err error
-		if c, err = s.loadContract(tx, id); err != nil {
-			return err
-		}
-		_, err = s.settleDue(tx, c, ck)
+		r, err = s.contracts.load(tx, id)
 		return err
 	})
-	return c, err
+	return r, err
+}
+
+// settle settles r, read before, when a deadline of it has passed, and
+// returns it as it then stands.
+func (s *Service) settle(ctx context.Context, r *record) (*record, error) {
+	if !s.isDue(&r.Contract, s.now()) {
+		return r, nil
+	}
+	ck := s.tick()
+	var w saved
+	err := s.st.Update(ctx, func(tx store.Tx) error {
+		var err error
+		w = saved{}
+		if r, err = s.contracts.load(tx, r.ID); err != nil {
+			return err
+		}
+		_, err = s.settleDue(tx, &w, r, ck)
+		return err
+	})
+	if err == nil {
+		s.contracts.committed(&w)
+	}
+	return r, err
 }
 
 // Fund moves the price into the contract's hold. A contract in a
@@ -426,10 +431,20 @@ func (s *Service) Get(ctx context.Context, id string) (*Contract, error) {
 // (503); idempotency_conflict.
 func (s *Service) Fund(ctx context.Context, a principal.Actor, id string, ik idem.Request) (Reply, error) {
 	ck := s.tick()
-	c, err := s.Get(ctx, id)
-	if err != nil {
-		return Reply{}, err
+	// The record as this node committed it is enough to go on with when
+	// it shows the contract created (the transaction checks again; a
+	// collection it then refuses is refunded); anything else is read.
+	r := s.contracts.peek(id)
+	if r == nil || r.Status != StatusCreated || s.isDue(&r.Contract, ck.now) {
+		var err error
+		if r, err = s.read(ctx, id); err != nil {
+			return Reply{}, err
+		}
+		if r, err = s.settle(ctx, r); err != nil {
+			return Reply{}, err
+		}
 	}
+	c := &r.Contract
 	if err := s.mayAct(ctx, a, c, PartyBuyer); err != nil {
 		return Reply{}, err
 	}
@@ -463,15 +478,21 @@ func (s *Service) Fund(ctx context.Context, a principal.Actor, id string, ik ide
 func (s *Service) fund(ctx context.Context, seen *Contract, ik idem.Request, ck clock, ref string) (Reply, error) {
 	id := seen.ID
 	reads := func() []string {
-		return append([]string{contractKey(id)}, ledger.ReadKeys(s.fundTransfer(seen, ck, ref))...)
+		return fundReads(id, s.fundTransfer(seen, ck, ref))
 	}
-	return s.mutateReading(ctx, ik, reads, func(tx store.Tx) (Reply, error) {
-		c, err := s.loadContract(tx, id)
+	return s.mutate(ctx, ik, reads, func(tx store.Tx, w *saved) (Reply, error) {
+		r, err := s.contracts.load(tx, id)
 		if err != nil {
 			return Reply{}, err
 		}
+		c := &r.Contract
 		if c.Status != StatusCreated {
 			return Reply{}, wrongState(c, "fund", StatusCreated)
+		}
+		if c.Price != seen.Price || c.Currency != seen.Currency || c.Buyer != seen.Buyer {
+			// Terms never change once made; a store restored or written
+			// behind the court's back may hold others than were collected.
+			return Reply{}, fault.New(fault.Conflict, ECodeInvalidState, "contract %s changed while it was being funded; send the funding again", id)
 		}
 		if !c.DeliverBy.IsZero() && !ck.now.Before(c.DeliverBy) {
 			return Reply{}, fault.New(fault.Conflict, ECodeDeadlinePassed, "cannot fund contract %s: its deliver_by %s has passed", id, c.DeliverBy.Format(time.RFC3339))
@@ -485,7 +506,7 @@ func (s *Service) fund(ctx context.Context, seen *Contract, ik idem.Request, ck 
 			return Reply{}, err
 		}
 		c.Status, c.FundedAt = StatusFunded, ck.now
-		if err := s.putContract(tx, c); err != nil {
+		if err := s.contracts.save(tx, w, r); err != nil {
 			return Reply{}, err
 		}
 		return Reply{Body: json.RawMessage(`{"status":"funded"}`)},
@@ -561,13 +582,14 @@ func (s *Service) Deliver(ctx context.Context, a principal.Actor, id string, req
 	evidenceHash := hex.EncodeToString(sum[:])
 	body := json.RawMessage(`{"evidence_hash":"` + evidenceHash + `","status":"` + string(StatusDelivered) + `"}`) // hex needs no escape
 	ck := s.tick()
-	reads := func() []string { return []string{contractKey(id)} }
-	return s.mutateReading(ctx, ik, reads, func(tx store.Tx) (Reply, error) {
-		c, err := s.loadContract(tx, id)
+	reads := func() []string { return deliverReads(id) }
+	return s.mutate(ctx, ik, reads, func(tx store.Tx, w *saved) (Reply, error) {
+		r, err := s.contracts.load(tx, id)
 		if err != nil {
 			return Reply{}, err
 		}
-		if err := s.lapse(tx, c, ck, func() error {
+		c := &r.Contract
+		if err := s.lapse(tx, w, r, ck, func() error {
 			return fault.New(fault.Conflict, ECodeDeadlinePassed,
 				"cannot deliver contract %s: its deliver_by %s passed, and the escrow went back to the buyer", id, c.DeliverBy.Format(time.RFC3339))
 		}); err != nil {
@@ -576,11 +598,11 @@ func (s *Service) Deliver(ctx context.Context, a principal.Actor, id string, req
 		if c.Status != StatusFunded {
 			return Reply{}, wrongState(c, "deliver", StatusFunded)
 		}
-		if err := store.SetJSON(tx, deliveryKey(id), dl); err != nil {
+		if err := s.contracts.putDelivery(tx, r, dl); err != nil {
 			return Reply{}, err
 		}
 		c.Status, c.DeliveredAt, c.EvidenceHash = StatusDelivered, ck.now, evidenceHash
-		if err := s.putContract(tx, c); err != nil {
+		if err := s.contracts.save(tx, w, r); err != nil {
 			return Reply{}, err
 		}
 		return Reply{Body: body}, putEvent(tx, ck, Event{Event: "deliver", ContractID: id, Status: c.Status, EvidenceHash: evidenceHash})
@@ -596,24 +618,25 @@ func (s *Service) Accept(ctx context.Context, a principal.Actor, id string, ik i
 	d := decision{event: "accept", verdict: adjudicate.VerdictRelease, tier: TierBuyerAccept, actor: a.Name()}
 	// The contract as this node last saw it, if it did, names the keys.
 	reads := func() []string { return decisionReads(id, s.contracts.peek(id), d) }
-	return s.mutateReading(ctx, ik, reads, func(tx store.Tx) (Reply, error) {
-		c, err := s.decidable(tx, id, "accept", ck)
+	return s.mutate(ctx, ik, reads, func(tx store.Tx, w *saved) (Reply, error) {
+		r, err := s.decidable(tx, w, id, "accept", ck)
 		if err != nil {
 			return Reply{}, err
 		}
-		body, err := s.finalize(tx, c, ck, d)
+		body, err := s.finalize(tx, w, r, ck, d)
 		return Reply{Body: body}, err
 	})
 }
 
 // decidable loads a contract that must be delivered, settling a lapsed
 // review window first.
-func (s *Service) decidable(tx store.Tx, id, action string, ck clock) (*Contract, error) {
-	c, err := s.loadContract(tx, id)
+func (s *Service) decidable(tx store.Tx, w *saved, id, action string, ck clock) (*record, error) {
+	r, err := s.contracts.load(tx, id)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.lapse(tx, c, ck, func() error {
+	c := &r.Contract
+	if err := s.lapse(tx, w, r, ck, func() error {
 		return fault.New(fault.Conflict, ECodeReviewWindowClosed,
 			"cannot %s contract %s: its review window closed and the escrow was released to the seller", action, id)
 	}); err != nil {
@@ -622,7 +645,7 @@ func (s *Service) decidable(tx store.Tx, id, action string, ck clock) (*Contract
 	if c.Status != StatusDelivered {
 		return nil, wrongState(c, action, StatusDelivered)
 	}
-	return c, nil
+	return r, nil
 }
 
 // Dispute adjudicates the delivered contract: the court replays the
@@ -631,65 +654,66 @@ func (s *Service) Dispute(ctx context.Context, a principal.Actor, id string, req
 	if err := ident.Text("reason", req.Reason, MaxReasonBytes); err != nil {
 		return Reply{}, err
 	}
-	// Adjudicate on a snapshot, outside the write transaction.
-	c, dl, err := s.readDelivery(ctx, id)
+	// Adjudicate outside the write transaction, on the delivery as this
+	// node committed it or as a snapshot holds it: a delivery never
+	// changes once made, and the transaction checks that it is the one
+	// judged (its evidence hash).
+	r, err := s.readDelivery(ctx, id)
 	if err != nil {
 		return Reply{}, err
 	}
+	c := &r.Contract
 	if err := s.mayAct(ctx, a, c, PartyBuyer); err != nil {
 		return Reply{}, err
 	}
 	var adj *adjudication
 	if c.Status == StatusDelivered && !s.isDue(c, s.now()) {
-		if adj, err = s.adjudicate(ctx, c, dl); err != nil {
+		if adj, err = s.adjudicate(ctx, c, *r.delivery); err != nil {
 			return Reply{}, err
 		}
 	}
 	ck := s.tick()
-	seen := c // the contract as the snapshot read it
+	seen := r // the record the adjudication judged
 	var d decision
 	if adj != nil {
 		d = decision{event: "dispute", verdict: adj.Result.Verdict, tier: adj.Result.Tier,
 			checks: adj.Result.Checks, reason: req.Reason, criteria: adj.Result.CriteriaSHA256, counts: true, actor: a.Name()}
 	}
 	reads := func() []string { return decisionReads(id, seen, d) }
-	return s.mutateReading(ctx, ik, reads, func(tx store.Tx) (Reply, error) {
-		c, err := s.decidable(tx, id, "dispute", ck)
+	return s.mutate(ctx, ik, reads, func(tx store.Tx, w *saved) (Reply, error) {
+		r, err := s.decidable(tx, w, id, "dispute", ck)
 		if err != nil {
 			return Reply{}, err
 		}
-		if adj == nil {
-			// The snapshot saw the contract before its delivery landed.
+		if adj == nil || r.EvidenceHash != seen.EvidenceHash {
+			// What was judged was read before its delivery landed.
 			return Reply{}, fault.New(fault.Conflict, ECodeInvalidState, "contract %s was delivered while this dispute was read; send the dispute again", id)
 		}
-		if err := store.SetJSON(tx, adjudicationKey(id), adj); err != nil {
-			return Reply{}, err
-		}
-		body, err := s.finalize(tx, c, ck, d)
+		r.adjudication = adj
+		body, err := s.finalize(tx, w, r, ck, d)
 		return Reply{Body: body}, err
 	})
 }
 
-// readDelivery reads contract id and, when it is delivered, its delivery,
-// as of one moment in one read (one round trip on PostgreSQL): a contract
-// not delivered has none, and needs none.
-func (s *Service) readDelivery(ctx context.Context, id string) (*Contract, delivery, error) {
-	var dl delivery
-	vals, err := store.Read(ctx, s.st, contractKey(id), deliveryKey(id))
-	if err != nil {
-		return nil, dl, err
+// readDelivery returns contract id's record and, when it is delivered,
+// its delivery: as this node committed them when it did, read on a
+// snapshot otherwise. A contract not delivered has none, and needs none.
+func (s *Service) readDelivery(ctx context.Context, id string) (*record, error) {
+	if r := s.contracts.peek(id); r != nil && r.Status == StatusDelivered && r.delivery != nil && !r.apart {
+		return r, nil
 	}
-	c, err := s.decodeContract(id, vals[0])
-	if err != nil || c.Status != StatusDelivered {
-		return c, dl, err
-	}
-	if vals[1] == nil {
-		return nil, dl, fmt.Errorf("escrow: delivered contract %s has no delivery: %w", id, store.ErrNotFound)
-	}
-	if err := json.Unmarshal(vals[1], &dl); err != nil {
-		return nil, dl, fmt.Errorf("store: decode %s: %w", deliveryKey(id), err)
-	}
-	return c, dl, nil
+	var r *record
+	err := s.st.View(ctx, func(tx store.Tx) error {
+		var err error
+		if r, err = s.contracts.load(tx, id); err != nil {
+			return err
+		}
+		if r.Status != StatusDelivered {
+			return nil
+		}
+		return s.contracts.loadDelivery(tx, r)
+	})
+	return r, err
 }
 
 func (s *Service) adjudicate(ctx context.Context, c *Contract, dl delivery) (*adjudication, error) {
@@ -724,19 +748,19 @@ func (s *Service) Resolve(ctx context.Context, a principal.Actor, id string, req
 		return Reply{}, err
 	}
 	ck := s.tick()
-	return s.mutate(ctx, ik, func(tx store.Tx) (Reply, error) {
-		c, err := s.loadContract(tx, id)
+	return s.mutate(ctx, ik, nil, func(tx store.Tx, w *saved) (Reply, error) {
+		r, err := s.contracts.load(tx, id)
 		if err != nil {
 			return Reply{}, err
 		}
-		if c.Status != StatusEscalated {
-			return Reply{}, wrongState(c, "resolve", StatusEscalated)
+		if r.Status != StatusEscalated {
+			return Reply{}, wrongState(&r.Contract, "resolve", StatusEscalated)
 		}
-		var adj adjudication
-		if err := store.GetJSON(tx, adjudicationKey(id), &adj); err != nil {
+		if err := s.contracts.loadAdjudication(tx, r); err != nil {
 			return Reply{}, err
 		}
-		body, err := s.finalize(tx, c, ck, decision{event: "resolve", verdict: req.Verdict, tier: TierOperator,
+		adj := r.adjudication
+		body, err := s.finalize(tx, w, r, ck, decision{event: "resolve", verdict: req.Verdict, tier: TierOperator,
 			checks: adj.Result.Checks, reason: req.Reason, criteria: adj.Result.CriteriaSHA256, counts: true})
 		return Reply{Body: body}, err
 	})
@@ -757,7 +781,8 @@ func (s *Service) isDue(c *Contract, now time.Time) bool {
 // settleDue settles c in tx when a deadline has passed: a refund when
 // nothing was delivered by deliver_by, a release when the review window
 // lapsed. It reports whether it did.
-func (s *Service) settleDue(tx store.Tx, c *Contract, ck clock) (bool, error) {
+func (s *Service) settleDue(tx store.Tx, w *saved, r *record, ck clock) (bool, error) {
+	c := &r.Contract
 	if !s.isDue(c, ck.now) {
 		return false, nil
 	}
@@ -769,14 +794,14 @@ func (s *Service) settleDue(tx store.Tx, c *Contract, ck clock) (bool, error) {
 		d = decision{event: "expire", verdict: adjudicate.VerdictRelease, tier: TierReview,
 			reason: fmt.Sprintf("the buyer neither accepted nor disputed within the review window of %s", c.ReviewWindow)}
 	}
-	_, err := s.finalize(tx, c, ck, d)
+	_, err := s.finalize(tx, w, r, ck, d)
 	return true, err
 }
 
 // lapse is idem.Lapse for c: when a deadline of c has passed, settle it in
 // tx and fail the request with refuse's error once the settlement commits.
-func (s *Service) lapse(tx store.Tx, c *Contract, ck clock, refuse func() error) error {
-	return idem.Lapse(s.isDue(c, ck.now), func() error { _, err := s.settleDue(tx, c, ck); return err }, refuse)
+func (s *Service) lapse(tx store.Tx, w *saved, r *record, ck clock, refuse func() error) error {
+	return idem.Lapse(s.isDue(&r.Contract, ck.now), func() error { _, err := s.settleDue(tx, w, r, ck); return err }, refuse)
 }
 
 // payoutTransfer is the transfer that pays amount of c's hold out to agent
@@ -784,27 +809,6 @@ func (s *Service) lapse(tx store.Tx, c *Contract, ck clock, refuse func() error)
 func payoutTransfer(c *Contract, to string, amount int64, verdict string, ck clock) ledger.Transfer {
 	return ledger.Transfer{ID: c.ID + ".payout", From: holdAccount(c.ID), To: ledger.AgentAccount(to),
 		Amount: amount, Currency: c.Currency, Memo: verdict + " " + c.ID, At: ck.now}
-}
-
-// decisionReads names what a transaction deciding contract id as d reads,
-// for store.Prefetch: the contract, and when seen (a copy of it of any
-// age, or nil) names its parties and currency, which never change, the
-// keys that finalize reads: the payout's in the ledger and the reputation
-// counters the decision moves.
-func decisionReads(id string, seen *Contract, d decision) []string {
-	keys := []string{contractKey(id)}
-	if seen == nil {
-		return keys
-	}
-	to := payee(seen, d.verdict)
-	if to == "" {
-		return keys // escalated, or not decided: no payout, no reputation
-	}
-	keys = append(keys, ledger.ReadKeys(payoutTransfer(seen, to, seen.Price, d.verdict, clock{}))...)
-	for _, o := range outcomes(seen, d) {
-		keys = append(keys, reputationKey(o.did, o.role, id))
-	}
-	return keys
 }
 
 // payee is whom a verdict on c pays its hold to: the seller on a release,
@@ -833,7 +837,8 @@ type decision struct {
 // finalize signs and stores the receipt of a decision on c, pays out, and
 // records the contract's new state, its reputation inputs and the event.
 // It returns the receipt's JSON.
-func (s *Service) finalize(tx store.Tx, c *Contract, ck clock, d decision) ([]byte, error) {
+func (s *Service) finalize(tx store.Tx, w *saved, r *record, ck clock, d decision) ([]byte, error) {
+	c := &r.Contract
 	payout := map[string]int64{}
 	purpose, status := "final", StatusResolved
 	switch d.verdict {
@@ -854,7 +859,7 @@ func (s *Service) finalize(tx store.Tx, c *Contract, ck clock, d decision) ([]by
 		checks = []adjudicate.Check{}
 	}
 	rid := receipt.ID(c.ID, purpose)
-	r, err := s.signer.Sign(receipt.KindVerdict, rid, VerdictSubject{
+	rc, err := s.signer.Sign(receipt.KindVerdict, rid, VerdictSubject{
 		ContractID: c.ID, ContractHash: c.ContractHash, EvidenceHash: c.EvidenceHash,
 		Buyer: c.Buyer, Seller: c.Seller, Price: c.Price, Currency: c.Currency,
 		Verdict: d.verdict, Tier: d.tier, Checks: checks, Payout: payout, Reason: d.reason,
@@ -864,9 +869,9 @@ func (s *Service) finalize(tx store.Tx, c *Contract, ck clock, d decision) ([]by
 		return nil, fmt.Errorf("escrow: sign receipt: %w", err)
 	}
 	if d.tier == TierOperator { // the operator's resolution overturns the escalation's receipt, in the transparency log
-		r = r.Superseding(receipt.ID(c.ID, "escalation"))
+		rc = rc.Superseding(receipt.ID(c.ID, "escalation"))
 	}
-	body, err := receipt.Put(tx, r, ck.now, c.Buyer, c.Seller)
+	body, err := receipt.Put(tx, rc, ck.now, c.Buyer, c.Seller)
 	if err != nil {
 		return nil, err
 	}
@@ -880,7 +885,7 @@ func (s *Service) finalize(tx store.Tx, c *Contract, ck clock, d decision) ([]by
 	if status == StatusResolved {
 		c.ResolvedAt = ck.now
 	}
-	if err := s.putContract(tx, c); err != nil {
+	if err := s.contracts.save(tx, w, r); err != nil {
 		return nil, err
 	}
 	return body, putEvent(tx, ck, Event{Event: d.event, ContractID: c.ID, Status: status,

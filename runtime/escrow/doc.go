@@ -47,6 +47,15 @@
 // attempt; receipt ids are derived from the contract id and the receipt's
 // purpose; Ed25519 signatures are deterministic.
 //
+// # Records
+//
+// The court's repository (repo.go) owns every key it reads and writes and
+// their encoding: a contract is one record (its terms, state, delivery and
+// adjudication), which each mutation reads and writes once; the activity
+// log and the reputation counters have keys of their own; the ledger and
+// receipts are their packages' repositories. The service code deals in
+// contracts, never in keys. storage/RATIONALE.md says why.
+//
 // # No hot keys
 //
 // A case touches only its own keys, so concurrent cases commit in the same

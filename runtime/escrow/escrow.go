@@ -95,8 +95,9 @@ type Config struct {
 	Juror adjudicate.Juror
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
-	// NewID returns a fresh id; the store's choice (store.IDs) when
-	// nil.
+	// NewID returns a fresh id; ident.NewID, whose ids sort by when they
+	// were made, when nil. A store on which such ids make transactions
+	// conflict (PostgreSQL) is given ident.RandomID.
 	NewID func() string
 	// Rail is the rail a contract in a notional currency (the seed's
 	// credits) is funded on: the price is collected on it, then posted from
@@ -130,9 +131,8 @@ type Service struct {
 	ids    Identities
 	prefix string
 	plans  *adjudicate.Cache
-	// contracts keeps contracts decoded between the mutations of a case
-	// (cache.go).
-	contracts contractCache
+	// contracts is the court's repository of contract records (repo.go).
+	contracts contracts
 	seq       atomic.Uint64 // last activity sequence number handed out
 	// node tells this process's activity events from those of other
 	// nodes serving the court from the same store, which number theirs
@@ -164,7 +164,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		s.now = time.Now
 	}
 	if s.newID == nil {
-		s.newID = store.IDs(cfg.Store)
+		s.newID = ident.NewID
 	}
 	if s.rail == nil {
 		s.rail = rail.Mint{}

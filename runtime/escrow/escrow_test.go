@@ -546,7 +546,13 @@ func TestService_Checkers(t *testing.T) {
 		var adj struct {
 			Record adjudicate.Record `json:"record"`
 		}
-		err := c.store.View(ctx, func(tx store.Tx) error { return store.GetJSON(tx, "escrow/adjudication/"+id, &adj) })
+		err := c.store.View(ctx, func(tx store.Tx) error {
+			b, err := escrow.StoredAdjudication(tx, id)
+			if err != nil {
+				return err
+			}
+			return json.Unmarshal(b, &adj)
+		})
 		if err != nil || len(adj.Record.Checkers) != 1 || adj.Record.Checkers[0].Outcome == nil {
 			t.Fatalf("adjudication %+v, %v", adj, err)
 		}
@@ -690,7 +696,7 @@ func TestService_DeliverStored(t *testing.T) {
 			t.Fatalf("%s: %v", tc.deliverable, err)
 		}
 		err := c.store.View(ctx, func(tx store.Tx) error {
-			got, err := tx.Get("escrow/delivery/" + created.ContractID)
+			got, err := escrow.StoredDelivery(tx, created.ContractID)
 			if err == nil && string(got) != tc.want {
 				t.Errorf("%s: stored\n%s\nwant\n%s", tc.deliverable, got, tc.want)
 			}

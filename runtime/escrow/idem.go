@@ -17,15 +17,20 @@ func (s *Service) replay(ctx context.Context, ik idem.Request) (*Reply, error) {
 	return idem.Replay(ctx, s.st, ik)
 }
 
-// mutate is idem.Mutate on the court's store.
-func (s *Service) mutate(ctx context.Context, ik idem.Request, fn func(tx store.Tx) (Reply, error)) (Reply, error) {
-	return idem.Mutate(ctx, s.st, ik, fn)
-}
-
-// mutateReading is idem.MutateReading on the court's store: reads names
-// what fn reads, for a store that reads ahead.
-func (s *Service) mutateReading(ctx context.Context, ik idem.Request, reads func() []string, fn func(tx store.Tx) (Reply, error)) (Reply, error) {
-	return idem.MutateReading(ctx, s.st, ik, reads, fn)
+// mutate is idem.MutateReading on the court's store: reads names what fn
+// reads (nil: only what it reads first), so that the transaction reads it
+// in one exchange, and the records fn saves through w are kept for the
+// next mutation once the transaction commits.
+func (s *Service) mutate(ctx context.Context, ik idem.Request, reads func() []string, fn func(tx store.Tx, w *saved) (Reply, error)) (Reply, error) {
+	var w saved
+	rep, err := idem.MutateReading(ctx, s.st, ik, reads, func(tx store.Tx) (Reply, error) {
+		w = saved{}
+		return fn(tx, &w)
+	})
+	if err == nil {
+		s.contracts.committed(&w)
+	}
+	return rep, err
 }
 
 func deref(r *Reply) Reply {

@@ -5,7 +5,6 @@ import (
 
 	"github.com/assayhq/assay/runtime/principal"
 	"github.com/assayhq/assay/runtime/rail"
-	"github.com/assayhq/assay/runtime/store"
 )
 
 // Party is who of a contract's two makes a mutation: funding, accepting
@@ -55,15 +54,12 @@ func (s *Service) mayAct(ctx context.Context, a principal.Actor, c *Contract, pa
 // never change once it is made, as this node last saw them, or as the
 // store holds them.
 func (s *Service) mayActOn(ctx context.Context, a principal.Actor, id string, party Party) error {
-	c := s.contracts.peek(id)
-	if c == nil {
-		vals, err := store.Read(ctx, s.st, contractKey(id))
-		if err != nil {
-			return err
-		}
-		if c, err = s.decodeContract(id, vals[0]); err != nil {
+	r := s.contracts.peek(id)
+	if r == nil {
+		var err error
+		if r, err = s.read(ctx, id); err != nil {
 			return err
 		}
 	}
-	return s.mayAct(ctx, a, c, party)
+	return s.mayAct(ctx, a, &r.Contract, party)
 }

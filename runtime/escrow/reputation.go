@@ -10,7 +10,6 @@ import (
 
 	"github.com/assayhq/assay/adjudicate"
 	"github.com/assayhq/assay/runtime/store"
-	"github.com/assayhq/assay/runtime/store/jsonw"
 )
 
 // Standing is an agent's standing in the court.
@@ -219,12 +218,4 @@ func markNegatives(ctx context.Context, st store.Store) error {
 		}
 		return tx.Set(keyNegativeMark, []byte("1"))
 	})
-}
-
-// AppendJSON implements store.JSONAppender.
-func (c counts) AppendJSON(b []byte) ([]byte, bool) {
-	o := jsonw.NewObject(b)
-	o.Int("positive", c.Positive)
-	o.Int("negative", c.Negative)
-	return o.Bytes()
 }

@@ -114,14 +114,8 @@ func TestService_ContractCache(t *testing.T) {
 	if err := json.Unmarshal(r.Body, &created); err != nil {
 		t.Fatal(err)
 	}
-	key := "escrow/contract/" + created.ContractID
 	err = c.store.Update(ctx, func(tx store.Tx) error {
-		var ct map[string]any
-		if err := store.GetJSON(tx, key, &ct); err != nil {
-			return err
-		}
-		ct["price"] = 11
-		return store.SetJSON(tx, key, ct)
+		return escrow.ChangeStored(tx, created.ContractID, func(ct *escrow.Contract) { ct.Price = 11 })
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -67,20 +67,24 @@ type record struct {
 	Body        json.RawMessage `json:"body"`
 }
 
-// AppendJSON implements store.JSONAppender, writing the body as it is:
-// encoding/json would compact it and escape <, > and & in its strings, and
-// a replay would answer other bytes than the first request got.
-func (r record) AppendJSON(b []byte) ([]byte, bool) {
+// encode writes r's JSON with the body as it is: encoding/json would
+// compact it and escape <, > and & in its strings, and a replay would
+// answer other bytes than the first request got.
+func (r record) encode() ([]byte, error) {
 	fp, err := json.Marshal(r.Fingerprint)
-	if err != nil || !json.Valid(r.Body) {
-		return b, false
+	if err != nil {
+		return nil, err
 	}
+	if !json.Valid(r.Body) {
+		return json.Marshal(r) // the error encoding/json gives it
+	}
+	b := make([]byte, 0, len(fp)+len(r.Body)+40)
 	b = append(append(b, `{"fingerprint":`...), fp...)
 	if r.Created {
 		b = append(b, `,"created":true`...)
 	}
 	b = append(append(b, `,"body":`...), r.Body...)
-	return append(b, '}'), true
+	return append(b, '}'), nil
 }
 
 // ValidKey reports whether k is usable as an idempotency key, by the one
@@ -145,7 +149,11 @@ func Save(tx store.Tx, r Request, rep Reply) error {
 	if r.Key == "" {
 		return nil
 	}
-	return store.SetJSON(tx, key(r), record{Fingerprint: r.Fingerprint, Created: rep.Created, Body: rep.Body})
+	b, err := record{Fingerprint: r.Fingerprint, Created: rep.Created, Body: rep.Body}.encode()
+	if err != nil {
+		return fmt.Errorf("idem: encode the reply to %s: %w", key(r), err)
+	}
+	return tx.Set(key(r), b)
 }
 
 // Forget deletes the answer stored for r, in the transaction that undoes
@@ -217,19 +225,20 @@ func (e *committed) Unwrap() error { return e.err }
 // again and meets the new state.
 func CommitThenFail(err error) error { return &committed{err} }
 
-// Replay looks r up in st as of one moment (store.Read: one statement on
-// PostgreSQL): the stored reply, nil when there is none, or an
-// idempotency_conflict. Services call it before slow work (a checker run),
-// and Mutate looks again inside its transaction.
+// Replay looks r up on a snapshot of st: the stored reply, nil when there
+// is none, or an idempotency_conflict. Services call it before slow work
+// (a checker run), and Mutate looks again inside its transaction.
 func Replay(ctx context.Context, st store.Store, r Request) (*Reply, error) {
 	if r.Key == "" {
 		return nil, nil
 	}
-	vals, err := store.Read(ctx, st, key(r))
-	if err != nil {
-		return nil, err
-	}
-	return found(r, vals[0])
+	var rep *Reply
+	err := st.View(ctx, func(tx store.Tx) error {
+		var err error
+		rep, err = Lookup(tx, r)
+		return err
+	})
+	return rep, err
 }
 
 // Mutate runs fn in one transaction of st that first looks r up (a stored
@@ -241,9 +250,9 @@ func Mutate(ctx context.Context, st store.Store, r Request, fn func(tx store.Tx)
 }
 
 // MutateReading is Mutate for an fn whose reads are known before it runs:
-// reads (nil: none) names them, and a store that reads ahead
-// (store.Prefetch: PostgreSQL) reads them with r's stored reply in one
-// exchange, before the lookup.
+// reads (nil: none) names them, and the transaction reads them with r's
+// stored reply in one store.Tx.GetMany (one round trip on PostgreSQL)
+// before the lookup.
 func MutateReading(ctx context.Context, st store.Store, r Request, reads func() []string, fn func(tx store.Tx) (Reply, error)) (Reply, error) {
 	var (
 		out   Reply
@@ -251,8 +260,10 @@ func MutateReading(ctx context.Context, st store.Store, r Request, reads func() 
 	)
 	err := st.Update(ctx, func(tx store.Tx) error {
 		out, after = Reply{}, nil
-		if err := store.Prefetch(tx, func() []string { return ahead(r, reads) }); err != nil {
-			return err
+		if keys := ahead(r, reads); len(keys) > 1 {
+			if _, err := tx.GetMany(keys...); err != nil {
+				return err
+			}
 		}
 		if rep, err := Lookup(tx, r); err != nil {
 			return err

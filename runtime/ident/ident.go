@@ -54,14 +54,15 @@ import (
 // of its memtable, where every write and read of them walks memory the
 // processor has just walked. Random ids scatter the same keys over the
 // whole memtable, and the court spent about a tenth more CPU on a case
-// with them. store.IDs says which of NewID and RandomID a store wants.
+// with them. cmd/assay picks RandomID for PostgreSQL.
 func NewID() string {
 	return ulid.MustNew(ulid.Now(), rand.Reader).String()
 }
 
 // RandomID returns a fresh id in the same 26 characters as NewID's, random
 // in all its 128 bits: for a store on which ids that sort by time make
-// transactions conflict (store.RandomIDs).
+// transactions conflict (PostgreSQL, whose SERIALIZABLE transactions
+// lock the index pages they read).
 func RandomID() string {
 	var id ulid.ULID
 	rand.Read(id[:]) // never fails (crypto/rand)

@@ -45,9 +45,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fxamacker/cbor/v2"
+
 	"github.com/assayhq/assay/runtime/fault"
 	"github.com/assayhq/assay/runtime/store"
-	"github.com/assayhq/assay/runtime/store/jsonw"
 )
 
 // AgentPrefix starts the name of an agent's account.
@@ -82,7 +83,7 @@ func Lock(tx store.Tx, account string) error {
 }
 
 // LockKey is the key Lock reads and rewrites for account, for a
-// transaction that reads it ahead (store.Prefetch).
+// transaction that reads it ahead (store.Tx.GetMany).
 func LockKey(account string) string { return lockPrefix + url.PathEscape(account) }
 
 // The bounds (see the package doc).
@@ -171,7 +172,7 @@ func Post(tx store.Tx, t Transfer) error {
 	// Read and check everything before writing anything: the keys
 	// ReadKeys names, then written with the second leg's key.
 	keys := append(appendReadKeys(make([]string, 0, 4), t), legKey(legs[1], 1))
-	vals, err := store.GetMany(tx, keys[:3]...) // one round trip where the store batches
+	vals, err := tx.GetMany(keys[:3]...) // one round trip where the store's reads are round trips
 	if err != nil {
 		return err
 	}
@@ -197,7 +198,11 @@ func Post(tx store.Tx, t Transfer) error {
 	}
 	legKeys := [2]string{keys[0], keys[3]}
 	for i, leg := range legs {
-		if err := store.SetJSON(tx, legKeys[i], leg); err != nil {
+		b, err := encodeLeg(leg)
+		if err != nil {
+			return err
+		}
+		if err := tx.Set(legKeys[i], b); err != nil {
 			return err
 		}
 		// A counter is a JSON number, written as strconv writes it.
@@ -210,7 +215,7 @@ func Post(tx store.Tx, t Transfer) error {
 
 // ReadKeys returns the keys that Post reads for t, in the order it reads
 // them, so that a transaction that knows its transfer before it starts
-// can read them ahead (store.Prefetch): the first leg's key (the two legs
+// can read them ahead (store.Tx.GetMany): the first leg's key (the two legs
 // are only ever written together, in one transaction, so the first tells
 // whether the transfer was posted), then the counter of each account's
 // shard that the transfer moves.
@@ -270,9 +275,9 @@ type Account struct {
 func Get(tx store.Tx, account string) (Account, error) {
 	a := Account{ID: account, Balances: map[string]int64{}, Entries: []Leg{}}
 	sums := map[string]*big.Int{}
-	err := tx.Scan(prefix+url.PathEscape(account)+"/", false, func(_ string, v []byte) error {
-		var leg Leg
-		if err := json.Unmarshal(v, &leg); err != nil {
+	err := tx.Scan(prefix+url.PathEscape(account)+"/", false, func(k string, v []byte) error {
+		leg, err := decodeLeg(k, v)
+		if err != nil {
 			return err
 		}
 		addBig(sums, leg.Currency, leg.Amount)
@@ -335,6 +340,18 @@ type Audit struct {
 	OutOfBounds []string `json:"out_of_bounds,omitempty"`
 }
 
+// Legs calls fn with every leg of the ledger, in key order, until fn
+// returns an error.
+func Legs(tx store.Tx, fn func(Leg) error) error {
+	return tx.Scan(prefix, false, func(k string, v []byte) error {
+		leg, err := decodeLeg(k, v)
+		if err != nil {
+			return err
+		}
+		return fn(leg)
+	})
+}
+
 // Check reads the whole ledger and checks it with exact arithmetic: the
 // sums per currency, each leg's amount, each account's balance and each
 // currency's total (the sum of the positive balances).
@@ -342,20 +359,20 @@ func Check(tx store.Tx) (Audit, error) {
 	sums := map[string]*big.Int{}
 	balances := map[[2]string]*big.Int{}
 	var bad []string
-	err := tx.Scan(prefix, false, func(_ string, v []byte) error {
-		var leg Leg
-		if err := json.Unmarshal(v, &leg); err != nil {
+	err := tx.Scan(prefix, false, func(k string, v []byte) error {
+		leg, err := decodeLeg(k, v)
+		if err != nil {
 			return err
 		}
 		if leg.Amount == 0 || leg.Amount > MaxAmount || leg.Amount < -MaxAmount {
 			bad = append(bad, fmt.Sprintf("leg %s of account %s moves %d %s", leg.Transfer, leg.Account, leg.Amount, leg.Currency))
 		}
 		addBig(sums, leg.Currency, leg.Amount)
-		k := [2]string{leg.Account, leg.Currency}
-		if balances[k] == nil {
-			balances[k] = new(big.Int)
+		ac := [2]string{leg.Account, leg.Currency}
+		if balances[ac] == nil {
+			balances[ac] = new(big.Int)
 		}
-		balances[k].Add(balances[k], big.NewInt(leg.Amount))
+		balances[ac].Add(balances[ac], big.NewInt(leg.Amount))
 		return nil
 	})
 	if err != nil {
@@ -421,16 +438,56 @@ func inBounds(n *big.Int, bound int64) bool {
 	return n.IsInt64() && n.Int64() <= bound && n.Int64() >= -bound
 }
 
-// AppendJSON implements store.JSONAppender: a leg is written once per
-// side of every transfer.
-func (l Leg) AppendJSON(b []byte) ([]byte, bool) {
-	o := jsonw.NewObject(b)
-	o.String("transfer", l.Transfer)
-	o.String("account", l.Account)
-	o.String("counter", l.Counter)
-	o.Int("amount", l.Amount)
-	o.String("currency", l.Currency)
-	o.StringOmitEmpty("memo", l.Memo)
-	o.Time("at", l.At)
-	return o.Bytes()
+// storedLeg is a leg as stored: a CBOR array of what its key does not say
+// (the key names the account and the transfer), about a third of the
+// bytes of its JSON.
+type storedLeg struct {
+	_        struct{} `cbor:",toarray"`
+	Counter  string
+	Amount   int64
+	Currency string
+	Memo     string
+	At       int64 // Unix seconds
+	AtNanos  int64 `cbor:",omitempty"`
+}
+
+func encodeLeg(l Leg) ([]byte, error) {
+	b, err := cbor.Marshal(storedLeg{Counter: l.Counter, Amount: l.Amount, Currency: l.Currency, Memo: l.Memo, At: l.At.Unix(), AtNanos: int64(l.At.Nanosecond())})
+	if err != nil {
+		return nil, fmt.Errorf("ledger: encode leg of %s: %w", l.Transfer, err)
+	}
+	return b, nil
+}
+
+// decodeLeg reads the leg stored under key as v: a CBOR array, or the
+// JSON object a leg was stored as before (which names its own account and
+// transfer).
+func decodeLeg(key string, v []byte) (Leg, error) {
+	var leg Leg
+	if len(v) > 0 && v[0] == '{' {
+		if err := json.Unmarshal(v, &leg); err != nil {
+			return leg, fmt.Errorf("ledger: decode %s: %w", key, err)
+		}
+		return leg, nil
+	}
+	var st storedLeg
+	if err := cbor.Unmarshal(v, &st); err != nil {
+		return leg, fmt.Errorf("ledger: decode %s: %w", key, err)
+	}
+	// <escaped account>/<transfer>/<leg>: a transfer id has no slash.
+	rest := strings.TrimPrefix(key, prefix)
+	j := strings.LastIndexByte(rest, '/')
+	i := -1
+	if j > 0 {
+		i = strings.LastIndexByte(rest[:j], '/')
+	}
+	if i < 0 {
+		return leg, fmt.Errorf("ledger: a leg under the key %s, which names no account and transfer", key)
+	}
+	acct, err := url.PathUnescape(rest[:i])
+	if err != nil {
+		return leg, fmt.Errorf("ledger: decode %s: %w", key, err)
+	}
+	return Leg{Transfer: rest[i+1 : j], Account: acct, Counter: st.Counter, Amount: st.Amount, Currency: st.Currency,
+		Memo: st.Memo, At: time.Unix(st.At, st.AtNanos).UTC()}, nil
 }

@@ -56,15 +56,6 @@ const (
 	BasisOperator = "operator"
 )
 
-func loadChallenge(tx store.Tx, id string) (*Challenge, error) {
-	var c Challenge
-	err := store.GetJSON(tx, challengeKey(id), &c)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, fault.New(fault.NotFound, ECodeChallengeNotFound, "no challenge %s", id)
-	}
-	return &c, err
-}
-
 // ChallengeOf returns a challenge.
 func (s *Service) ChallengeOf(ctx context.Context, id string) (*Challenge, error) {
 	var c *Challenge
@@ -122,19 +113,19 @@ func (s *Service) Challenge(ctx context.Context, a principal.Actor, listingID st
 		if l, err = loadListing(tx, listingID); err != nil {
 			return err
 		}
-		pid, err := tx.Get(boughtKey(listingID, req.Agent))
+		pid, err := boughtBy(tx, listingID, req.Agent)
 		if errors.Is(err, store.ErrNotFound) {
 			return fault.New(fault.NotFound, ECodePurchaseNotFound, "%s has not bought %s", req.Agent, listingID)
 		} else if err != nil {
 			return err
 		}
-		if p, err = loadPurchase(tx, string(pid)); err != nil {
+		if p, err = loadPurchase(tx, pid); err != nil {
 			return err
 		}
 		if err := challengeable(p, now); err != nil {
 			return err
 		}
-		art, err = tx.Get(keyArtifact + listingID)
+		art, err = artifact(tx, listingID)
 		return err
 	})
 	if err != nil {
@@ -171,7 +162,7 @@ func (s *Service) Challenge(ctx context.Context, a principal.Actor, listingID st
 		}
 		c := &Challenge{ID: cid, PurchaseID: p.ID, ListingID: l.ID, Challenger: req.Agent, Reason: req.Reason,
 			EvidenceSHA256: checkers.SHA256(artifactInput(ev)), Status: ChallengeOpen, Basis: BasisOperator, Replay: out, CreatedAt: now}
-		if err := tx.Set(keyEvidence+cid, ev); err != nil {
+		if err := putEvidence(tx, cid, ev); err != nil {
 			return Reply{}, err
 		}
 		p.ChallengeID = cid
@@ -182,8 +173,8 @@ func (s *Service) Challenge(ctx context.Context, a principal.Actor, listingID st
 			// Held for the operator: out of the due index, so that it
 			// cannot settle while the challenge is open.
 			p.Status = PurchaseChallenged
-			if err = tx.Delete(dueKey(p.WindowClosesAt, p.ID)); err == nil {
-				err = store.SetJSON(tx, purchaseKey(p.ID), p)
+			if err = dropDue(tx, p); err == nil {
+				err = putPurchase(tx, p)
 			}
 			if err == nil {
 				err = s.signChallenge(a, tx, c, now)
@@ -192,7 +183,7 @@ func (s *Service) Challenge(ctx context.Context, a principal.Actor, listingID st
 		if err != nil {
 			return Reply{}, err
 		}
-		if err := store.SetJSON(tx, challengeKey(cid), c); err != nil {
+		if err := putChallenge(tx, c); err != nil {
 			return Reply{}, err
 		}
 		rc, err := receipt.Get(tx, c.Receipts[len(c.Receipts)-1])
@@ -238,7 +229,7 @@ func (s *Service) uphold(a principal.Actor, tx store.Tx, c *Challenge, p *Purcha
 	}
 	c.BondPaidUSD = forfeit
 	l.Status = ListingPulled
-	if err := store.SetJSON(tx, listingKey(l.ID), l); err != nil {
+	if err := putListing(tx, l); err != nil {
 		return err
 	}
 	if err := unindexListing(tx, l.ID); err != nil {
@@ -313,8 +304,8 @@ func (s *Service) Resolve(ctx context.Context, a principal.Actor, id string, req
 		} else {
 			c.Status, c.Resolution, c.ResolvedAt = ChallengeRejected, why, now
 			p.Status = PurchaseHeld
-			if err = tx.Set(dueKey(p.WindowClosesAt, p.ID), nil); err == nil {
-				if err = store.SetJSON(tx, purchaseKey(p.ID), p); err == nil {
+			if err = holdDue(tx, p); err == nil {
+				if err = putPurchase(tx, p); err == nil {
 					err = s.settle(tx, p, now)
 				}
 			}
@@ -325,7 +316,7 @@ func (s *Service) Resolve(ctx context.Context, a principal.Actor, id string, req
 		if err != nil {
 			return Reply{}, err
 		}
-		if err := store.SetJSON(tx, challengeKey(c.ID), c); err != nil {
+		if err := putChallenge(tx, c); err != nil {
 			return Reply{}, err
 		}
 		body, err := json.Marshal(map[string]any{"challenge": c, "purchase": p})

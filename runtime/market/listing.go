@@ -406,21 +406,7 @@ func (s *Service) Publish(ctx context.Context, a principal.Actor, req PublishReq
 			return Reply{}, err
 		}
 		l.Receipts = []string{rid}
-		for _, kv := range []struct {
-			k string
-			v []byte
-		}{{keyArtifact + l.ID, art}, {keyFP + l.Fingerprint + "/" + l.ID, nil}} {
-			if err := tx.Set(kv.k, kv.v); err != nil {
-				return Reply{}, err
-			}
-		}
-		if err := store.SetJSON(tx, keySearch+l.ID, search); err != nil {
-			return Reply{}, err
-		}
-		if err := indexListing(tx, l.ID, &search); err != nil {
-			return Reply{}, err
-		}
-		if err := store.SetJSON(tx, listingKey(l.ID), l); err != nil {
+		if err := addListing(tx, &l, art, &search); err != nil {
 			return Reply{}, err
 		}
 		v, err := s.view(tx, &l, now)
@@ -446,16 +432,6 @@ type searchDoc struct {
 	Fingerprint string       `json:"fingerprint"`
 	Tokens      []string     `json:"tokens"`
 	Constraints []Constraint `json:"constraints"`
-}
-
-func loadListing(tx store.Tx, id string) (*Listing, error) {
-	var l Listing
-	err := store.GetJSON(tx, listingKey(id), &l)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, fault.New(fault.NotFound, ECodeListingNotFound, "no listing %s", id)
-	}
-	l.relevel()
-	return &l, err
 }
 
 // relevel takes back level 3 from a listing that earned it before level 3
@@ -545,7 +521,7 @@ func (s *Service) Deactivate(ctx context.Context, a principal.Actor, id string, 
 		if err != nil {
 			return Reply{}, err
 		}
-		if err := store.SetJSON(tx, listingKey(id), l); err != nil {
+		if err := putListing(tx, l); err != nil {
 			return Reply{}, err
 		}
 		v, err := s.view(tx, l, now)
@@ -563,12 +539,11 @@ func (s *Service) returnBondIfClear(tx store.Tx, l *Listing, now time.Time) (USD
 	if l.Status != ListingRetired || !l.BondHeld {
 		return 0, nil
 	}
-	open := false
-	err := tx.Scan(keyOpen+l.ID+"/", false, func(string, []byte) error { open = true; return store.ErrStop })
-	if err != nil && !errors.Is(err, store.ErrStop) {
+	open, err := openPurchases(tx, l.ID, true)
+	if err != nil {
 		return 0, err
 	}
-	if open {
+	if len(open) > 0 {
 		return 0, nil
 	}
 	if err := ledger.Post(tx, ledger.Transfer{ID: l.ID + ".bond-return", From: bondAccount(l.ID), To: ledger.AgentAccount(l.Seller),

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
-	"net/url"
 	"time"
 
 	"github.com/assayhq/assay/checkers"
@@ -113,8 +112,8 @@ type Config struct {
 	Intents rail.PaymentsConfig
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
-	// NewID returns a fresh id; the store's choice (store.IDs) when
-	// nil.
+	// NewID returns a fresh id; ident.NewID when nil (cmd/assay gives
+	// PostgreSQL ident.RandomID).
 	NewID func() string
 	// Rand picks sample listings: a number in [0, n). math/rand when nil.
 	Rand func(n int) int
@@ -207,7 +206,7 @@ func New(cfg Config) (*Service, error) {
 		s.now = time.Now
 	}
 	if s.newID == nil {
-		s.newID = store.IDs(cfg.Store)
+		s.newID = ident.NewID
 	}
 	if s.rand == nil {
 		s.rand = mrand.IntN
@@ -251,35 +250,6 @@ func (s *Service) Rail() rail.Rail { return s.rail }
 
 // Mode returns how the market authenticates agents.
 func (s *Service) Mode() principal.Mode { return s.auth }
-
-// Key prefixes; storage/doc.go lists them.
-const (
-	keyListing   = "market/listing/"   // <id> -> Listing
-	keyArtifact  = "market/artifact/"  // <id> -> the artifact as published (JSON)
-	keySearch    = "market/search/"    // <id> -> searchDoc
-	keyFP        = "market/fp/"        // <fingerprint>/<id> -> ""
-	keyPurchase  = "market/purchase/"  // <id> -> Purchase
-	keyBought    = "market/bought/"    // <listing>/<buyer> -> purchase id
-	keyOpen      = "market/open/"      // <listing>/<purchase> -> "": purchases whose window is open
-	keyDue       = "market/due/"       // <unixnano:020d>/<purchase> -> "": when a hold closes
-	keyChallenge = "market/challenge/" // <id> -> Challenge
-	keyEvidence  = "market/evidence/"  // <challenge id> -> evidence as sent (JSON)
-	keyConfirm   = "market/confirm/"   // <listing>/<identity> -> confirmRecord: a buyer's confirmation toward level 3
-	keyAgent     = "market/agent/"     // <did> -> agentRecord
-)
-
-func esc(s string) string           { return url.PathEscape(s) }
-func listingKey(id string) string   { return keyListing + id }
-func purchaseKey(id string) string  { return keyPurchase + id }
-func challengeKey(id string) string { return keyChallenge + id }
-func agentKey(did string) string    { return keyAgent + esc(did) }
-func boughtKey(listing, buyer string) string {
-	return keyBought + listing + "/" + esc(buyer)
-}
-func openKey(listing, purchase string) string { return keyOpen + listing + "/" + purchase }
-func dueKey(at time.Time, purchase string) string {
-	return fmt.Sprintf("%s%020d/%s", keyDue, at.UnixNano(), purchase)
-}
 
 // Ledger accounts.
 

@@ -207,11 +207,7 @@ func (e *env) exact(tb testing.TB) {
 	}
 	err := e.svc.Store().View(ctx, func(tx store.Tx) error {
 		bal := map[string]int64{}
-		err := tx.Scan("ledger/entry/", false, func(_ string, v []byte) error {
-			var leg ledger.Leg
-			if err := json.Unmarshal(v, &leg); err != nil {
-				return err
-			}
+		err := ledger.Legs(tx, func(leg ledger.Leg) error {
 			if leg.Currency == market.Currency {
 				bal[leg.Account] += leg.Amount
 			}

@@ -164,8 +164,8 @@ func (s *Service) Search(ctx context.Context, req SearchRequest) (Results, error
 				continue
 			}
 			if h.m == nil {
-				var d searchDoc
-				if err := store.GetJSON(tx, keySearch+h.id, &d); err != nil {
+				d, err := searchRecord(tx, h.id)
+				if err != nil {
 					return err
 				}
 				m := Score(qt, qc, fp, d.Tokens, d.Constraints, d.Fingerprint)
@@ -212,7 +212,7 @@ func (s *Service) browse(ctx context.Context, req SearchRequest) (Results, error
 		tx = store.Bounded(tx, s.maxBrowse, fault.New(fault.Unprocessable, ECodeScanLimit,
 			"browsing would examine more than %d records: the market has too many listings to browse; search by words or query_fingerprint instead", s.maxBrowse))
 		var page []cursor
-		err := tx.Scan(keyListing, false, func(_ string, v []byte) error {
+		err := eachListing(tx, func(v []byte) error {
 			var l struct {
 				ID        string    `json:"listing_id"`
 				Status    string    `json:"status"`
@@ -337,7 +337,7 @@ func (s *Service) Stats(ctx context.Context) (Stats, error) {
 		if st.MoneyInMarketUSD, err = s.total(tx); err != nil {
 			return err
 		}
-		err = tx.Scan(keyListing, false, func(_ string, v []byte) error {
+		err = eachListing(tx, func(v []byte) error {
 			var l Listing
 			if err := json.Unmarshal(v, &l); err != nil {
 				return err
@@ -360,7 +360,7 @@ func (s *Service) Stats(ctx context.Context) (Stats, error) {
 		if err != nil {
 			return err
 		}
-		err = tx.Scan(keyPurchase, false, func(_ string, v []byte) error {
+		err = eachPurchase(tx, func(v []byte) error {
 			var p Purchase
 			if err := json.Unmarshal(v, &p); err != nil {
 				return err
@@ -396,7 +396,7 @@ func (s *Service) Stats(ctx context.Context) (Stats, error) {
 		if err != nil {
 			return err
 		}
-		return tx.Scan(keyChallenge, false, func(_ string, v []byte) error {
+		return eachChallenge(tx, func(v []byte) error {
 			var c Challenge
 			if err := json.Unmarshal(v, &c); err != nil {
 				return err
@@ -564,13 +564,13 @@ func (s *Service) Replay(ctx context.Context, a principal.Actor, listingID strin
 	}
 	var p *Purchase
 	err := s.st.View(ctx, func(tx store.Tx) error {
-		pid, err := tx.Get(boughtKey(listingID, req.Agent))
+		pid, err := boughtBy(tx, listingID, req.Agent)
 		if errors.Is(err, store.ErrNotFound) {
 			return fault.New(fault.NotFound, ECodePurchaseNotFound, "only a buyer of %s may ask for a replay", listingID)
 		} else if err != nil {
 			return err
 		}
-		p, err = loadPurchase(tx, string(pid))
+		p, err = loadPurchase(tx, pid)
 		return err
 	})
 	if err != nil {
@@ -639,9 +639,6 @@ type confirmRecord struct {
 	At             time.Time `json:"at"`
 }
 
-// confirmKey records that who confirmed listing: one per distinct buyer.
-func confirmKey(listing, who string) string { return keyConfirm + listing + "/" + esc(who) }
-
 // independence returns why a passing replay for c does not count toward
 // level 3 on l, or "" when it counts: the replay must run for a buyer who
 // purchased l, is not its seller (by Config.Identity), is not a house
@@ -659,10 +656,12 @@ func (s *Service) independence(ctx context.Context, tx store.Tx, l *Listing, c *
 	case c.purchase.ArtifactSHA256 != l.ArtifactSHA256 || c.inputSHA256 != l.ArtifactSHA256:
 		return "the replay did not run on the artifact the buyer received", nil
 	}
-	if _, err := tx.Get(confirmKey(l.ID, c.who)); err == nil {
-		return "this buyer has confirmed the listing already; each buyer counts once", nil
-	} else if !errors.Is(err, store.ErrNotFound) {
+	done, err := confirmed(tx, l.ID, c.who)
+	if err != nil {
 		return "", err
+	}
+	if done {
+		return "this buyer has confirmed the listing already; each buyer counts once", nil
 	}
 	return "", nil
 }
@@ -679,7 +678,7 @@ func (s *Service) sampleInput(ctx context.Context, id string) (checkers.Ref, []b
 		if l, err = loadListing(tx, id); err != nil {
 			return err
 		}
-		art, err = tx.Get(keyArtifact + id)
+		art, err = artifact(tx, id)
 		return err
 	})
 	if err != nil {
@@ -733,7 +732,7 @@ func (s *Service) recordSample(ctx context.Context, id string, o wasm.Outcome, m
 			if r.NotCounted == "" {
 				r.Confirmed = true
 				l.ConfirmedBuyers++
-				if err := store.SetJSON(tx, confirmKey(id, c.who), confirmRecord{Buyer: c.buyer, Purchase: c.purchase.ID,
+				if err := confirm(tx, id, c.who, confirmRecord{Buyer: c.buyer, Purchase: c.purchase.ID,
 					ArtifactSHA256: c.inputSHA256, MemoHit: memo, Receipt: rid[4:], At: now}); err != nil {
 					return err
 				}
@@ -749,18 +748,14 @@ func (s *Service) recordSample(ctx context.Context, id string, o wasm.Outcome, m
 			r.NotCounted = "the replay decided nothing (" + string(o.Kind) + ")"
 		}
 		r.ConfirmedBuyers = l.ConfirmedBuyers
-		if err := store.SetJSON(tx, listingKey(id), l); err != nil {
+		if err := putListing(tx, l); err != nil {
 			return err
 		}
 		if r.Pulled {
 			if err := unindexListing(tx, id); err != nil {
 				return err
 			}
-			var open []string
-			err := tx.Scan(keyOpen+id+"/", false, func(k string, _ []byte) error {
-				open = append(open, k[strings.LastIndexByte(k, '/')+1:])
-				return nil
-			})
+			open, err := openPurchases(tx, id, false)
 			if err != nil {
 				return err
 			}

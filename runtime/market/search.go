@@ -41,7 +41,7 @@ func hitOrder(a, b hit) int {
 // fpHits appends the listings whose fingerprint is fp, active or not.
 func fpHits(tx store.Tx, fp string, hits []hit) ([]hit, error) {
 	m := Score(nil, nil, fp, nil, nil, fp)
-	p := keyFP + fp + "/"
+	p := fingerprintPrefix(fp)
 	err := tx.Scan(p, false, func(k string, _ []byte) error {
 		hits = append(hits, hit{id: k[len(p):], exact: true, conf: m.Confidence, m: &m})
 		return nil
@@ -117,14 +117,14 @@ func (s *Service) queryHits(tx store.Tx, qt []string, qc []Constraint, fp string
 // agree with.
 func scanHits(tx store.Tx, qt []string, qc []Constraint, fp string) ([]hit, error) {
 	var hits []hit
-	err := tx.Scan(keySearch, false, func(k string, v []byte) error {
+	err := eachSearchRecord(tx, func(id string, v []byte) error {
 		var d searchDoc
 		if err := json.Unmarshal(v, &d); err != nil {
 			return err
 		}
 		m := Score(qt, qc, fp, d.Tokens, d.Constraints, d.Fingerprint)
 		if m.Class == ClassExact || m.Confidence > 0 {
-			hits = append(hits, hit{id: k[len(keySearch):], exact: m.Class == ClassExact, conf: m.Confidence, m: &m})
+			hits = append(hits, hit{id: id, exact: m.Class == ClassExact, conf: m.Confidence, m: &m})
 		}
 		return nil
 	})

@@ -192,7 +192,7 @@ func (s *Service) resolveAppeal(ctx context.Context, a caller, id string) (Reply
 			if ruling.Final {
 				return s.applyRuling(tx, m, ruling, now, &out)
 			}
-			if err := store.SetJSON(tx, matterKey(m.ID), m); err != nil {
+			if err := putMatter(tx, m); err != nil {
 				return err
 			}
 		}

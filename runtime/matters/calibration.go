@@ -130,7 +130,7 @@ func (s *Service) SolverProfile(ctx context.Context, actor Actor, id string) (Pr
 		if err != nil {
 			return err
 		}
-		ids, err := scanIDs(tx, seatPrefix(a.Tenant, id), 0)
+		ids, err := seats(tx, a.Tenant, id)
 		if err != nil {
 			return err
 		}

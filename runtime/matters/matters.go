@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/assayhq/assay/runtime/idem"
+	"github.com/assayhq/assay/runtime/ident"
 	"github.com/assayhq/assay/runtime/principal"
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/store"
@@ -254,8 +255,8 @@ type Config struct {
 	Signer Signer
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
-	// NewID returns a fresh id; the store's choice (store.IDs) when
-	// nil.
+	// NewID returns a fresh id; ident.NewID when nil (cmd/assay gives
+	// PostgreSQL ident.RandomID).
 	NewID func() string
 	// Court decides the exchange's appeals; appeals are refused with
 	// appeal_unavailable when nil.
@@ -295,7 +296,7 @@ func New(cfg Config) (*Service, error) {
 		s.now = time.Now
 	}
 	if s.newID == nil {
-		s.newID = store.IDs(cfg.Store)
+		s.newID = ident.NewID
 	}
 	if s.principals == nil {
 		s.principals = principal.New(s.st, s.now)

@@ -181,15 +181,14 @@ func load(tx store.Tx, a caller, id string) (*Matter, error) {
 	if id == "" {
 		return nil, invalid(ECodeMissingField, "matter_id is required")
 	}
-	var m Matter
-	err := store.GetJSON(tx, matterKey(id), &m)
+	m, err := getMatter(tx, id)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && m.Tenant != a.Tenant) {
 		return nil, notFound(id)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &m, nil
+	return m, nil
 }
 
 // owned loads a Matter the caller's tenant owns and that the caller may
@@ -253,13 +252,13 @@ func (s *Service) record(tx store.Tx, m *Matter, kind string, now time.Time, fil
 	}
 	m.Receipts = append(m.Receipts, rid)
 	m.LastReceiptHash = r.Proof.SubjectHash
-	if err := store.SetJSON(tx, matterKey(m.ID), m); err != nil {
-		return receipt.Receipt{}, err
+	if seq == 0 {
+		err = addMatter(tx, m)
+	} else {
+		err = putMatter(tx, m)
 	}
-	if m.Status != StatusOpen {
-		if err := tx.Delete(openPrefix(m.Tenant) + m.ID); err != nil {
-			return receipt.Receipt{}, err
-		}
+	if err != nil {
+		return receipt.Receipt{}, err
 	}
 	return r, nil
 }
@@ -421,12 +420,6 @@ func (s *Service) open(ctx context.Context, a caller, req OpenRequest, q *quorum
 			Deadline: deadline, RiskClass: req.RiskClass, VerdictSchema: canonSchema, Status: StatusOpen,
 			QuestionHash: hashHex(req.Question), SchemaHash: hashHex(string(canonSchema)),
 			Receipts: []string{}, CreatedAt: now,
-		}
-		if err := tx.Set(tenantPrefix(a.Tenant)+id, nil); err != nil {
-			return Reply{}, err
-		}
-		if err := tx.Set(openPrefix(a.Tenant)+id, nil); err != nil {
-			return Reply{}, err
 		}
 		var fill func(*Subject)
 		if q != nil {
@@ -772,7 +765,7 @@ func (s *Service) Tick(ctx context.Context, actor Actor, req TickRequest) (Reply
 	}
 	return s.keyed(ctx, "tick", a, a.KeyID, req.IdempotencyKey, req, func(tx store.Tx, now time.Time) (Reply, error) {
 		out := Ticked{EvaluatedAt: now, Expired: []Public{}, Receipts: []receipt.Receipt{}}
-		ids, err := scanIDs(tx, openPrefix(a.Tenant), 0)
+		ids, err := matterIDs(tx, a.Tenant, true, 0)
 		if err != nil {
 			return Reply{}, err
 		}
@@ -800,20 +793,4 @@ func (s *Service) Tick(ctx context.Context, actor Actor, req TickRequest) (Reply
 		}
 		return Reply{Body: b}, nil
 	})
-}
-
-// scanIDs lists the ids under an index prefix, at most limit (0: all).
-func scanIDs(tx store.Tx, prefix string, limit int) ([]string, error) {
-	var ids []string
-	err := tx.Scan(prefix, false, func(k string, _ []byte) error {
-		ids = append(ids, strings.TrimPrefix(k, prefix))
-		if limit > 0 && len(ids) >= limit {
-			return store.ErrStop
-		}
-		return nil
-	})
-	if errors.Is(err, store.ErrStop) {
-		err = nil
-	}
-	return ids, err
 }

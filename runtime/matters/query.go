@@ -117,14 +117,10 @@ func (s *Service) List(ctx context.Context, actor Actor, all bool) ([]View, erro
 	if err := need(a, ScopeRead); err != nil {
 		return nil, err
 	}
-	prefix := openPrefix(a.Tenant)
-	if all {
-		prefix = tenantPrefix(a.Tenant)
-	}
 	var ids []string
 	err = s.st.View(ctx, func(tx store.Tx) error {
 		var err error
-		ids, err = scanIDs(tx, prefix, MaxList)
+		ids, err = matterIDs(tx, a.Tenant, !all, MaxList)
 		return err
 	})
 	if err != nil {
@@ -187,13 +183,3 @@ func (s *Service) Receipts(ctx context.Context, actor Actor, id string) ([]recei
 // Now reads the service clock: the transport checks signature freshness
 // against it.
 func (s *Service) Now() time.Time { return s.now() }
-
-// legacyReceipt reads a receipt stored where Matters kept them before the
-// receipt repository, repaired to the bytes that were signed.
-func legacyReceipt(tx store.Tx, matter string, seq int) (json.RawMessage, error) {
-	b, err := tx.Get(receiptKey(matter, seq))
-	if err != nil {
-		return nil, err
-	}
-	return receipt.Repair(b)
-}

@@ -321,7 +321,7 @@ func (s *Service) AssignSeat(ctx context.Context, actor Actor, req SeatRequest) 
 			return Reply{}, err
 		}
 		x.Seats = append(x.Seats, Seat{SolverID: p.ID, Kind: p.Kind, Lineage: p.Lineage, Status: SolverInvited, AssignedAt: now})
-		if err := tx.Set(seatIndexKey(m.Tenant, p.ID, m.ID), nil); err != nil {
+		if err := addSeat(tx, m, p.ID); err != nil {
 			return Reply{}, err
 		}
 		i := len(x.Seats) - 1

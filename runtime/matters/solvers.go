@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"strconv"
 	"time"
 
@@ -15,20 +14,6 @@ import (
 	"github.com/assayhq/assay/runtime/receipt"
 	"github.com/assayhq/assay/runtime/store"
 )
-
-// Key prefixes of the exchange; storage/doc.go lists them.
-const (
-	keySolver = "matters/solver/" // <sha256(tenant)>/<solver id, escaped> -> SolverProfile
-	keySeat   = "matters/seat/"   // <sha256(tenant)>/<solver id, escaped>/<matter id> -> "" (the Matters a solver sat on)
-)
-
-func solverKey(tenant, id string) string {
-	return keySolver + hashHex(tenant) + "/" + url.PathEscape(id)
-}
-func seatPrefix(tenant, solver string) string {
-	return keySeat + hashHex(tenant) + "/" + url.PathEscape(solver) + "/"
-}
-func seatIndexKey(tenant, solver, matter string) string { return seatPrefix(tenant, solver) + matter }
 
 // RegisterSolverRequest is the body of POST …/exchange/solvers.
 type RegisterSolverRequest struct {
@@ -78,8 +63,7 @@ func labels(field string, vs []string) error {
 }
 
 func getProfile(tx store.Tx, tenant, id string) (SolverProfile, error) {
-	var p SolverProfile
-	err := store.GetJSON(tx, solverKey(tenant, id), &p)
+	p, err := getSolver(tx, tenant, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return p, invalid(ECodeUnknownSolver, "solver %q is not registered in this tenant (POST %s/exchange/solvers)", id, RoutePrefix)
 	}
@@ -139,9 +123,8 @@ func (s *Service) RegisterSolver(ctx context.Context, actor Actor, req RegisterS
 				return Reply{}, invalid(ECodeUnknownSolver, "solver_id must be the key id of an active solver principal of this tenant")
 			}
 		}
-		var p SolverProfile
 		prev := ""
-		err := store.GetJSON(tx, solverKey(a.Tenant, req.SolverID), &p)
+		p, err := getSolver(tx, a.Tenant, req.SolverID)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			p = SolverProfile{ID: req.SolverID, Tenant: a.Tenant, RegisteredAt: now, Receipts: []string{}}
@@ -181,7 +164,7 @@ func (s *Service) RegisterSolver(ctx context.Context, actor Actor, req RegisterS
 			return Reply{}, err
 		}
 		p.Receipts = append(p.Receipts, rid)
-		if err := store.SetJSON(tx, solverKey(a.Tenant, p.ID), p); err != nil {
+		if err := putSolver(tx, p); err != nil {
 			return Reply{}, err
 		}
 		b, err := receipt.Marshal(Registered{Solver: p, Receipt: r})

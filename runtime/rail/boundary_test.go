@@ -424,11 +424,7 @@ func (b *boundary) check(step int, op string) {
 		if audit, err = ledger.Check(tx); err != nil {
 			return err
 		}
-		return tx.Scan("ledger/entry/", false, func(_ string, v []byte) error {
-			var leg ledger.Leg
-			if err := json.Unmarshal(v, &leg); err != nil {
-				return err
-			}
+		return ledger.Legs(tx, func(leg ledger.Leg) error {
 			if leg.Currency == rail.USDMicro && !strings.HasPrefix(leg.Account, "rail:") {
 				held += leg.Amount
 				if strings.HasPrefix(leg.Account, rail.MintPrefix) {

@@ -41,12 +41,10 @@ func (b *bounded) Scan(prefix string, reverse bool, fn func(key string, value []
 	})
 }
 
-// GetMany keeps the underlying transaction's one exchange (MultiGetter).
-func (b *bounded) GetMany(keys []string) ([][]byte, error) {
+// GetMany keeps the underlying transaction's one exchange.
+func (b *bounded) GetMany(keys ...string) ([][]byte, error) {
 	if err := b.take(len(keys)); err != nil {
 		return nil, err
 	}
-	return GetMany(b.Tx, keys...)
+	return b.Tx.GetMany(keys...)
 }
-
-var _ MultiGetter = (*bounded)(nil)

@@ -1,10 +1,12 @@
 // Package store declares the storage contract that Assay's services run on:
-// ordered keys and values read and written in serialisable transactions.
-// The services build their repositories (contracts, receipts, the ledger,
-// idempotency records) on it, so that one transaction can commit a state
-// change, its ledger postings, its receipt and its idempotency record
-// together. package storage implements it on badger; the key layout is
-// documented there.
+// ordered keys and values read and written in serialisable transactions,
+// and nothing else. Every backend provides all of it (badger in package
+// storage, PostgreSQL in storage/postgres); no service asks a store what
+// more it can do. The services build their repositories on it (the
+// court's contracts, receipts, the ledger, idempotency records), each
+// owning its keys and their encoding, so that one transaction can commit a
+// state change, its ledger postings, its receipt and its idempotency
+// record together. storage/doc.go lists every key.
 package store
 
 import (
@@ -14,7 +16,6 @@ import (
 	"fmt"
 
 	"github.com/assayhq/assay/runtime/fault"
-	"github.com/assayhq/assay/runtime/ident"
 )
 
 // ErrNotFound is returned by Tx.Get for a key that has no value.
@@ -68,6 +69,20 @@ type Store interface {
 type Tx interface {
 	// Get returns the value of key, or ErrNotFound.
 	Get(key string) ([]byte, error)
+	// GetMany returns the values of keys, in order: nil for a key that
+	// has none, a non-nil slice (empty for an empty value) for one that
+	// has. A transaction that knows what it will read names it here
+	// first, so that a database whose reads are round trips reads it in
+	// one.
+	//
+	// # Notes
+	//
+	//   - The transaction keeps what GetMany read: a later Get or GetMany
+	//     of one of those keys answers from it, until the transaction
+	//     writes the key.
+	//   - A key read by GetMany is read by the transaction as by Get: a
+	//     concurrent write of it fails the commit.
+	GetMany(keys ...string) ([][]byte, error)
 	// Set sets key to value.
 	Set(key string, value []byte) error
 	// Delete removes key; removing an absent key is not an error.
@@ -76,111 +91,6 @@ type Tx interface {
 	// reverse order), until fn returns an error. ErrStop ends the scan
 	// cleanly. The slices passed to fn are valid only during the call.
 	Scan(prefix string, reverse bool, fn func(key string, value []byte) error) error
-}
-
-// RandomIDs is a Store that wants the ids of new records random rather
-// than ordered by time (see IDs).
-type RandomIDs interface {
-	// RandomIDs reports whether it does.
-	RandomIDs() bool
-}
-
-// IDs returns the maker of the ids of new records (contracts, listings,
-// matters) on st: ident.RandomID when st is a RandomIDs that says so,
-// ident.NewID, whose ids sort by when they were made, otherwise. Badger
-// works fastest on ids made in order; PostgreSQL's SERIALIZABLE
-// transactions lock the index pages their reads visit, so that
-// transactions touching ids made one after another, whose keys share a
-// page, conflict and run again.
-func IDs(st Store) func() string {
-	if r, ok := st.(RandomIDs); ok && r.RandomIDs() {
-		return ident.RandomID
-	}
-	return ident.NewID
-}
-
-// MultiGetter is a Tx that reads several keys in one exchange with its
-// database: PostgreSQL's sends the reads in one batch, one round trip.
-type MultiGetter interface {
-	// GetMany returns the values of keys, in order: nil for a key that
-	// has none, a non-nil slice (empty for an empty value) for one that
-	// has.
-	GetMany(keys []string) ([][]byte, error)
-}
-
-// GetMany reads keys in tx, in one exchange where tx is a MultiGetter and
-// one Get each otherwise. A key that has no value reads as nil.
-func GetMany(tx Tx, keys ...string) ([][]byte, error) {
-	if m, ok := tx.(MultiGetter); ok {
-		return m.GetMany(keys)
-	}
-	out := make([][]byte, len(keys))
-	for i, k := range keys {
-		v, err := tx.Get(k)
-		if errors.Is(err, ErrNotFound) {
-			continue
-		} else if err != nil {
-			return nil, err
-		}
-		if v == nil {
-			v = []byte{} // present, empty
-		}
-		out[i] = v
-	}
-	return out, nil
-}
-
-// Prefetcher is a Tx that reads keys ahead of the Gets that will ask for
-// them: PostgreSQL's sends the reads in one batch with whatever else is
-// waiting (its BEGIN, its writes), one round trip where the Gets of a
-// mutation's later steps would each take one.
-type Prefetcher interface {
-	// Prefetch reads keys in the transaction, as GetMany would, and keeps
-	// their values for the transaction's next Get or GetMany of each; a
-	// Set or Delete of a key drops what was read ahead of it.
-	Prefetch(keys []string) error
-}
-
-// Prefetch reads ahead in tx, where tx is a Prefetcher, the keys that keys
-// returns; elsewhere it does nothing and does not call keys, so that a
-// store whose reads are cheap pays nothing for naming them. A read made
-// ahead is a read of the transaction like any other (a concurrent write
-// of the key fails the commit as it would after a Get), and a key read
-// ahead that the transaction then does not read costs only the read: keys
-// may name what a transaction will most likely read, from data of any
-// age, and a wrong guess is read again, never wrongly.
-func Prefetch(tx Tx, keys func() []string) error {
-	p, ok := tx.(Prefetcher)
-	if !ok {
-		return nil
-	}
-	return p.Prefetch(keys())
-}
-
-// KeyReader is a Store that reads keys as of one moment with no
-// transaction around the read: PostgreSQL's reads them in one statement,
-// one round trip, where a View takes two (its reads, then its COMMIT).
-type KeyReader interface {
-	// ReadKeys returns the values of keys as GetMany does, all as of
-	// one moment.
-	ReadKeys(ctx context.Context, keys []string) ([][]byte, error)
-}
-
-// Read returns the values of keys as of one moment, as GetMany returns
-// them (nil for a key that has none): in one read where st is a
-// KeyReader, in a View otherwise. For a read that needs nothing else of
-// its snapshot, such as the checks before a mutation.
-func Read(ctx context.Context, st Store, keys ...string) ([][]byte, error) {
-	if r, ok := st.(KeyReader); ok {
-		return r.ReadKeys(ctx, keys)
-	}
-	var vals [][]byte
-	err := st.View(ctx, func(tx Tx) error {
-		var err error
-		vals, err = GetMany(tx, keys...)
-		return err
-	})
-	return vals, err
 }
 
 // GetJSON reads key into v.
@@ -195,20 +105,8 @@ func GetJSON(tx Tx, key string, v any) error {
 	return nil
 }
 
-// JSONAppender is a value that writes its own JSON: the bytes json.Marshal
-// writes for it, without reflection (runtime/store/jsonw). It reports false
-// when it cannot write them exactly, and SetJSON uses json.Marshal.
-type JSONAppender interface {
-	AppendJSON(b []byte) ([]byte, bool)
-}
-
 // SetJSON writes v to key as JSON.
 func SetJSON(tx Tx, key string, v any) error {
-	if a, ok := v.(JSONAppender); ok {
-		if b, ok := a.AppendJSON(nil); ok {
-			return tx.Set(key, b)
-		}
-	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("store: encode %s: %w", key, err)

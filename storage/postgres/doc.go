@@ -41,26 +41,23 @@
 // A transaction takes no round trip of its own: its BEGIN is sent with its
 // first read, writes wait for the next read or the commit, and each
 // exchange sends everything waiting in one batch, so that a transaction
-// that only writes is one round trip (BEGIN, writes, COMMIT). A View that
-// has read takes one more, its COMMIT; store.Read, for reads that need
-// nothing else of their snapshot, takes none: ReadKeys reads its keys in
-// one SELECT, as of one moment at any isolation level, with no
-// transaction around it. A transaction that knows what its later steps
-// will read names it first (store.Prefetch): the reads go with its BEGIN
-// in one batch and are kept until its next Get or GetMany of each key (a
-// Set or Delete of the key drops what was read ahead), so that a court
-// case's funding, accept or dispute reads its contract, its ledger legs
-// and counters and its reputation counters in one round trip, and a
-// market purchase its listing, the buyer's wallet and the artifact. A
-// read made ahead is an ordinary SELECT of the transaction, locked and
-// checked for serialisation as any other.
+// that only writes is one round trip (BEGIN, writes, COMMIT). A
+// transaction that knows what it will read names it first
+// (store.Tx.GetMany): the reads go with its BEGIN in one batch and are kept
+// for its later reads of the same keys (until it writes one), so that each
+// step of a court case reads its contract, its ledger legs and counters and
+// its reputation counters in one round trip, and a market purchase its
+// listing, the buyer's wallet and the artifact. A read made ahead is an
+// ordinary SELECT of the transaction, locked and checked for
+// serialisation as any other. A View that has read takes one more round
+// trip, its COMMIT.
 //
 // SERIALIZABLE locks the B-tree pages a read visits, so that transactions
 // touching different keys on one page may conflict and run again: rare in a
 // table of some size with random ids (BenchmarkReadModifyWrite measures
 // retries/op), frequent in a nearly empty one, and with ids made in order,
-// whose keys share the newest pages. So the Store asks the services for
-// random ids (store.RandomIDs).
+// whose keys share the newest pages. So the services on PostgreSQL make
+// random ids (cmd/assay gives them ident.RandomID).
 //
 // Scan reads the range a prefix covers in pages (keyset pagination, no
 // cursor held open), so fn may call Get and Set while it scans.

@@ -50,9 +50,8 @@ type Store struct {
 
 // Interface guards.
 var (
-	_ store.Store       = (*Store)(nil)
-	_ store.KeyReader   = (*Store)(nil)
-	_ store.MultiGetter = (*tx)(nil)
+	_ store.Store = (*Store)(nil)
+	_ store.Tx    = (*tx)(nil)
 )
 
 // Options configure Open.
@@ -149,13 +148,6 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// RandomIDs implements store.RandomIDs: it does. Under SERIALIZABLE, a
-// read locks the B-tree page it visits, so that with ids made in order,
-// whose keys all land on the index's newest pages, concurrent cases
-// conflict far more often: time-ordered ids gave 4.5 retries a court case
-// at 128 clients, against 1.2 with random ids, and half the cases a second.
-func (s *Store) RandomIDs() bool { return true }
-
 // The statements that open a transaction, sent with its first statement.
 const (
 	beginUpdate = `BEGIN ISOLATION LEVEL SERIALIZABLE`
@@ -198,46 +190,6 @@ func (s *Store) Update(ctx context.Context, fn func(store.Tx) error) error {
 // View implements store.Store.
 func (s *Store) View(ctx context.Context, fn func(store.Tx) error) error {
 	return s.run(ctx, beginView, fn)
-}
-
-// ReadKeys implements store.KeyReader: one SELECT, which reads as of one
-// moment at any isolation level, with no transaction around it, so one
-// round trip where a View takes two.
-func (s *Store) ReadKeys(ctx context.Context, keys []string) ([][]byte, error) {
-	out := make([][]byte, len(keys))
-	if len(keys) == 0 {
-		return out, nil
-	}
-	arg := make([][]byte, len(keys))
-	for i, k := range keys {
-		if err := checkKey(k); err != nil {
-			return nil, err
-		}
-		arg[i] = []byte(k)
-	}
-	rows, err := s.pool.Query(ctx, `SELECT key, value FROM kv WHERE key = ANY($1)`, arg)
-	if err != nil {
-		return nil, wrap(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var k, v []byte
-		if err := rows.Scan(&k, &v); err != nil {
-			return nil, wrap(err)
-		}
-		if v == nil {
-			v = []byte{} // present, empty
-		}
-		for i, want := range keys { // a key may be asked for twice
-			if want == string(k) {
-				out[i] = v
-			}
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, wrap(err)
-	}
-	return out, nil
 }
 
 // run runs fn once in a transaction opened by begin, and commits it.
@@ -344,9 +296,9 @@ type tx struct {
 	// failed is the first error the server returned; PostgreSQL aborts
 	// the transaction on any error, so every later call returns it too.
 	failed error
-	// ahead holds what Prefetch read, by key (nil: no value), until the
-	// next Get or GetMany of the key takes it or a write drops it.
-	ahead map[string][]byte
+	// read keeps what GetMany read, by key (nil: no value), until the
+	// transaction writes the key.
+	read map[string][]byte
 }
 
 type write struct {
@@ -401,13 +353,9 @@ func (t *tx) queueWrites(b *pgx.Batch) {
 	t.pending = t.pending[:0]
 }
 
-// take returns and forgets the value read ahead of key (nil: none), if
-// Prefetch read it.
-func (t *tx) take(key string) ([]byte, bool) {
-	v, ok := t.ahead[key]
-	if ok {
-		delete(t.ahead, key)
-	}
+// known returns what GetMany read of key (nil: no value), if it did.
+func (t *tx) known(key string) ([]byte, bool) {
+	v, ok := t.read[key]
 	return v, ok
 }
 
@@ -415,7 +363,7 @@ func (t *tx) Get(key string) ([]byte, error) {
 	if t.failed != nil {
 		return nil, t.failed
 	}
-	if v, ok := t.take(key); ok {
+	if v, ok := t.known(key); ok {
 		if v == nil {
 			return nil, store.ErrNotFound
 		}
@@ -442,58 +390,44 @@ func (t *tx) Get(key string) ([]byte, error) {
 	return v, nil
 }
 
-// GetMany implements store.MultiGetter: the reads not made ahead go in one
-// batch, with the BEGIN and the writes waiting, so that they take one
-// round trip.
-func (t *tx) GetMany(keys []string) ([][]byte, error) {
+// GetMany implements store.Tx: the keys not read before go in one batch,
+// with the BEGIN and the writes waiting, so that they take one round trip,
+// and what it read is kept for the transaction's later reads.
+func (t *tx) GetMany(keys ...string) ([][]byte, error) {
 	if t.failed != nil {
 		return nil, t.failed
 	}
 	out := make([][]byte, len(keys))
-	var rest []string // the keys not read ahead, and where they go in out
+	var rest []string // the keys not read before, and where they go in out
 	var at []int
 	for i, k := range keys {
-		if v, ok := t.take(k); ok {
+		if v, ok := t.known(k); ok {
 			out[i] = v
 		} else {
 			rest, at = append(rest, k), append(at, i)
 		}
 	}
-	if len(rest) == len(keys) {
-		return out, t.read(keys, out)
+	if len(rest) == 0 {
+		return out, nil
 	}
 	vals := make([][]byte, len(rest))
-	if err := t.read(rest, vals); err != nil {
+	if err := t.fetch(rest, vals); err != nil {
 		return nil, err
+	}
+	if t.read == nil {
+		t.read = make(map[string][]byte, len(rest))
 	}
 	for j, i := range at {
 		out[i] = vals[j]
+		t.read[rest[j]] = vals[j]
 	}
 	return out, nil
 }
 
-// Prefetch implements store.Prefetcher: one batch, as GetMany sends.
-func (t *tx) Prefetch(keys []string) error {
-	if t.failed != nil || len(keys) == 0 {
-		return t.failed
-	}
-	vals := make([][]byte, len(keys))
-	if err := t.read(keys, vals); err != nil {
-		return err
-	}
-	if t.ahead == nil {
-		t.ahead = make(map[string][]byte, len(keys))
-	}
-	for i, k := range keys {
-		t.ahead[k] = vals[i]
-	}
-	return nil
-}
-
-// read reads keys into out (nil for a key that has no value, a non-nil
+// fetch reads keys into out (nil for a key that has no value, a non-nil
 // slice for one that has) in one batch, with the BEGIN and the writes
 // waiting.
-func (t *tx) read(keys []string, out [][]byte) error {
+func (t *tx) fetch(keys []string, out [][]byte) error {
 	if len(keys) == 0 {
 		return nil
 	}
@@ -528,7 +462,7 @@ func (t *tx) Set(key string, value []byte) error {
 	}
 	// A copy: fn may reuse value once Set returns, and the batch is sent
 	// later. A nil value would be sent as NULL.
-	delete(t.ahead, key) // a read now sees the write
+	delete(t.read, key) // a read now sees the write
 	t.pending = append(t.pending, write{[]byte(key), append(make([]byte, 0, len(value)), value...)})
 	return nil
 }
@@ -540,7 +474,7 @@ func (t *tx) Delete(key string) error {
 	if t.failed != nil {
 		return t.failed
 	}
-	delete(t.ahead, key)
+	delete(t.read, key)
 	t.pending = append(t.pending, write{key: []byte(key)})
 	return nil
 }

@@ -5,10 +5,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/oklog/ulid/v2"
 
 	"github.com/assayhq/assay/internal/pgtest"
 	"github.com/assayhq/assay/runtime/store"
@@ -34,22 +32,6 @@ func TestStore(t *testing.T) {
 	open := func(tb testing.TB) store.Store { return MustOpen(tb, pgtest.URL(tb)) }
 	storetest.RunStoreSuite(t, open)
 	storetest.RunRangeSuite(t, open)
-}
-
-// TestStore_ids: on PostgreSQL the services' ids are random (store.IDs),
-// so that concurrent cases seldom share an index page.
-func TestStore_ids(t *testing.T) {
-	t.Parallel()
-	id := store.IDs(MustOpen(t, pgtest.URL(t)))()
-	u, err := ulid.ParseStrict(id)
-	if err != nil {
-		t.Fatalf("id %q: %v", id, err)
-	}
-	// The leading 48 bits are random, not the time: that they fall
-	// within a day of now has odds of about one in a million.
-	if d := time.Since(ulid.Time(u.Time())).Abs(); d < 24*time.Hour {
-		t.Fatalf("id %q reads as a ULID of %v ago: want random leading bits", id, d)
-	}
 }
 
 // TestOpen: what Update acknowledged is there after a reopen, and nodes

@@ -36,11 +36,10 @@ func counting(t *testing.T) (*postgres.Store, *atomic.Int64, *receipt.Keyring) {
 
 // TestStore_courtRoundTrips: a court case takes the round trips to the
 // database that its steps need and no more. Each mutation reads what it
-// will need in one exchange (store.Prefetch) and writes with its COMMIT in
-// another; a creation reads its seller's mark outside its transaction and
-// then only writes; a funding and a dispute read the contract outside
-// theirs first (the rail is paid, the criteria judged, in between):
-// create 2, fund 3, deliver 2, accept 2, dispute 3.
+// needs in one exchange (store.Tx.GetMany, with its BEGIN) and writes with
+// its COMMIT in another; the node that made a step knows the contract's
+// state when the next step asks, so that no step reads before its
+// transaction: create 2, fund 2, deliver 2, accept 2, dispute 2.
 func TestStore_courtRoundTrips(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -90,17 +89,16 @@ func TestStore_courtRoundTrips(t *testing.T) {
 		keyed bool
 		want  float64
 	}{
-		// Half the cases accepted, half disputed: 2+3+2+(2+3)/2.
-		// Without the reads made ahead, 13.
-		{false, 9.5},
+		// 2+2+2+2. Before the contract's record and the reads in the
+		// transactions, 9.5; without the reads made ahead, 13.
+		{false, 8},
 		// With an Idempotency-Key, each step's transaction reads the
-		// stored reply with the rest: no more round trips than without,
-		// but the create's, whose transaction reads nothing ahead (one).
-		// The one look-up before a step runs is the transport's
-		// (api's pipeline), which this test does not go through; when
-		// every service made its own, 14.5, and before the lookup was one
-		// statement, 21.5.
-		{true, 10.5},
+		// stored reply with the rest: no more round trips than without.
+		// The one look-up before a step runs is the transport's (api's
+		// pipeline), which this test does not go through; before, 10.5,
+		// when every service made its own, 14.5, and before the lookup
+		// was one statement, 21.5.
+		{true, 8},
 	} {
 		writes.Store(0)
 		const cases = 20

@@ -256,13 +256,16 @@ func RunStoreSuite(t *testing.T, open func(testing.TB) store.Store) {
 	})
 	t.Run("GetMany", func(t *testing.T) {
 		t.Parallel() // each subtest opens a store of its own
+		// GetMany reads as Gets would, the transaction's own writes
+		// included, and what it read answers the transaction's later
+		// reads until it writes the key.
 		s := open(t)
-		setKeys(t, s, "m/a", "m/b")
+		setKeys(t, s, "m/a", "m/b", "p/a", "p/b", "p/c", "p/e", "p/f", "p/g")
 		update(t, s, func(tx store.Tx) error {
 			must(t, tx.Set("m/new", []byte("n")))
 			must(t, tx.Set("m/empty", []byte{}))
 			must(t, tx.Delete("m/b"))
-			vals, err := store.GetMany(tx, "m/a", "m/b", "m/new", "m/none", "m/empty")
+			vals, err := tx.GetMany("m/a", "m/b", "m/new", "m/none", "m/empty")
 			if err != nil {
 				return err
 			}
@@ -270,80 +273,35 @@ func RunStoreSuite(t *testing.T, open func(testing.TB) store.Store) {
 			if want := `["vm/a" "" "n" "" ""]`; got != want || vals[1] != nil || vals[3] != nil || vals[4] == nil {
 				t.Errorf("GetMany: %s (nil at 1 and 3 only), want %s", got, want)
 			}
+			if vals, err := tx.GetMany(); err != nil || len(vals) != 0 {
+				t.Errorf("GetMany of no keys: %q %v", vals, err)
+			}
 			return nil
 		})
-	})
-	t.Run("Prefetch", func(t *testing.T) {
-		t.Parallel() // each subtest opens a store of its own
-		// Reads made ahead (store.Prefetch: PostgreSQL's Prefetcher,
-		// nothing elsewhere) read as Gets would, the transaction's own
-		// writes included, before the read ahead and after it.
-		s := open(t)
-		setKeys(t, s, "p/a", "p/b", "p/c", "p/e", "p/f", "p/g")
 		update(t, s, func(tx store.Tx) error {
 			must(t, tx.Set("p/c", []byte("written before")))
-			must(t, store.Prefetch(tx, func() []string { return []string{"p/a", "p/b", "p/c", "p/none", "p/e", "p/f", "p/g"} }))
+			_, err := tx.GetMany("p/a", "p/b", "p/c", "p/none", "p/e", "p/f", "p/g")
+			must(t, err)
 			must(t, tx.Set("p/b", []byte("written after")))
 			must(t, tx.Delete("p/e"))
-			for _, want := range [][2]string{{"p/a", "vp/a"}, {"p/a", "vp/a"}, {"p/b", "written after"}, {"p/c", "written before"}} {
+			must(t, tx.Set("p/none", []byte("made after")))
+			for _, want := range [][2]string{{"p/a", "vp/a"}, {"p/a", "vp/a"}, {"p/b", "written after"}, {"p/c", "written before"}, {"p/none", "made after"}} {
 				if v, err := tx.Get(want[0]); err != nil || string(v) != want[1] {
 					t.Errorf("Get %s: %q %v, want %q", want[0], v, err, want[1])
 				}
 			}
-			for _, k := range []string{"p/none", "p/e"} {
-				if v, err := tx.Get(k); !errors.Is(err, store.ErrNotFound) {
-					t.Errorf("Get %s: %q %v, want ErrNotFound", k, v, err)
-				}
+			if v, err := tx.Get("p/e"); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("Get p/e: %q %v, want ErrNotFound", v, err)
 			}
-			vals, err := store.GetMany(tx, "p/f", "p/h", "p/g", "p/f")
+			vals, err := tx.GetMany("p/f", "p/h", "p/g", "p/f")
 			if err != nil {
 				return err
 			}
 			if got := fmt.Sprintf("%q", vals); got != `["vp/f" "" "vp/g" "vp/f"]` || vals[1] != nil {
-				t.Errorf("GetMany of keys read ahead and not: %s (nil at 1 only)", got)
+				t.Errorf("GetMany of keys read before and not: %s (nil at 1 only)", got)
 			}
 			return nil
 		})
-		update(t, s, func(tx store.Tx) error {
-			_, ahead := tx.(store.Prefetcher)
-			called := false
-			must(t, store.Prefetch(tx, func() []string { called = true; return nil }))
-			if called != ahead {
-				t.Errorf("keys called: %v, on a store that reads ahead: %v", called, ahead)
-			}
-			return nil
-		})
-	})
-	t.Run("Read", func(t *testing.T) {
-		t.Parallel() // each subtest opens a store of its own
-		// The values of keys as of one moment, outside any transaction
-		// (store.Read: PostgreSQL's KeyReader, a View elsewhere).
-		s := open(t)
-		setKeys(t, s, "rd/a", "rd/b")
-		update(t, s, func(tx store.Tx) error { return tx.Set("rd/empty", []byte{}) })
-		vals, err := store.Read(ctx, s, "rd/a", "rd/none", "rd/empty", "rd/b", "rd/a")
-		must(t, err)
-		got := fmt.Sprintf("%q", vals)
-		if want := `["vrd/a" "" "" "vrd/b" "vrd/a"]`; got != want || vals[1] != nil || vals[2] == nil {
-			t.Errorf("Read: %s (nil at 1 only), want %s", got, want)
-		}
-		update(t, s, func(tx store.Tx) error {
-			must(t, tx.Set("rd/a", []byte("changed")))
-			return tx.Delete("rd/b")
-		})
-		vals, err = store.Read(ctx, s, "rd/a", "rd/b")
-		must(t, err)
-		if got := fmt.Sprintf("%q", vals); got != `["changed" ""]` || vals[1] != nil {
-			t.Errorf("Read after a commit: %s, want [\"changed\" nil]", got)
-		}
-		if vals, err := store.Read(ctx, s); err != nil || len(vals) != 0 {
-			t.Errorf("Read of no keys: %q %v", vals, err)
-		}
-		cancelled, cancel := context.WithCancel(ctx)
-		cancel()
-		if _, err := store.Read(cancelled, s, "rd/a"); !errors.Is(err, context.Canceled) {
-			t.Errorf("Read on a cancelled context: %v, want context.Canceled", err)
-		}
 	})
 	t.Run("ErrRollback", func(t *testing.T) {
 		t.Parallel() // each subtest opens a store of its own
@@ -451,7 +409,7 @@ func RunStoreSuite(t *testing.T, open func(testing.TB) store.Store) {
 		// stays: at least one doctor remains on call, however the two
 		// interleave. Both read before either writes (a barrier on the
 		// first attempt), the case snapshot isolation alone gets wrong;
-		// every other round they read ahead (store.Prefetch).
+		// every other round they read with GetMany.
 		s := open(t)
 		for round := range 10 {
 			a, b := fmt.Sprintf("oncall/%d/a", round), fmt.Sprintf("oncall/%d/b", round)
@@ -468,7 +426,7 @@ func RunStoreSuite(t *testing.T, open func(testing.TB) store.Store) {
 					if round%2 == 1 {
 						// Read ahead: the reads are the transaction's
 						// all the same.
-						if err := store.Prefetch(tx, func() []string { return []string{a, b} }); err != nil {
+						if _, err := tx.GetMany(a, b); err != nil {
 							return err
 						}
 					}
