@@ -28,7 +28,7 @@ func readFile(tb testing.TB, path string) []byte {
 }
 
 // copyDir copies the files under src to dst, with their modes (the keys'
-// 0600 among them).
+// 0600 among them), and its symbolic links as links.
 func copyDir(tb testing.TB, src, dst string) {
 	tb.Helper()
 	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
@@ -43,6 +43,13 @@ func copyDir(tb testing.TB, src, dst string) {
 		}
 		if d.IsDir() {
 			return os.MkdirAll(to, info.Mode().Perm())
+		}
+		if d.Type()&fs.ModeSymlink != 0 { // the shared compile cache (launch)
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(target, to)
 		}
 		b, err := os.ReadFile(p)
 		if err != nil {
