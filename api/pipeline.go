@@ -51,8 +51,8 @@ type call struct {
 	// setHeader sets a header field of the answer (nil over MCP, whose
 	// answers have none).
 	setHeader func(k, v string)
-	body   []byte
-	ik     idem.Request
+	body      []byte
+	ik        idem.Request
 	// pay is what the request presents to pay on a rail paid per
 	// request (x402), on the rows that take it.
 	pay market.Pay
