@@ -65,9 +65,11 @@ type Options struct {
 	// conflict.
 	OnRetry func()
 
-	// memTableSize, when set, replaces the package's memTableSize, for
-	// tests that rotate the write-ahead logs.
-	memTableSize int64
+	// MemTableSize, when set, replaces the package's memTableSize: a
+	// small one for tests that open stores on disk again and again
+	// (each open allocates a memtable of this size), or that rotate the
+	// write-ahead logs.
+	MemTableSize int64
 }
 
 // memTableSize is the size of a memtable on disk (and of its write-ahead
@@ -104,10 +106,10 @@ func Open(dir string, opt Options) (*DB, error) {
 		WithNumVersionsToKeep(1).
 		WithCompactL0OnClose(true).
 		WithMemTableSize(memTableSize)
-	if opt.memTableSize > 0 {
+	if opt.MemTableSize > 0 {
 		// Badger refuses a value threshold above a batch's limit, 15%
 		// of a memtable.
-		bo = bo.WithMemTableSize(opt.memTableSize).WithValueThreshold(min(bo.ValueThreshold, opt.memTableSize/16))
+		bo = bo.WithMemTableSize(opt.MemTableSize).WithValueThreshold(min(bo.ValueThreshold, opt.MemTableSize/16))
 	}
 	if opt.InMemory {
 		// Badger's own memtables: tests open many stores in memory.

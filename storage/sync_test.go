@@ -204,7 +204,7 @@ func TestGroupSync_bigValues(t *testing.T) {
 // rotated-out one once more after its rotation.
 func TestSyncFiles_rotation(t *testing.T) {
 	t.Parallel()
-	db, err := Open(t.TempDir(), Options{memTableSize: 1 << 20})
+	db, err := Open(t.TempDir(), Options{MemTableSize: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
