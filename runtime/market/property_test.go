@@ -21,8 +21,8 @@ import (
 )
 
 var (
-	propSeed = flag.Uint64("market.seed", 1, "first seed of TestService_Property")
-	propRuns = flag.Int("market.runs", 4, "sequences TestService_Property runs")
+	propSeed = flag.Uint64("market.seed", 1, "first seed of the property tests (TestService_Property, TestX402_Property, TestX402_Crash)")
+	propRuns = flag.Int("market.runs", 4, "sequences each property test runs")
 	propOps  = flag.Int("market.ops", 120, "operations per sequence")
 )
 

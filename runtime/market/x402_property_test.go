@@ -140,7 +140,8 @@ func pay(tb testing.TB, err error, key *ecdsa.PrivateKey, now time.Time, nonce b
 // is owed back on the rail; and the operator's balance at the
 // facilitator is exactly the money the market holds (so each refund
 // reached the chain), while the facilitator's own ledger sums to zero. A
-// refused payment moves nothing, anywhere.
+// refused payment moves nothing, anywhere. TestX402_Crash runs such
+// sequences with crashes in them.
 func TestX402_Property(t *testing.T) {
 	for run := range *propRuns {
 		seed := *propSeed + uint64(run)
