@@ -310,6 +310,9 @@ func (w *crashWorld) transfersMatch(tb testing.TB, what string, rl ledger.Accoun
 	received, sent := map[string]int64{}, map[string]int64{}
 	err := w.chain.View(ctx, func(tx store.Tx) error {
 		op, err := ledger.Get(tx, x402.AddressAccount(crypto.PubkeyToAddress(w.op.PublicKey).Hex()))
+		if err != nil {
+			return err
+		}
 		for _, leg := range op.Entries {
 			if leg.Amount > 0 {
 				received[strings.ToLower(leg.Transfer)] += leg.Amount
@@ -317,7 +320,7 @@ func (w *crashWorld) transfersMatch(tb testing.TB, what string, rl ledger.Accoun
 				sent[strings.ToLower(leg.Transfer)] -= leg.Amount
 			}
 		}
-		return err
+		return nil
 	})
 	if err != nil {
 		tb.Fatal(err)
@@ -436,6 +439,7 @@ func TestX402_Crash(t *testing.T) {
 		t.Run(fmt.Sprintf("badger/seed=%d/chain=%v", seed, withChain), func(t *testing.T) {
 			t.Parallel() // each sequence owns its stores, its facilitator and its clock
 			dir := t.TempDir()
+			// A small memtable: every open allocates a whole one.
 			open := func() (store.Store, error) { return storage.Open(dir, storage.Options{MemTableSize: 1 << 20}) }
 			crashRun(t, newCrashWorld(t, open, withChain), seed, *propOps)
 		})
