@@ -46,6 +46,8 @@ import (
 
 var (
 	binary string // the assay binary TestMain built
+	// tools is a directory of the run's own, for tools the tests build.
+	tools string
 	// compileCache is the compile cache every server the tests start
 	// shares (each data directory's cache is a link to it), so that a
 	// checker, CPython above all, is compiled once per run (wasmtest).
@@ -62,6 +64,7 @@ func runTests(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	binary = filepath.Join(dir, "assay")
+	tools = filepath.Join(dir, "tools")
 	// The run's cache when there is one (make test): then CPython is
 	// compiled once for every package's tests and every server.
 	compileCache = wasmtest.CacheDir(filepath.Join(dir, "cache"))
