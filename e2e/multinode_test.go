@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,15 +46,17 @@ func startCluster(tb testing.TB, n int, args ...string) (nodes []*server, dbURL 
 }
 
 // startClusterEnv is startCluster with more environment for every node.
+// Node i's connections to the database are named nodeApp(i)
+// (application_name).
 func startClusterEnv(tb testing.TB, n int, env []string, args ...string) (nodes []*server, dbURL string) {
 	tb.Helper()
 	dbURL = pgtest.URL(tb)
 	keys := tb.TempDir()
 	nodes = make([]*server, n)
-	nodes[0] = startNode(tb, dbURL, keys, env, args...)
+	nodes[0] = startNode(tb, withApp(tb, dbURL, nodeApp(0)), keys, env, args...)
 	var wg sync.WaitGroup
 	for i := 1; i < n; i++ {
-		wg.Go(func() { nodes[i] = startNode(tb, dbURL, keys, env, args...) })
+		wg.Go(func() { nodes[i] = startNode(tb, withApp(tb, dbURL, nodeApp(i)), keys, env, args...) })
 	}
 	wg.Wait()
 	for _, s := range nodes {
@@ -62,6 +65,22 @@ func startClusterEnv(tb testing.TB, n int, env []string, args ...string) (nodes 
 		}
 	}
 	return nodes, dbURL
+}
+
+// nodeApp is the application_name of node i's database connections.
+func nodeApp(i int) string { return fmt.Sprintf("assay-e2e-node%d", i) }
+
+// withApp returns the PostgreSQL URL dbURL with its connections named app.
+func withApp(tb testing.TB, dbURL, app string) string {
+	tb.Helper()
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("application_name", app)
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // TestMultiNode runs three `assay serve` processes on one PostgreSQL
@@ -492,6 +511,15 @@ func TestMultiNode_Replays(t *testing.T) {
 		}
 		return n
 	}
+	// busy counts node 2's statements the database is running.
+	busy := func() (n int) {
+		err := conn.QueryRow(context.Background(),
+			`SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND state <> 'idle'`, nodeApp(2)).Scan(&n)
+		if err != nil {
+			t.Error(err)
+		}
+		return n
+	}
 	killed := make(chan struct{})
 	go func() {
 		defer close(killed)
@@ -499,10 +527,15 @@ func TestMultiNode_Replays(t *testing.T) {
 			if held() == 0 {
 				continue
 			}
-			// Stopped, it claims and finishes nothing more: killed only
-			// if it still holds a job.
+			// Stopped, and once the database has run the statements it
+			// sent (results of jobs it finished among them), node 2
+			// claims and finishes nothing more: it is killed if it
+			// still holds a job then, else let go on.
 			_ = nodes[2].cmd.Process.Signal(syscall.SIGSTOP)
-			if held() > 0 {
+			for quiet := time.Now().Add(time.Second); busy() > 0 && time.Now().Before(quiet); {
+				time.Sleep(time.Millisecond) // polls node 2's statements
+			}
+			if busy() == 0 && held() > 0 {
 				_ = nodes[2].cmd.Process.Kill() // SIGKILL
 				<-nodes[2].exited
 				return
