@@ -21,6 +21,7 @@ import (
 // completed when the buyer signs each request, the verdict receipt its
 // artifact.
 func TestA2A_officialSDK(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join("testdata", "a2a")
 	nodePackages(t, dir, "@a2a-js/sdk")
 	if testing.Short() {

@@ -189,9 +189,11 @@ func parseDocument(path string, src []byte) (document, error) {
 // twice on one data directory, and compares what they print with the
 // documented output.
 func TestDocs(t *testing.T) {
-	// assay check, replay and judge compile checkers into one cache of the
-	// test's own, not the user's
-	cache := "ASSAY_CACHE=" + t.TempDir()
+	t.Parallel()
+	// assay check, replay and judge compile checkers into the run's
+	// compile cache, which the servers share, not the user's: CPython is
+	// compiled once per run
+	cache := "ASSAY_CACHE=" + compileCache
 	for _, d := range readDocuments(t) {
 		path := d.path
 		t.Run(strings.TrimSuffix(strings.ReplaceAll(path, "/", "_"), ".md"), func(t *testing.T) {
@@ -205,6 +207,11 @@ func TestDocs(t *testing.T) {
 				if b.directiveErr != "" {
 					t.Errorf("%s:%d: %s", path, b.line, b.directiveErr)
 				}
+			}
+			if !testing.Short() && bytes.Contains(d.src, []byte(".py")) {
+				// CPython compiled once, before the documents that
+				// run Python checkers start at once
+				warmCache(t, filepath.Join(repoRoot, "examples", "checkers", "rows.py"))
 			}
 			d.run(t, cache)
 		})

@@ -12,6 +12,8 @@
 //   - Every server's compile cache is one directory (compileCache, the
 //     run's cache when make test made one), so that CPython and the Go
 //     guests are compiled once per run.
+//   - Up to parallelPerCPU parallel tests a core run at once (TestMain),
+//     not go test's GOMAXPROCS: their work is in the processes they start.
 //   - A test that times requests runs alone (not in parallel), and holds a
 //     latency to stallFactor times what the same request takes meanwhile
 //     on a server without its hostile guests, never to a figure only a
@@ -25,6 +27,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -34,6 +37,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -46,6 +51,8 @@ import (
 
 var (
 	binary string // the assay binary TestMain built
+	// tools is a directory of the run's own, for tools the tests build.
+	tools string
 	// compileCache is the compile cache every server the tests start
 	// shares (each data directory's cache is a link to it), so that a
 	// checker, CPython above all, is compiled once per run (wasmtest).
@@ -55,6 +62,17 @@ var (
 func TestMain(m *testing.M) { os.Exit(runTests(m)) }
 
 func runTests(m *testing.M) int {
+	flag.Parse()
+	if !flagGiven("test.parallel") {
+		// The tests' own CPU is little: they wait on the processes they
+		// start (servers, node, a browser, go), so that a limit of
+		// GOMAXPROCS, go test's default, leaves the cores idle while they
+		// wait. A -parallel given to go test is kept.
+		if err := flag.Set("test.parallel", strconv.Itoa(parallelPerCPU*runtime.GOMAXPROCS(0))); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
 	dir, err := os.MkdirTemp("", "assay-e2e")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -62,6 +80,7 @@ func runTests(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	binary = filepath.Join(dir, "assay")
+	tools = filepath.Join(dir, "tools")
 	// The run's cache when there is one (make test): then CPython is
 	// compiled once for every package's tests and every server.
 	compileCache = wasmtest.CacheDir(filepath.Join(dir, "cache"))
@@ -81,6 +100,16 @@ func runTests(m *testing.M) int {
 		code = 1
 	}
 	return code
+}
+
+// parallelPerCPU is how many parallel tests run at once per core, unless
+// go test's -parallel says otherwise.
+const parallelPerCPU = 4
+
+// flagGiven reports whether the command line set the flag name.
+func flagGiven(name string) (given bool) {
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }
 
 // server is a running `assay serve`, behind a validating proxy (contract,

@@ -155,6 +155,7 @@ func TestLimits_Uploads(t *testing.T) {
 	t.Parallel()
 	s := startServe(t, t.TempDir(), []string{"--limits", defaultLimits}, nil, 30*time.Second)
 	var stored, refused []string
+	began := time.Now()
 	for n := range 15 {
 		m := padded(t, n, 1_000_000)
 		r := s.do(t, "POST", "/checkers", m, "Content-Type", "application/wasm")
@@ -166,8 +167,11 @@ func TestLimits_Uploads(t *testing.T) {
 			refused = append(refused, sha(m))
 		}
 	}
-	if len(stored) != 10 || len(refused) != 5 {
-		t.Fatalf("stored %d and refused %d, want 10 and 5 (uploads=10/1m)", len(stored), len(refused))
+	// The rate refills one upload every 6 s: a run slower than that (a
+	// loaded machine) may store one more for each 6 s it took.
+	refills := int(time.Since(began) / (time.Minute / 10))
+	if len(stored) < 10 || len(stored) > 10+refills || len(refused) == 0 {
+		t.Fatalf("stored %d and refused %d in %v, want 10 (and one more each 6 s) and the rest refused (uploads=10/1m)", len(stored), len(refused), time.Since(began))
 	}
 	for _, sum := range stored {
 		if r := s.get(t, "/checkers/"+sum); r.status != 200 {

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,7 +19,8 @@ import (
 )
 
 // nodePackages installs dir's node packages from its lock file when they are
-// absent, or skips when node or npm is not installed.
+// absent (probe, a package, is not in its node_modules), or skips when node
+// or npm is not installed. Tests that share dir install it one at a time.
 func nodePackages(tb testing.TB, dir, probe string) {
 	tb.Helper()
 	for _, tool := range []string{"node", "npm"} {
@@ -26,6 +28,9 @@ func nodePackages(tb testing.TB, dir, probe string) {
 			tb.Skipf("%s is not installed: %s is not run", tool, dir)
 		}
 	}
+	mu, _ := installing.LoadOrStore(dir, new(sync.Mutex))
+	mu.(*sync.Mutex).Lock()
+	defer mu.(*sync.Mutex).Unlock()
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", probe)); err == nil {
 		return
 	}
@@ -37,6 +42,9 @@ func nodePackages(tb testing.TB, dir, probe string) {
 		tb.Fatalf("npm ci in %s: %v\n%s", dir, err, out)
 	}
 }
+
+// installing holds, by directory, the lock nodePackages installs under.
+var installing sync.Map
 
 // agentsServer starts assay serve with two registered principals of one
 // tenant, a requester and a solver, and answers them.
@@ -61,6 +69,7 @@ func agentsServer(t *testing.T) (*server, agentKey, agentKey) {
 // a replay batch through tools only, every structuredContent validated
 // against its outputSchema.
 func TestMCP_agentsTypeScript(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join("testdata", "mcp")
 	nodePackages(t, dir, "@modelcontextprotocol/client")
 	s, requester, solver := agentsServer(t)
@@ -161,6 +170,7 @@ func (c *toolsClient) ok(name string, args map[string]any) map[string]any {
 // it reaches with server/discover and no initialize, and which this test
 // checks it negotiated.
 func TestMCP_agentsGo(t *testing.T) {
+	t.Parallel()
 	s, requester, solver := agentsServer(t)
 	connect := func(rt http.RoundTripper) *mcp.ClientSession {
 		t.Helper()

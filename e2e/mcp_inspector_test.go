@@ -23,6 +23,7 @@ import (
 // lists every tool the Go SDK's client lists, and the modern era
 // negotiates 2026-07-28.
 func TestMCP_inspector(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join("testdata", "inspector")
 	nodePackages(t, dir, "@modelcontextprotocol/inspector")
 	if testing.Short() {

@@ -27,21 +27,8 @@ import (
 // installed.
 func TestMCP_officialSDK(t *testing.T) {
 	t.Parallel()
-	for _, tool := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed: /mcp is not tested with the official TypeScript SDK", tool)
-		}
-	}
 	dir := filepath.Join("testdata", "mcp")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		ci := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund")
-		ci.Dir = dir
-		if out, err := ci.CombinedOutput(); err != nil {
-			t.Fatalf("npm ci in %s: %v\n%s", dir, err, out)
-		}
-	}
+	nodePackages(t, dir, "@modelcontextprotocol/sdk")
 
 	if testing.Short() {
 		t.Skip("e2e: starts a server")

@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -44,15 +46,17 @@ func startCluster(tb testing.TB, n int, args ...string) (nodes []*server, dbURL 
 }
 
 // startClusterEnv is startCluster with more environment for every node.
+// Node i's connections to the database are named nodeApp(i)
+// (application_name).
 func startClusterEnv(tb testing.TB, n int, env []string, args ...string) (nodes []*server, dbURL string) {
 	tb.Helper()
 	dbURL = pgtest.URL(tb)
 	keys := tb.TempDir()
 	nodes = make([]*server, n)
-	nodes[0] = startNode(tb, dbURL, keys, env, args...)
+	nodes[0] = startNode(tb, withApp(tb, dbURL, nodeApp(0)), keys, env, args...)
 	var wg sync.WaitGroup
 	for i := 1; i < n; i++ {
-		wg.Go(func() { nodes[i] = startNode(tb, dbURL, keys, env, args...) })
+		wg.Go(func() { nodes[i] = startNode(tb, withApp(tb, dbURL, nodeApp(i)), keys, env, args...) })
 	}
 	wg.Wait()
 	for _, s := range nodes {
@@ -61,6 +65,22 @@ func startClusterEnv(tb testing.TB, n int, env []string, args ...string) (nodes 
 		}
 	}
 	return nodes, dbURL
+}
+
+// nodeApp is the application_name of node i's database connections.
+func nodeApp(i int) string { return fmt.Sprintf("assay-e2e-node%d", i) }
+
+// withApp returns the PostgreSQL URL dbURL with its connections named app.
+func withApp(tb testing.TB, dbURL, app string) string {
+	tb.Helper()
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("application_name", app)
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // TestMultiNode runs three `assay serve` processes on one PostgreSQL
@@ -414,19 +434,28 @@ func TestMultiNode_Replays(t *testing.T) {
 		artifacts = append(artifacts, fmt.Sprintf(`{"min_rows":%d,"rows":[{"id":"a"},{"id":"b"}]}`, i%4))
 	}
 	body := fmt.Sprintf(`{"checker":{"sha256":%q},"artifacts":[%s],"no_memo":true}`, checkers.SHA256(module), strings.Join(artifacts, ","))
-	// A trigger records who completes each job, so that the test sees the
-	// batch go through the queue to the other nodes' workers.
+	// A trigger records every claim, release and completion of a job, with
+	// its worker and attempt, so that the test sees the batch go through
+	// the queue to the other nodes' workers, and later which jobs node 2
+	// held when it died, though the batch deletes its jobs when done.
 	audit, err := pgx.Connect(context.Background(), dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer audit.Close(context.Background())
 	_, err = audit.Exec(context.Background(), `
-		CREATE TABLE e2e_done (id text, worker text);
-		CREATE FUNCTION e2e_done() RETURNS trigger LANGUAGE plpgsql AS
-			$$ BEGIN INSERT INTO e2e_done VALUES (NEW.id, NEW.result_by); RETURN NEW; END $$;
-		CREATE TRIGGER e2e_done AFTER UPDATE OF done ON assay_queue
-			FOR EACH ROW WHEN (NEW.done IS NOT NULL) EXECUTE FUNCTION e2e_done();`)
+		CREATE TABLE e2e_jobs (seq bigserial, id text, worker text, attempt int, event text);
+		CREATE FUNCTION e2e_jobs() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+			IF NEW.done IS NOT NULL AND OLD.done IS NULL THEN
+				INSERT INTO e2e_jobs (id, worker, attempt, event) VALUES (NEW.id, NEW.result_by, NEW.attempt, 'done');
+			ELSIF NEW.token <> 0 AND NEW.token IS DISTINCT FROM OLD.token THEN
+				INSERT INTO e2e_jobs (id, worker, attempt, event) VALUES (NEW.id, NEW.worker, NEW.attempt, 'claim');
+			ELSIF NEW.token = 0 AND OLD.token <> 0 THEN
+				INSERT INTO e2e_jobs (id, worker, attempt, event) VALUES (OLD.id, OLD.worker, OLD.attempt, 'release');
+			END IF;
+			RETURN NEW;
+		END $$;
+		CREATE TRIGGER e2e_jobs AFTER UPDATE ON assay_queue FOR EACH ROW EXECUTE FUNCTION e2e_jobs();`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -454,7 +483,7 @@ func TestMultiNode_Replays(t *testing.T) {
 	}
 	var jobs, byFront, workers int
 	err = audit.QueryRow(context.Background(), `SELECT count(*), count(*) FILTER (WHERE worker LIKE $1), count(DISTINCT worker)
-		FROM e2e_done WHERE id LIKE 'api-%'`, fmt.Sprintf("%%:%d", front.cmd.Process.Pid)).Scan(&jobs, &byFront, &workers)
+		FROM e2e_jobs WHERE event = 'done' AND id LIKE 'api-%'`, fmt.Sprintf("%%:%d", front.cmd.Process.Pid)).Scan(&jobs, &byFront, &workers)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -482,28 +511,93 @@ func TestMultiNode_Replays(t *testing.T) {
 		}
 		return n
 	}
-	var heldAtDeath atomic.Int64
+	// busy counts node 2's statements the database is running.
+	busy := func() (n int) {
+		err := conn.QueryRow(context.Background(),
+			`SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND state <> 'idle'`, nodeApp(2)).Scan(&n)
+		if err != nil {
+			t.Error(err)
+		}
+		return n
+	}
 	killed := make(chan struct{})
 	go func() {
 		defer close(killed)
 		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-			if held() > 0 {
+			if held() == 0 {
+				continue
+			}
+			// Stopped, and once the database has run the statements it
+			// sent (results of jobs it finished among them), node 2
+			// claims and finishes nothing more: it is killed if it
+			// still holds a job then, else let go on.
+			_ = nodes[2].cmd.Process.Signal(syscall.SIGSTOP)
+			for quiet := time.Now().Add(time.Second); busy() > 0 && time.Now().Before(quiet); {
+				time.Sleep(time.Millisecond) // polls node 2's statements
+			}
+			if busy() == 0 && held() > 0 {
 				_ = nodes[2].cmd.Process.Kill() // SIGKILL
 				<-nodes[2].exited
-				heldAtDeath.Store(int64(held())) // what it held, now for good
 				return
 			}
+			_ = nodes[2].cmd.Process.Signal(syscall.SIGCONT)
 		}
 	}()
 	nodesUp = 1 // the batch runs while node 2 dies
 	second := run(200)
 	<-killed
-	t.Logf("after the kill: %v; node 2 died holding %d jobs; %d results came from a retake", second.ByNode, heldAtDeath.Load(), second.Retaken)
-	if heldAtDeath.Load() == 0 {
+	if nodes[2].cmd.ProcessState == nil {
 		t.Fatalf("node 2 was not killed holding a job")
 	}
-	if int64(second.Retaken) < heldAtDeath.Load() {
-		t.Errorf("%d results came from a retake, but node 2 died holding %d jobs", second.Retaken, heldAtDeath.Load())
+
+	// What node 2 held when it died: the jobs of the batch whose last
+	// event by node 2 is its claim (not its result, which a statement
+	// sent before the kill may still have recorded, nor a release).
+	// Each was retaken after its lease and finished by another node; every
+	// job of the batch was finished once; and the results the batch saw
+	// as retaken are the jobs finished on a later attempt.
+	rows, err := audit.Query(context.Background(), `
+		WITH last AS (
+			SELECT DISTINCT ON (id) id, event FROM e2e_jobs
+			WHERE worker LIKE $1 AND id LIKE 'bench-%' AND id NOT LIKE '%-warm%'
+			ORDER BY id, seq DESC)
+		SELECT last.id, count(d.id), coalesce(min(d.worker), ''), coalesce(min(d.attempt), 0)
+		FROM last LEFT JOIN e2e_jobs d ON d.id = last.id AND d.event = 'done'
+		WHERE last.event = 'claim' GROUP BY last.id`, victim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	heldAtDeath := 0
+	for rows.Next() {
+		var id, worker string
+		var done, attempt int
+		if err := rows.Scan(&id, &done, &worker, &attempt); err != nil {
+			t.Fatal(err)
+		}
+		heldAtDeath++
+		if done != 1 || strings.HasSuffix(worker, victim[1:]) || attempt < 2 {
+			t.Errorf("job %s, held by node 2 when it died: finished %d times, last by %q on attempt %d; want once, by another node, retaken", id, done, worker, attempt)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	var finished, distinct, retaken int
+	err = audit.QueryRow(context.Background(), `
+		SELECT count(*), count(DISTINCT id), count(*) FILTER (WHERE attempt > 1) FROM e2e_jobs
+		WHERE event = 'done' AND id LIKE 'bench-%' AND id NOT LIKE '%-warm%'`).Scan(&finished, &distinct, &retaken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("after the kill: %v; node 2 died holding %d jobs; %d results came from a retake", second.ByNode, heldAtDeath, second.Retaken)
+	if heldAtDeath == 0 {
+		t.Errorf("node 2 died holding no job of the batch")
+	}
+	if finished != 200 || distinct != 200 {
+		t.Errorf("the batch's 200 jobs were finished %d times, %d of them at least once", finished, distinct)
+	}
+	if second.Retaken != retaken {
+		t.Errorf("%d results came from a retake, but %d jobs were finished on a later attempt", second.Retaken, retaken)
 	}
 }
 

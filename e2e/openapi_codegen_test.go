@@ -2,11 +2,15 @@ package e2e
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -38,24 +42,18 @@ func TestOpenAPI_GoClient(t *testing.T) {
 		t.Skip("GOPROXY=off: oapi-codegen and its runtime cannot be fetched")
 	}
 	s := start(t, t.TempDir())
-	dir := t.TempDir()
 	driver, err := os.ReadFile("testdata/codegen/main.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, text := range map[string][]byte{
+	files := map[string][]byte{
 		"openapi.json": s.get(t, "/openapi.json").body,
 		"main.go":      driver,
 		"go.mod":       fmt.Appendf(nil, "module assaycodegen\n\ngo 1.26\n\nrequire %s\n", oapiRuntime),
 		"codegen.yaml": []byte("package: assay\ngenerate:\n  client: true\n  models: true\noutput: assay/client.gen.go\n"),
-	} {
-		if err := os.WriteFile(filepath.Join(dir, name), text, 0o644); err != nil {
-			t.Fatal(err)
-		}
 	}
-	if err := os.Mkdir(filepath.Join(dir, "assay"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir := codegenDir(t, files)
+	bin := filepath.Join(t.TempDir(), "codegen")
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	run := func(what string, name string, args ...string) string {
@@ -73,8 +71,8 @@ func TestOpenAPI_GoClient(t *testing.T) {
 	}
 	run("oapi-codegen loads the document and generates a client", "go", "run", oapiCodegen, "-config", "codegen.yaml", "openapi.json")
 	run("go mod tidy", "go", "mod", "tidy")
-	run("the client compiles", "go", "build", "-o", "codegen", ".")
-	got := run("two court cases through the client", filepath.Join(dir, "codegen"), s.base, fmt.Sprint(time.Now().UnixNano()))
+	run("the client compiles", "go", "build", "-o", bin, ".")
+	got := run("two court cases through the client", bin, s.base, fmt.Sprint(time.Now().UnixNano()))
 	want := `health ok AssayEd25519JcsSubject2026
 create created
 create again: the same contract true replayed true
@@ -93,4 +91,56 @@ unknown contract 404 contract_not_found
 	if got != want {
 		t.Errorf("the generated client's court cases printed\n%s\nwant\n%s", got, want)
 	}
+}
+
+// codegenDir returns the directory, locked until tb ends, that the client
+// is generated and built in, holding files. Go's build cache keys a
+// package by its directory, so that a client generated in a new directory
+// each run would be compiled afresh each run (four megabytes of Go, some
+// ten seconds): the directory is named by the hash of its files instead,
+// in the user's cache, so that a document already built once is found in
+// the build cache. Directories not used for a week are removed.
+func codegenDir(tb testing.TB, files map[string][]byte) string {
+	tb.Helper()
+	root, err := os.UserCacheDir()
+	if err != nil {
+		root = os.TempDir()
+	}
+	root = filepath.Join(root, "assay-e2e")
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		tb.Fatal(err)
+	}
+	h := sha256.New()
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		fmt.Fprintf(h, "%s %d\n", name, len(files[name]))
+		h.Write(files[name])
+	}
+	dir := filepath.Join(root, fmt.Sprintf("codegen-%x", h.Sum(nil)[:8]))
+	// Another run's test may use the same directory at once.
+	lock, err := os.OpenFile(dir+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { lock.Close() }) // and the lock with it
+	if err := os.MkdirAll(filepath.Join(dir, "assay"), 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), text, 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	now := time.Now()
+	_ = os.Chtimes(dir, now, now)
+	old, _ := filepath.Glob(filepath.Join(root, "codegen-*"))
+	for _, d := range old {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() && now.Sub(fi.ModTime()) > 7*24*time.Hour {
+			_ = os.RemoveAll(d)
+			_ = os.Remove(d + ".lock")
+		}
+	}
+	return dir
 }

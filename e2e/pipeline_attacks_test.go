@@ -90,6 +90,7 @@ func signedRoutes(tb testing.TB, s *server) map[string]string {
 // The signed court's party check was once a middleware that read the
 // path's last segment itself and let /contracts/{id}/FUND through.
 func TestPipeline_PathVariants(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("e2e: starts a server")
 	}
@@ -219,6 +220,7 @@ func mcpPost(tb testing.TB, s *server, path, body string, header ...string) resp
 // nothing, at /mcp; the endpoint spelled any other way is no route; a
 // tool named another way is no tool.
 func TestPipeline_MCPVariants(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("e2e: starts a server")
 	}
@@ -294,6 +296,7 @@ func TestPipeline_MCPVariants(t *testing.T) {
 // minted per currency and buyer, never from the account deposits move
 // through.
 func TestPipeline_MoneyBoundary(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("e2e: starts a server")
 	}
@@ -413,6 +416,7 @@ func (s *server) doAt(tb testing.TB, host string, k *agentKey, method, path, bod
 // replayed with that Host is refused with 401 authority_mismatch, and
 // charges no one.
 func TestPipeline_Authority(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("e2e: starts a server")
 	}
@@ -439,6 +443,7 @@ func TestPipeline_Authority(t *testing.T) {
 // their Unicode skeleton, so that an id a person could take for one
 // registered already is refused with principal_confusable.
 func TestPipeline_ConfusablePrincipals(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("e2e: runs assay")
 	}

@@ -22,8 +22,10 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 )
 
-// logArgs run a server whose log integrates every 50 ms.
-var logArgs = []string{"--log-origin", "e2e.test/log", "--log-interval", "50ms"}
+// logArgs run a server whose log integrates every 50 ms, under a lease of
+// a second: a server started again on the same data directory waits for
+// the lease of the one before it to run out before it integrates.
+var logArgs = []string{"--log-origin", "e2e.test/log", "--log-interval", "50ms", "--log-lease", "1s"}
 
 // logged starts a server with the three services open and its log on.
 func logged(tb testing.TB, dir string, args ...string) *server {
@@ -168,6 +170,7 @@ func openCheckpoint(tb testing.TB, key string, cp []byte) tlog.Tree {
 // from the C2SP specifications (testdata/tlog/verify.mjs); and that the
 // later checkpoint is consistent with the earlier.
 func TestLog_ThreeServices(t *testing.T) {
+	t.Parallel()
 	s := logged(t, t.TempDir())
 	key := logKey(t, s)
 	ids := []string{courtCase(t, s, "did:example:b1", "did:example:s1", false)}
@@ -311,6 +314,7 @@ func problems(rep map[string]any) string {
 // a fork signed with the log's own key are each caught by assay audit; the
 // witness refuses to cosign the fork.
 func TestLog_Tamper(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	// A witness of the log.
 	s := logged(t, dir)
@@ -448,11 +452,31 @@ func TestLog_Tamper(t *testing.T) {
 	}
 }
 
+// tamperTool is testdata/tlog/tamper, built once per run.
+var tamperTool struct {
+	once sync.Once
+	path string
+	err  error
+}
+
 // tamper changes the court's badger store in dir, with the server
 // stopped, as testdata/tlog/tamper's mode says.
 func tamper(tb testing.TB, dir, mode string, args ...string) {
 	tb.Helper()
-	out, err := exec.Command("go", append([]string{"run", "./testdata/tlog/tamper", mode, filepath.Join(dir, "db")}, args...)...).CombinedOutput()
+	tamperTool.once.Do(func() {
+		tamperTool.path = filepath.Join(tools, "tamper")
+		if tamperTool.err = os.MkdirAll(tools, 0o700); tamperTool.err != nil {
+			return
+		}
+		out, err := exec.Command("go", "build", "-o", tamperTool.path, "./testdata/tlog/tamper").CombinedOutput()
+		if err != nil {
+			tamperTool.err = fmt.Errorf("go build ./testdata/tlog/tamper: %v\n%s", err, out)
+		}
+	})
+	if tamperTool.err != nil {
+		tb.Fatal(tamperTool.err)
+	}
+	out, err := exec.Command(tamperTool.path, append([]string{mode, filepath.Join(dir, "db")}, args...)...).CombinedOutput()
 	if err != nil {
 		tb.Fatalf("tamper %s: %v %s", mode, err, out)
 	}
@@ -461,6 +485,7 @@ func tamper(tb testing.TB, dir, mode string, args ...string) {
 // TestLog_SIGKILL: a server killed under load loses no acknowledged
 // receipt from the log: after a restart, each is included.
 func TestLog_SIGKILL(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := logged(t, dir)
 	var mu sync.Mutex

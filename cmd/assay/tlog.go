@@ -30,6 +30,7 @@ type logSpec struct {
 	Witnesses []string
 	Quorum    int
 	Interval  time.Duration
+	Lease     time.Duration
 }
 
 // logFlags registers serve's transparency log flags on fs.
@@ -50,6 +51,7 @@ func logFlags(fs *flag.FlagSet) *logSpec {
 	quorum, _ := strconv.Atoi(envOr("ASSAY_LOG_QUORUM", "0"))
 	fs.IntVar(&s.Quorum, "log-quorum", quorum, "how many of the witnesses must cosign a checkpoint before it is published ($ASSAY_LOG_QUORUM; 0: all)")
 	fs.DurationVar(&s.Interval, "log-interval", translog.DefaultInterval, "how often the log integrates new receipts and publishes a checkpoint")
+	fs.DurationVar(&s.Lease, "log-lease", translog.DefaultLease, "how long the node that integrates holds the log: another node, or this one started again, integrates once it runs out")
 	return s
 }
 
@@ -68,6 +70,9 @@ func (s *logSpec) open(keysDir string, db store.Store, keys *receipt.Keyring, lo
 	if s.Interval <= 0 {
 		return nil, fmt.Errorf("--log-interval must be positive, not %s", s.Interval)
 	}
+	if s.Lease <= 0 {
+		return nil, fmt.Errorf("--log-lease must be positive, not %s", s.Lease)
+	}
 	var ws []translog.Witness
 	for _, spec := range s.Witnesses {
 		w, err := translog.ParseWitness(strings.TrimSpace(spec))
@@ -80,7 +85,7 @@ func (s *logSpec) open(keysDir string, db store.Store, keys *receipt.Keyring, lo
 	if err != nil {
 		return nil, err
 	}
-	cfg := translog.Config{Store: db, Key: lkey, Witnesses: ws, Quorum: s.Quorum, Interval: s.Interval, Logger: log}
+	cfg := translog.Config{Store: db, Key: lkey, Witnesses: ws, Quorum: s.Quorum, Interval: s.Interval, Lease: s.Lease, Logger: log}
 	if m != nil {
 		h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: logInclusion,
 			Help:    "Seconds from a receipt stored to a published checkpoint of the transparency log that includes it: when its inclusion proof can be served.",
