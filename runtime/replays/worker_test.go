@@ -78,6 +78,18 @@ func tasks(ref checkers.Ref, n int) []replays.Task {
 	return out
 }
 
+// statsWhen reads w's counters until ok holds of them, or 10 s pass, and
+// answers the last read: a worker counts a job just after it stores the
+// job's result, so a test that has seen every result may read the
+// counters a moment before the last count.
+func statsWhen(w *replays.Worker, ok func(replays.WorkerStats) bool) replays.WorkerStats {
+	st := w.Stats()
+	for deadline := time.Now().Add(10 * time.Second); !ok(st) && time.Now().Before(deadline); st = w.Stats() {
+		time.Sleep(5 * time.Millisecond) // polling the counters, not waiting for time to pass
+	}
+	return st
+}
+
 // startWorkers runs one worker per queue, each its own node, until the
 // test ends.
 func startWorkers(tb testing.TB, runner replays.TaskRunner, queues []store.Queue, slots int, lease time.Duration) []*replays.Worker {
@@ -202,7 +214,7 @@ func TestWorker_NodeDies(t *testing.T) {
 	if err := dead.Complete(ctx, held[0], []byte(`{"error":"late"}`)); fault.CodeOf(err) != "lease_lost" {
 		t.Errorf("the dead node's late result: %v, want lease_lost", err)
 	}
-	if st := ws[0].Stats(); st.Completed != 8 || st.Claimed != 8 {
+	if st := statsWhen(ws[0], func(st replays.WorkerStats) bool { return st.Completed == 8 }); st.Completed != 8 || st.Claimed != 8 {
 		t.Errorf("worker stats %+v", st)
 	}
 }
@@ -541,7 +553,7 @@ func TestWorker_TransientError(t *testing.T) {
 	if res[0].Error != "" || res[0].Outcome.Kind != wasm.KindPass || res[0].Attempt != 1 {
 		t.Fatalf("result %+v, want a pass once the store answers", res[0])
 	}
-	if st := ws[0].Stats(); st.Retried != 1 || st.Completed != 1 {
+	if st := statsWhen(ws[0], func(st replays.WorkerStats) bool { return st.Completed == 1 }); st.Retried != 1 || st.Completed != 1 {
 		t.Errorf("stats %+v, want 1 retried, 1 completed", st)
 	}
 }
