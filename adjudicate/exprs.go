@@ -4,12 +4,10 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/checker"
-	"github.com/expr-lang/expr/checker/nature"
 	"github.com/expr-lang/expr/compiler"
 	"github.com/expr-lang/expr/conf"
 	"github.com/expr-lang/expr/parser"
@@ -68,9 +66,12 @@ var plainOptions = append(baseOptions[:len(baseOptions):len(baseOptions)],
 	expr.Patch(addPatcher{}),
 )
 
-// meteredConfig is the configuration the metered programs are checked and
-// compiled with: the plain one's functions and the metered functions.
-var meteredConfig = sync.OnceValue(func() *conf.Config {
+// meteredConfig is a new configuration for checking and compiling one
+// metered program: the plain one's functions and the metered functions.
+// Each program gets its own, because expr's checker caches what it learns
+// of types in the configuration it is given, in place, so one shared
+// between goroutines would be written by several at once.
+func meteredConfig() *conf.Config {
 	c := conf.CreateNew()
 	opts := append(baseOptions[:len(baseOptions):len(baseOptions)], expr.Function(addFunc, fnAdd))
 	for _, op := range append(opts, meteredOptions...) {
@@ -81,7 +82,7 @@ var meteredConfig = sync.OnceValue(func() *conf.Config {
 	}
 	c.Check()
 	return c
-})
+}
 
 // compileMetered compiles the program that runs: the plain program's tree,
 // as expr checked and optimized it, with every size-dependent operation
@@ -96,12 +97,11 @@ func compileMetered(plain *vm.Program) (p *vm.Program, err error) {
 	}()
 	tree := &parser.Tree{Node: plain.Node(), Source: plain.Source()}
 	ast.Walk(&tree.Node, meterPatcher{})
-	config := *meteredConfig() // a checker writes its cache into its config
-	config.NtCache = nature.Cache{}
-	if _, err := checker.Check(tree, &config); err != nil {
+	config := meteredConfig()
+	if _, err := checker.Check(tree, config); err != nil {
 		return nil, err
 	}
-	return compiler.Compile(tree, &config)
+	return compiler.Compile(tree, config)
 }
 
 // addFunc replaces the + operator, so that string concatenation is bounded
