@@ -60,10 +60,11 @@ func verifyToolIn() *jsonschema.Schema {
 		"receipt": {Type: "object", Description: "the receipt object, as a service answered it: credentialSubject and proof"}}}
 }
 
-// receiptOrCredential is get_receipt's output: a receipt, or its Data
-// Integrity form.
+// receiptOrCredential is get_receipt's output: a receipt, its Data
+// Integrity form, or (log true) either under "receipt" with its log proof
+// under "log".
 func receiptOrCredential() *jsonschema.Schema {
-	return &jsonschema.Schema{Type: "object", Description: "the signed receipt (W3C VC shape: credentialSubject, proof), or with format di a W3C VC 2.0 credential with a DataIntegrityProof",
+	return &jsonschema.Schema{Type: "object", Description: "the signed receipt (W3C VC shape: credentialSubject, proof), or with format di a W3C VC 2.0 credential with a DataIntegrityProof; with log true, {receipt, log} with its transparency log proof",
 		Properties: map[string]*jsonschema.Schema{"credentialSubject": {Type: "object", Description: "what the receipt attests"},
 			"proof": {Type: "object", Description: "the signature: subjectHash, signature and publicKey, or a DataIntegrityProof"}}}
 }
