@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -113,10 +114,13 @@ type server struct {
 	// manual is skill.md with its route list filled in, once New has
 	// registered every route.
 	manual string
-	// openapi is the route table as an OpenAPI 3.1 document.
-	openapi []byte
-	// mcp serves the rows' MCP tools (mcp.go), when the market runs.
-	mcp fiber.Handler
+	// openapi is the route table as an OpenAPI 3.1 document, built on
+	// its first request: deriving every row's schemas is most of a
+	// server's start-up, and most servers are never asked for it.
+	openapi func() []byte
+	// mcp serves the rows' MCP tools (mcp.go), built on the first request
+	// to MCPPath for the same reason.
+	mcp func() fiber.Handler
 	// limits count every row's requests per caller (limit.go).
 	limits *limiter
 }
@@ -185,11 +189,13 @@ func newServer(cfg Config, rows []route) (*fiber.App, *server) {
 	app.Use(s.cors())
 	s.register(app)
 	s.manual = strings.Replace(strings.Replace(skill, "{{ROUTES}}", routeList(routes), 1), "{{TOOLS}}", toolList(s.tools()), 1)
-	doc, err := json.Marshal(openAPI(routes, cfg.Version, s.mattersMode()))
-	if err != nil {
-		panic("api: the OpenAPI document: " + err.Error())
-	}
-	s.openapi = doc
+	s.openapi = sync.OnceValue(func() []byte {
+		doc, err := json.Marshal(openAPI(routes, cfg.Version, s.mattersMode()))
+		if err != nil {
+			panic("api: the OpenAPI document: " + err.Error())
+		}
+		return doc
+	})
 	return app, s
 }
 

@@ -480,7 +480,7 @@ func (s *server) mcpEndpoint(c *fiber.Ctx, a principal.Actor) error {
 			return writeRPCError(c, rpcStatus(c.Get("MCP-Protocol-Version"), jerr), id, jerr)
 		}
 	}
-	if err := s.mcp(c); err != nil {
+	if err := s.mcp()(c); err != nil {
 		return err
 	}
 	return codedHTTPError(c)

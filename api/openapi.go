@@ -450,8 +450,9 @@ func operationID(r *route) string {
 	return b.String()
 }
 
-// openAPIDoc serves the document New built.
+// openAPIDoc serves the route table's document, built on the first
+// request.
 func (s *server) openAPIDoc(c *fiber.Ctx, _ principal.Actor) error {
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
-	return c.Send(s.openapi)
+	return c.Send(s.openapi())
 }

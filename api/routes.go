@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/jsonschema-go/jsonschema"
@@ -401,7 +402,7 @@ func (s *server) register(app *fiber.App) {
 		}
 		s.routes.add(&r)
 	}
-	s.mcp = s.mcpHandler()
+	s.mcp = sync.OnceValue(s.mcpHandler)
 	// The usage notes first: a note's path is literal, and a route with a
 	// parameter in its place (GET /api/v1/economic/matters/{id}) must not
 	// take it.

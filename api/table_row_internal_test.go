@@ -64,7 +64,7 @@ func TestRouteTable_OneRow(t *testing.T) {
 			Summary string `json:"summary"`
 		} `json:"paths"`
 	}
-	if err := json.Unmarshal(s.openapi, &doc); err != nil {
+	if err := json.Unmarshal(s.openapi(), &doc); err != nil {
 		t.Fatal(err)
 	}
 	if doc.Paths["/market/echo"]["post"].Summary != row.summary {

@@ -117,14 +117,19 @@ func mustSub(f fs.FS, dir string) fs.FS {
 // checker runs as. The caller must not modify it.
 func Module() []byte { return module }
 
-// ModuleSHA256 is the interpreter's SHA-256 (lowercase hex). Outcomes of
-// Python checkers are reproducible for a given interpreter: a different
+// ModuleSHA256 returns the interpreter's SHA-256 (lowercase hex). Outcomes
+// of Python checkers are reproducible for a given interpreter: a different
 // build spends different fuel.
-var ModuleSHA256 = hex.EncodeToString(moduleSum[:])
+func ModuleSHA256() string {
+	sum := moduleSum()
+	return hex.EncodeToString(sum[:])
+}
 
 // moduleSum is the interpreter's SHA-256, vouched for to the sandbox so that
-// the 6.7 MB module is not hashed per run.
-var moduleSum = sha256.Sum256(module)
+// the 6.7 MB module is not hashed per run. It is computed on first use,
+// not when the program starts: most runs of the assay command run no
+// Python.
+var moduleSum = sync.OnceValue(func() [32]byte { return sha256.Sum256(module) })
 
 // RuntimeSHA256 returns the SHA-256 (lowercase hex) of everything of this
 // package that shapes a Python checker's outcome: the interpreter, the
@@ -143,7 +148,8 @@ func runtimeSum(h0 []byte) string {
 		h.Write(n[:])
 		h.Write(b)
 	}
-	field(moduleSum[:])
+	sum := moduleSum()
+	field(sum[:])
 	field(h0)
 	err := fs.WalkDir(stdlib, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -218,7 +224,7 @@ func checkSource(ctx context.Context, sb *wasm.Sandbox, src []byte, backstop tim
 	lim := wasm.DefaultLimits()
 	lim.Fuel = CompileFuel
 	lim.Timeout = backstop
-	out := sb.RunSum(ctx, moduleSum, module, input(src, typeCompile, wasm.Input{}), lim)
+	out := sb.RunSum(ctx, moduleSum(), module, input(src, typeCompile, wasm.Input{}), lim)
 	switch {
 	case out.Kind == wasm.KindPass && out.Detail == passDetail:
 		return nil
@@ -319,9 +325,9 @@ func run(ctx context.Context, sb *wasm.Sandbox, src []byte, typ string, in wasm.
 	}
 	var out wasm.Outcome
 	if cold {
-		out = sb.RunColdSum(ctx, moduleSum, module, pin, lim)
+		out = sb.RunColdSum(ctx, moduleSum(), module, pin, lim)
 	} else {
-		out = sb.RunSum(ctx, moduleSum, module, pin, lim)
+		out = sb.RunSum(ctx, moduleSum(), module, pin, lim)
 	}
 	out.CheckerSHA256 = hexSum(src)
 	// A pass is the harness's answer alone: the sandbox fails a reactor
