@@ -175,6 +175,9 @@ func launch(dir string, args, env []string, within time.Duration) (*server, erro
 	argv := append([]string{"serve", "--addr", "127.0.0.1:0", "--data", dir, "--limits", harnessLimits}, args...)
 	cmd := exec.Command(binary, argv...)
 	cmd.Env = append(os.Environ(), env...)
+	// A test binary that dies (a panic, go test's -timeout) takes its
+	// servers with it: a server left running would slow every later run.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
