@@ -224,6 +224,7 @@ func TestReactor_Validate(t *testing.T) {
 // built, from a snapshot and cold: the same outcome bytes.
 func TestReactor_goReactor(t *testing.T) {
 	t.Parallel()
+	skipGoGuestUnderRace(t)
 	path := filepath.Join("..", "fixtures", "checkers", "goreactor.wasm")
 	module, err := os.ReadFile(path)
 	if os.IsNotExist(err) {

@@ -150,6 +150,9 @@ func TestSandbox_Run(t *testing.T) {
 				if tc.goGuest && eng.cfg.Interpreter && testing.Short() {
 					t.Skip("go guests on the interpreter are slow; skipped in -short")
 				}
+				if tc.goGuest {
+					skipGoGuestUnderRace(t)
+				}
 				module := []byte("\x00asm\x01\x00\x00\x00garbage")
 				if tc.module != "" {
 					module = fixture(t, tc.module)
@@ -401,6 +404,9 @@ func TestSandbox_Validate(t *testing.T) {
 
 // TestSandbox_meteringPreservesSemantics runs every fixture checker metered
 // and unmetered: exit code, stdout and stderr must be the same.
+// goGuests are the fixtures built from Go.
+var goGuests = map[string]bool{"rows.wasm": true, "probe.wasm": true, "oom.wasm": true}
+
 func TestSandbox_meteringPreservesSemantics(t *testing.T) {
 	t.Parallel()
 	sb := newSandbox(t, wasm.Config{})
@@ -424,6 +430,9 @@ func TestSandbox_meteringPreservesSemantics(t *testing.T) {
 		{"oom.wasm", "", 8}, // the least Go's runtime starts in: the limit is reached sooner
 	} {
 		t.Run(tc.module+"/"+tc.in, func(t *testing.T) {
+			if goGuests[tc.module] {
+				skipGoGuestUnderRace(t)
+			}
 			module := fixture(t, tc.module)
 			in := wasm.Input{Artifact: []byte(tc.in)}
 			lim := wasm.Limits{MemoryMiB: cmp.Or(tc.mib, 32), Timeout: time.Minute}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/assayhq/assay/adjudicate"
+	"github.com/assayhq/assay/internal/wasmtest"
 )
 
 // TestJudge_budget: assay judge decides within the court's budget, so the
@@ -56,7 +57,7 @@ func TestJudge_budget(t *testing.T) {
 // the court passes it, the criteria in /in.
 func TestCheck_criteria(t *testing.T) {
 	probe := fixtureSHA256(t, "probe.wasm")
-	cache := t.TempDir()
+	cache := wasmtest.TempCacheDir(t)
 	art := writeFile(t, "deliverable.json", "{ \"rows\" : [1, 2] }\n")
 	t.Run("OK", func(t *testing.T) {
 		crit := writeFile(t, "criteria.json", `{"checkers":[{"sha256":"`+probe+`"}]}`)
