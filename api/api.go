@@ -115,8 +115,8 @@ type server struct {
 	// registered every route.
 	manual string
 	// openapi is the route table as an OpenAPI 3.1 document, built on
-	// its first request: deriving every row's schemas is most of a
-	// server's start-up, and most servers are never asked for it.
+	// its first request: deriving every row's schemas would be most of a
+	// server's start-up, and many servers are never asked for it.
 	openapi func() []byte
 	// mcp serves the rows' MCP tools (mcp.go), built on the first request
 	// to MCPPath for the same reason.
