@@ -402,11 +402,11 @@ func TestSandbox_Validate(t *testing.T) {
 	}
 }
 
-// TestSandbox_meteringPreservesSemantics runs every fixture checker metered
-// and unmetered: exit code, stdout and stderr must be the same.
 // goGuests are the fixtures built from Go.
 var goGuests = map[string]bool{"rows.wasm": true, "probe.wasm": true, "oom.wasm": true}
 
+// TestSandbox_meteringPreservesSemantics runs every fixture checker metered
+// and unmetered: exit code, stdout and stderr must be the same.
 func TestSandbox_meteringPreservesSemantics(t *testing.T) {
 	t.Parallel()
 	sb := newSandbox(t, wasm.Config{})
